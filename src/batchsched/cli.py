@@ -1,0 +1,100 @@
+"""The `batchsched` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from batchsched.config import load_config
+from batchsched.objects.errors import InputError
+from batchsched.objects.load import load_files
+from batchsched.objects.parse import parse_time
+from batchsched.oneshot import OneShotResult, run
+
+
+def _now_arg(value: str) -> datetime:
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)"
+        ) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="batchsched",
+        description="A Kubernetes batch scheduler for shared, capacity-bound clusters.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sched = sub.add_parser(
+        "schedule",
+        help="schedule the pending pods of manifest files once and print the decisions",
+    )
+    sched.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
+    sched.add_argument("--now", type=_now_arg, help="the time to schedule at (RFC 3339)")
+    sched.add_argument("-o", "--output", choices=("json", "text"), default="json")
+    return parser
+
+
+def _text(result: OneShotResult) -> str:
+    data = result.to_json()
+    lines: list[str] = []
+
+    def table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
+        lines.append(f"{title} ({len(rows)})")
+        if not rows:
+            lines.append("  none")
+            lines.append("")
+            return
+        cells = [[str(row[c]) for c in columns] for row in rows]
+        widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+        header = "  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))
+        lines.append(("  " + header).rstrip())
+        for r in cells:
+            lines.append(
+                "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            )
+        lines.append("")
+
+    table("BINDINGS", data["bindings"], ["pod", "node"])
+    table("EVICTIONS", data["evictions"], ["pod", "node", "preemptor", "reason"])
+    table("UNSCHEDULABLE", data["unschedulable"], ["pod", "message"])
+    table("POD GROUPS", data["podGroups"], ["name", "phase", "running", "admitted"])
+    if data["reservations"]:
+        table("RESERVATIONS", data["reservations"], ["node", "pod", "since"])
+    if data["warnings"]:
+        table("WARNINGS", data["warnings"], ["object", "message"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    objects = load_files(list(args.files))
+    now = args.now or datetime.now(UTC)
+    result = run(objects, config, now)
+    for warning in result.warnings:
+        print(f"warning: {warning.obj}: {warning.message}", file=sys.stderr)
+    if args.output == "json":
+        sys.stdout.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(_text(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "schedule":
+            return _schedule(args)
+    except InputError as err:
+        print(f"batchsched: error: {err}", file=sys.stderr)
+        return 2
+    return 2

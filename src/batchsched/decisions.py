@@ -1,0 +1,66 @@
+"""What a scheduling pass decides. Each world applies these its own way (DESIGN.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from batchsched.objects.records import PodGroupStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    pod: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Delete a victim (after a DisruptionTarget condition) to make room for `preemptor`."""
+
+    pod: str
+    node: str
+    preemptor: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Nominate:
+    """Set (node) or clear (None) a pod's `status.nominatedNodeName`."""
+
+    pod: str
+    node: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """The pod stays pending; `message` is the PodScheduled=False condition's message."""
+
+    pod: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupUpdate:
+    group: str
+    status: PodGroupStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """A node is held for a pod that may only run there (a DaemonSet pod)."""
+
+    node: str
+    pod: str
+    since: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Warn:
+    """A problem with an object that the scheduler worked around (e.g. a bad annotation)."""
+
+    obj: str
+    message: str
+
+
+Decision = Bind | Evict | Nominate | Unschedulable | PodGroupUpdate | Reserve | Warn

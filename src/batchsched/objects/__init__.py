@@ -1,0 +1,1 @@
+"""Kubernetes objects as batchsched reads them: records, quantities, manifest readers."""

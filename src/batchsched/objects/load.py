@@ -1,0 +1,126 @@
+"""Read manifest files: YAML (multi-document, `kind: List`) and JSON as kubectl prints them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.parse import (
+    read_node,
+    read_pdb,
+    read_pod,
+    read_pod_group,
+    read_priority_class,
+)
+from batchsched.objects.records import (
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+)
+
+
+@dataclass
+class Objects:
+    """Everything scheduling-relevant found in a set of manifests, in file order."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
+
+    def add(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "Node":
+            self.nodes.append(read_node(obj))
+        elif kind == "Pod":
+            self.pods.append(read_pod(obj))
+        elif kind == "PriorityClass":
+            self.priority_classes.append(read_priority_class(obj))
+        elif kind == "PodDisruptionBudget":
+            self.pdbs.append(read_pdb(obj))
+        elif kind == "PodGroup":
+            self.pod_groups.append(read_pod_group(obj))
+
+    def check_unique(self, source: str) -> None:
+        """Two objects with one name would silently shadow each other: refuse that."""
+        for kind, names in (
+            ("Node", [n.name for n in self.nodes]),
+            ("Pod", [p.key for p in self.pods]),
+            ("PriorityClass", [c.name for c in self.priority_classes]),
+            ("PodDisruptionBudget", [b.key for b in self.pdbs]),
+            ("PodGroup", [g.key for g in self.pod_groups]),
+        ):
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise ManifestError("defined more than once", obj=f"{kind} {name}").located(
+                        source
+                    )
+                seen.add(name)
+
+
+def _documents(text: str, source: str) -> Iterator[Any]:
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        try:
+            yield orjson.loads(text)
+            return
+        except orjson.JSONDecodeError:
+            pass  # YAML is a superset of JSON: let the YAML parser report the error
+    try:
+        yield from yaml.safe_load_all(text)
+    except yaml.YAMLError as err:
+        raise ManifestError(f"not valid YAML or JSON: {err}", source=source) from None
+
+
+def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
+    if doc is None:
+        return
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _flatten(item, source)
+        return
+    if not isinstance(doc, Mapping):
+        raise ManifestError(
+            f"expected an object with a kind, got {type(doc).__name__}", source=source
+        )
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            yield from _flatten(item, source)
+        return
+    yield doc
+
+
+def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
+    objects = into if into is not None else Objects()
+    for doc in _documents(text, source):
+        for obj in _flatten(doc, source):
+            kind = obj.get("kind")
+            if not isinstance(kind, str):
+                raise ManifestError("every object needs a kind", source=source)
+            try:
+                objects.add(kind, obj)
+            except ManifestError as err:
+                raise err.located(source) from None
+    return objects
+
+
+def load_files(paths: list[Path]) -> Objects:
+    objects = Objects()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ManifestError(f"cannot read: {err.strerror}", source=str(path)) from None
+        load_text(text, str(path), objects)
+    objects.check_unique(", ".join(str(p) for p in paths))
+    return objects

@@ -1,0 +1,408 @@
+"""Build records from manifest / API JSON dictionaries.
+
+Each reader names the object (`Kind namespace/name`) and the field in its errors. Unknown
+fields are ignored, as the API server's clients ignore them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar, cast
+
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.quantity import PODS, QuantityError, resource_amount
+from batchsched.objects.records import (
+    LabelSelector,
+    Node,
+    NodeSelectorTerm,
+    OwnerReference,
+    Pod,
+    PodCondition,
+    PodDisruptionBudget,
+    PodGroup,
+    PodGroupStatus,
+    PriorityClass,
+    Requirement,
+    Taint,
+    Toleration,
+)
+
+Json = Mapping[str, Any]
+T = TypeVar("T")
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+class _Reader:
+    """Typed access to one object's fields, raising ManifestError that names object and field."""
+
+    def __init__(self, kind: str, obj: Json) -> None:
+        self.kind = kind
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        name = meta.get("name")
+        namespace = meta.get("namespace")
+        self.name = name if isinstance(name, str) else ""
+        self.namespace = namespace if isinstance(namespace, str) and namespace else "default"
+        self.label = kind if not self.name else f"{kind} {self.name}"
+
+    def namespaced(self) -> None:
+        self.label = f"{self.kind} {self.namespace}/{self.name or '?'}"
+
+    def fail(self, field: str, what: str) -> ManifestError:
+        return ManifestError(what, obj=self.label, field=field)
+
+    def get(self, obj: Any, path: str, expected: type[T], default: T) -> T:
+        value: Any = obj
+        for part in path.split("."):
+            if not isinstance(value, Mapping):
+                return default
+            value = value.get(part)
+            if value is None:
+                return default
+        if expected is int and isinstance(value, bool):
+            raise self.fail(path, f"must be an integer, got {value!r}")
+        if expected is str and not isinstance(value, str):
+            raise self.fail(path, f"must be a string, got {value!r}")
+        if not isinstance(value, expected):
+            raise self.fail(path, f"must be {_type_name(expected)}, got {value!r}")
+        return value
+
+    def string_map(self, obj: Any, path: str) -> dict[str, str]:
+        raw = self.get(obj, path, dict, {})
+        out: dict[str, str] = {}
+        for key, value in raw.items():
+            if not isinstance(value, str):
+                raise self.fail(f"{path}.{key}", f"must be a string, got {value!r}")
+            out[str(key)] = value
+        return out
+
+    def time(self, obj: Any, path: str) -> datetime | None:
+        raw = self.get(obj, path, str, "")
+        if not raw:
+            return None
+        try:
+            return parse_time(raw)
+        except ValueError:
+            raise self.fail(path, f"{raw!r} is not an RFC 3339 time") from None
+
+    def resources(self, obj: Any, path: str) -> dict[str, int]:
+        raw = self.get(obj, path, dict, {})
+        out: dict[str, int] = {}
+        for resource, value in raw.items():
+            try:
+                out[str(resource)] = resource_amount(str(resource), value)
+            except QuantityError as err:
+                raise self.fail(f"{path}.{resource}", str(err)) from None
+        return out
+
+    def items(self, obj: Any, path: str) -> list[Any]:
+        return self.get(obj, path, list, [])
+
+
+def _type_name(expected: type[object]) -> str:
+    return {dict: "a mapping", list: "a list", int: "an integer", bool: "true or false"}.get(
+        expected, expected.__name__
+    )
+
+
+def parse_time(raw: str) -> datetime:
+    """An RFC 3339 time (`2026-11-22T10:00:00Z`), always timezone-aware."""
+    value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def format_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_node(obj: Json) -> Node:
+    r = _Reader("Node", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    allocatable = r.resources(obj, "status.allocatable") or r.resources(obj, "status.capacity")
+    taints = []
+    for i, raw in enumerate(r.items(obj, "spec.taints")):
+        path = f"spec.taints[{i}]"
+        key = r.get(raw, "key", str, "")
+        if not key:
+            raise r.fail(f"{path}.key", "is required")
+        effect = r.get(raw, "effect", str, "")
+        if effect not in _EFFECTS:
+            raise r.fail(f"{path}.effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        taints.append(Taint(key=key, value=r.get(raw, "value", str, ""), effect=cast(Any, effect)))
+    return Node(
+        name=r.name,
+        allocatable=allocatable,
+        labels=r.string_map(obj, "metadata.labels"),
+        taints=tuple(taints),
+        unschedulable=r.get(obj, "spec.unschedulable", bool, False),
+    )
+
+
+def _requirements(r: _Reader, raw_list: list[Any], path: str) -> tuple[Requirement, ...]:
+    out = []
+    for i, raw in enumerate(raw_list):
+        where = f"{path}[{i}]"
+        key = r.get(raw, "key", str, "")
+        if not key:
+            raise r.fail(f"{where}.key", "is required")
+        op = r.get(raw, "operator", str, "")
+        if op not in _OPERATORS:
+            raise r.fail(f"{where}.operator", f"{op!r} is not one of {', '.join(_OPERATORS)}")
+        values = tuple(str(v) for v in r.get(raw, "values", list, []))
+        if op in ("In", "NotIn") and not values:
+            raise r.fail(f"{where}.values", f"must not be empty for operator {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise r.fail(f"{where}.values", f"must be empty for operator {op}")
+        if op in ("Gt", "Lt") and (len(values) != 1 or not _is_int(values[0])):
+            raise r.fail(f"{where}.values", f"must be one integer for operator {op}")
+        out.append(Requirement(key=key, operator=cast(Any, op), values=values))
+    return tuple(out)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _node_selector_terms(r: _Reader, spec: Any) -> tuple[NodeSelectorTerm, ...]:
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = r.get(spec, path.removeprefix("spec."), dict, {})
+    if not required:
+        return ()
+    terms = []
+    for i, raw in enumerate(r.items(required, "nodeSelectorTerms")):
+        where = f"{path}.nodeSelectorTerms[{i}]"
+        exprs = _requirements(r, r.items(raw, "matchExpressions"), f"{where}.matchExpressions")
+        fields = _requirements(r, r.items(raw, "matchFields"), f"{where}.matchFields")
+        for req in fields:
+            if req.key != "metadata.name":
+                raise r.fail(f"{where}.matchFields", f"key {req.key!r} must be metadata.name")
+        terms.append(NodeSelectorTerm(match_expressions=exprs, match_fields=fields))
+    return tuple(terms)
+
+
+def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
+    out = []
+    for i, raw in enumerate(r.items(spec, "tolerations")):
+        where = f"spec.tolerations[{i}]"
+        op = r.get(raw, "operator", str, "Equal")
+        if op not in ("Equal", "Exists"):
+            raise r.fail(f"{where}.operator", f"{op!r} is not one of Equal, Exists")
+        effect = r.get(raw, "effect", str, "")
+        if effect and effect not in _EFFECTS:
+            raise r.fail(f"{where}.effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        key = r.get(raw, "key", str, "")
+        if not key and op != "Exists":
+            raise r.fail(f"{where}.operator", "must be Exists when key is empty")
+        out.append(
+            Toleration(
+                key=key, operator=cast(Any, op), value=r.get(raw, "value", str, ""), effect=effect
+            )
+        )
+    return tuple(out)
+
+
+def _container_requests(r: _Reader, spec: Any, field: str) -> list[dict[str, int]]:
+    out = []
+    for i, container in enumerate(r.items(spec, field)):
+        requests = r.resources(container, "resources.requests")
+        # As the API server defaults them: limits stand in for requests that are not given.
+        for resource, amount in r.resources(container, "resources.limits").items():
+            requests.setdefault(resource, amount)
+        if not isinstance(container, Mapping):
+            raise r.fail(f"spec.{field}[{i}]", "must be a mapping")
+        out.append(requests)
+    return out
+
+
+def pod_requests(
+    containers: list[dict[str, int]],
+    init_containers: list[dict[str, int]],
+    overhead: dict[str, int],
+) -> dict[str, int]:
+    """max(sum of containers, each init container) + overhead, plus one `pods` slot."""
+    total: dict[str, int] = {}
+    for requests in containers:
+        for resource, amount in requests.items():
+            total[resource] = total.get(resource, 0) + amount
+    for requests in init_containers:
+        for resource, amount in requests.items():
+            total[resource] = max(total.get(resource, 0), amount)
+    for resource, amount in overhead.items():
+        total[resource] = total.get(resource, 0) + amount
+    total = {resource: amount for resource, amount in total.items() if amount > 0}
+    total[PODS] = 1
+    return total
+
+
+def read_pod(obj: Json) -> Pod:
+    r = _Reader("Pod", obj)
+    r.namespaced()
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise r.fail("spec", "is required")
+    if not r.items(spec, "containers"):
+        raise r.fail("spec.containers", "must list at least one container")
+    requests = pod_requests(
+        _container_requests(r, spec, "containers"),
+        _container_requests(r, spec, "initContainers"),
+        r.resources(spec, "overhead"),
+    )
+    policy = r.get(spec, "preemptionPolicy", str, "")
+    if policy and policy not in _PREEMPTION_POLICIES:
+        raise r.fail("spec.preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
+    priority: int | None = None
+    if spec.get("priority") is not None:
+        priority = r.get(spec, "priority", int, 0)
+    owners = []
+    for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
+        kind = r.get(raw, "kind", str, "")
+        name = r.get(raw, "name", str, "")
+        if not kind or not name:
+            raise r.fail(f"metadata.ownerReferences[{i}]", "needs kind and name")
+        owners.append(
+            OwnerReference(
+                kind=kind,
+                name=name,
+                uid=r.get(raw, "uid", str, ""),
+                controller=r.get(raw, "controller", bool, False),
+            )
+        )
+    conditions = []
+    for raw in r.items(obj, "status.conditions"):
+        conditions.append(
+            PodCondition(
+                type=r.get(raw, "type", str, ""),
+                status=r.get(raw, "status", str, ""),
+                last_transition_time=r.time(raw, "lastTransitionTime"),
+                reason=r.get(raw, "reason", str, ""),
+                message=r.get(raw, "message", str, ""),
+            )
+        )
+    grace = r.get(spec, "terminationGracePeriodSeconds", int, 30)
+    return Pod(
+        namespace=r.namespace,
+        name=r.name,
+        uid=r.get(obj, "metadata.uid", str, ""),
+        requests=requests,
+        scheduler_name=r.get(spec, "schedulerName", str, ""),
+        node_name=r.get(spec, "nodeName", str, ""),
+        phase=r.get(obj, "status.phase", str, "") or "Pending",
+        priority=priority,
+        priority_class_name=r.get(spec, "priorityClassName", str, ""),
+        preemption_policy=cast(Any, policy or None),
+        labels=r.string_map(obj, "metadata.labels"),
+        annotations=r.string_map(obj, "metadata.annotations"),
+        node_selector=r.string_map(spec, "nodeSelector"),
+        required_terms=_node_selector_terms(r, spec),
+        tolerations=_tolerations(r, spec),
+        owner_references=tuple(owners),
+        conditions=tuple(conditions),
+        creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
+        start_time=r.time(obj, "status.startTime"),
+        deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
+        nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
+        termination_grace_period_seconds=grace,
+        resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+    )
+
+
+def read_priority_class(obj: Json) -> PriorityClass:
+    r = _Reader("PriorityClass", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    if obj.get("value") is None:
+        raise r.fail("value", "is required")
+    value = r.get(obj, "value", int, 0)
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise r.fail("value", f"{value} is outside the 32-bit integer range")
+    policy = r.get(obj, "preemptionPolicy", str, "PreemptLowerPriority")
+    if policy not in _PREEMPTION_POLICIES:
+        raise r.fail("preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
+    return PriorityClass(
+        name=r.name,
+        value=value,
+        global_default=r.get(obj, "globalDefault", bool, False),
+        preemption_policy=cast(Any, policy),
+        annotations=r.string_map(obj, "metadata.annotations"),
+        resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+    )
+
+
+def read_label_selector(r: _Reader, obj: Any, path: str) -> LabelSelector:
+    raw = r.get(obj, path, dict, {})
+    return LabelSelector(
+        match_labels=r.string_map(raw, "matchLabels"),
+        match_expressions=_requirements(
+            r, r.items(raw, "matchExpressions"), f"{path}.matchExpressions"
+        ),
+    )
+
+
+def read_pdb(obj: Json) -> PodDisruptionBudget:
+    r = _Reader("PodDisruptionBudget", obj)
+    r.namespaced()
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    return PodDisruptionBudget(
+        namespace=r.namespace,
+        name=r.name,
+        selector=read_label_selector(r, obj, "spec.selector"),
+        disruptions_allowed=r.get(obj, "status.disruptionsAllowed", int, 0),
+    )
+
+
+def read_pod_group(obj: Json) -> PodGroup:
+    r = _Reader("PodGroup", obj)
+    r.namespaced()
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    if obj.get("spec", {}).get("minMember") is None:
+        raise r.fail("spec.minMember", "is required")
+    min_member = r.get(obj, "spec.minMember", int, 0)
+    if min_member < 1:
+        raise r.fail("spec.minMember", f"must be at least 1, got {min_member}")
+    timeout = obj.get("spec", {}).get("scheduleTimeoutSeconds")
+    status = PodGroupStatus(
+        phase=r.get(obj, "status.phase", str, "") or "Pending",
+        running=r.get(obj, "status.running", int, 0),
+        succeeded=r.get(obj, "status.succeeded", int, 0),
+        failed=r.get(obj, "status.failed", int, 0),
+        admitted=r.get(obj, "status.admitted", int, 0),
+        occupied_by=r.get(obj, "status.occupiedBy", str, ""),
+        schedule_start_time=r.time(obj, "status.scheduleStartTime"),
+    )
+    return PodGroup(
+        namespace=r.namespace,
+        name=r.name,
+        min_member=min_member,
+        min_resources=r.resources(obj, "spec.minResources"),
+        schedule_timeout_seconds=(
+            None if timeout is None else r.get(obj, "spec.scheduleTimeoutSeconds", int, 0)
+        ),
+        creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
+        status=status,
+        resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+    )
+
+
+READERS: dict[str, Callable[[Json], object]] = {
+    "Node": read_node,
+    "Pod": read_pod,
+    "PriorityClass": read_priority_class,
+    "PodDisruptionBudget": read_pdb,
+    "PodGroup": read_pod_group,
+}

@@ -1,0 +1,204 @@
+"""Typed records for the Kubernetes objects batchsched reads.
+
+Only the fields scheduling needs are kept; everything else in a manifest is ignored. Records
+are plain data: the readers in `parse.py` build them, ClusterState indexes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: TaintEffect
+
+    def describe(self) -> str:
+        return f"{{{self.key}: {self.value}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: Literal["Equal", "Exists"]
+    value: str
+    effect: str  # "" tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One node selector requirement: a label (or `metadata.name` field) test."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[Requirement, ...]
+    match_fields: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    allocatable: dict[str, int]
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(slots=True)
+class PodCondition:
+    type: str
+    status: str
+    last_transition_time: datetime | None
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str = ""
+    requests: dict[str, int] = field(default_factory=dict)
+    scheduler_name: str = ""
+    node_name: str = ""
+    phase: str = "Pending"
+    priority: int | None = None  # spec.priority; ClusterState resolves a missing one
+    priority_class_name: str = ""
+    preemption_policy: PreemptionPolicy | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    owner_references: tuple[OwnerReference, ...] = ()
+    conditions: tuple[PodCondition, ...] = ()
+    creation_timestamp: datetime | None = None
+    start_time: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    nominated_node_name: str = ""
+    termination_grace_period_seconds: int = 30
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    def condition(self, type_: str) -> PodCondition | None:
+        for cond in self.conditions:
+            if cond.type == type_:
+                return cond
+        return None
+
+
+@dataclass(slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
+    annotations: dict[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+@dataclass(slots=True)
+class LabelSelector:
+    match_labels: dict[str, str]
+    match_expressions: tuple[Requirement, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        return all(_label_requirement_holds(req, labels) for req in self.match_expressions)
+
+
+def _label_requirement_holds(req: Requirement, labels: dict[str, str]) -> bool:
+    present = req.key in labels
+    if req.operator == "In":
+        return present and labels[req.key] in req.values
+    if req.operator == "NotIn":
+        return not present or labels[req.key] not in req.values
+    if req.operator == "Exists":
+        return present
+    if req.operator == "DoesNotExist":
+        return not present
+    return False
+
+
+@dataclass(slots=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector
+    disruptions_allowed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class PodGroupStatus:
+    phase: str = "Pending"
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    admitted: int = 0
+    occupied_by: str = ""
+    schedule_start_time: datetime | None = None
+
+
+@dataclass(slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_member: int
+    min_resources: dict[str, int] = field(default_factory=dict)
+    schedule_timeout_seconds: int | None = None
+    creation_timestamp: datetime | None = None
+    status: PodGroupStatus = field(default_factory=PodGroupStatus)
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

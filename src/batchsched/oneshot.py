@@ -1,0 +1,139 @@
+"""`batchsched schedule`: manifests in, decisions out.
+
+Passes run until nothing changes. Time does not advance: every pass uses the same `now`, and a
+victim of preemption is removed at once, as if its graceful termination had finished, so a
+preemptor that got room binds in a later pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from batchsched.config import SchedulerConfig
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    PodGroupUpdate,
+    Reserve,
+    Unschedulable,
+    Warn,
+)
+from batchsched.objects.load import Objects
+from batchsched.objects.parse import format_time
+from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+
+# Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
+# against a bug turning into an endless loop.
+_MAX_PASSES = 100_000
+
+
+@dataclass
+class OneShotResult:
+    bindings: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    pod_groups: dict[str, PodGroupUpdate] = field(default_factory=dict)
+    reservations: dict[str, Reserve] = field(default_factory=dict)
+    warnings: list[Warn] = field(default_factory=list)
+    passes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bindings": [
+                {"pod": b.pod, "node": b.node} for b in sorted(self.bindings, key=lambda b: b.pod)
+            ],
+            "evictions": [
+                {"pod": e.pod, "node": e.node, "preemptor": e.preemptor, "reason": e.reason}
+                for e in sorted(self.evictions, key=lambda e: e.pod)
+            ],
+            "unschedulable": [
+                {"pod": pod, "message": message}
+                for pod, message in sorted(self.unschedulable.items())
+            ],
+            "podGroups": [
+                {
+                    "name": name,
+                    "phase": update.status.phase,
+                    "running": update.status.running,
+                    "admitted": update.status.admitted,
+                }
+                for name, update in sorted(self.pod_groups.items())
+            ],
+            "reservations": [
+                {"node": r.node, "pod": r.pod, "since": format_time(r.since)}
+                for _, r in sorted(self.reservations.items())
+            ],
+            "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
+        }
+
+
+def build_state(objects: Objects) -> ClusterState:
+    """A ClusterState holding the objects; classes first, so pod priorities resolve."""
+    state = ClusterState()
+    for pc in objects.priority_classes:
+        state.upsert_priority_class(pc)
+    for node in objects.nodes:
+        state.upsert_node(node)
+    for pdb in objects.pdbs:
+        state.upsert_pdb(pdb)
+    for group in objects.pod_groups:
+        state.upsert_pod_group(group)
+    for pod in objects.pods:
+        state.upsert_pod(pod)
+    return state
+
+
+def run(objects: Objects, config: SchedulerConfig, now: datetime) -> OneShotResult:
+    state = build_state(objects)
+    scheduler = Scheduler(state, config)
+    result = OneShotResult()
+    seen_warnings: set[tuple[str, str]] = set()
+    while result.passes < _MAX_PASSES:
+        result.passes += 1
+        scheduler.queue.flush()
+        decisions = scheduler.schedule_pass(now)
+        if not _apply(decisions, state, result, seen_warnings):
+            break
+    # Pods of a foreign scheduler are not ours to report; only our pending pods are.
+    result.unschedulable = {
+        key: scheduler.messages.get(key, "not attempted")
+        for key, pod in state.pending.items()
+        if scheduler.owns(pod)
+    }
+    for reservation in list(result.reservations.values()):
+        if reservation.pod not in state.pending:
+            del result.reservations[reservation.node]
+    return result
+
+
+def _apply(
+    decisions: list[Decision],
+    state: ClusterState,
+    result: OneShotResult,
+    seen_warnings: set[tuple[str, str]],
+) -> bool:
+    """Carry out one pass's decisions; True if the cluster changed."""
+    changed = False
+    for decision in decisions:
+        if isinstance(decision, Bind):
+            result.bindings.append(decision)
+            changed = True
+        elif isinstance(decision, Evict):
+            state.remove_pod(decision.pod)
+            result.evictions.append(decision)
+            changed = True
+        elif isinstance(decision, PodGroupUpdate):
+            result.pod_groups[decision.group] = decision
+        elif isinstance(decision, Reserve):
+            result.reservations[decision.node] = decision
+        elif isinstance(decision, Warn):
+            if (decision.obj, decision.message) not in seen_warnings:
+                seen_warnings.add((decision.obj, decision.message))
+                result.warnings.append(decision)
+        elif isinstance(decision, Unschedulable):
+            pass  # the final message per pod is read from the scheduler at the end
+    return changed

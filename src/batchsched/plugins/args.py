@@ -1,0 +1,51 @@
+"""Reading a plugin's `pluginConfig` args with errors that say what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from batchsched.objects.errors import InputError
+
+T = TypeVar("T")
+
+
+class ConfigError(InputError):
+    pass
+
+
+class ArgsReader:
+    """Typed access to one plugin's args; unknown keys are an error listing the known ones."""
+
+    def __init__(self, plugin: str, args: Mapping[str, Any] | None, allowed: tuple[str, ...]):
+        self.plugin = plugin
+        self.args: Mapping[str, Any] = args or {}
+        if not isinstance(self.args, Mapping):
+            raise self.fail("", f"args must be a mapping, got {args!r}")
+        for key in self.args:
+            if key in ("kind", "apiVersion"):
+                continue
+            if key not in allowed:
+                known = ", ".join(allowed) if allowed else "none"
+                raise self.fail(key, f"unknown argument (known: {known})")
+
+    def fail(self, key: str, what: str) -> ConfigError:
+        where = f"pluginConfig {self.plugin}" + (f" args.{key}" if key else "")
+        return ConfigError(f"{where}: {what}")
+
+    def get(self, key: str, expected: type[T], default: T) -> T:
+        value = self.args.get(key, default)
+        if expected is int and isinstance(value, bool):
+            raise self.fail(key, f"must be an integer, got {value!r}")
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected):
+            raise self.fail(key, f"must be of type {expected.__name__}, got {value!r}")
+        return value
+
+    def int_in(self, key: str, default: int, low: int, high: int | None = None) -> int:
+        value = self.get(key, int, default)
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise self.fail(key, f"must be {bound}, got {value}")
+        return value

@@ -1,0 +1,129 @@
+"""The plugin framework: extension points after kube-scheduler's, vectorised over nodes.
+
+A Filter plugin looks at every candidate node at once and returns Rejections (a reason and the
+nodes it applies to); a Score plugin returns one integer score (0..100) per feasible node.
+Statuses say whether removing pods could help (`resolvable`), which is what PostFilter
+(preemption) needs to know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.decisions import Decision
+from batchsched.objects.records import Pod
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+
+IndexArray = npt.NDArray[np.intp]
+
+
+@dataclass(slots=True)
+class Cycle:
+    """One scheduling attempt of one pod: the facts every plugin reads."""
+
+    state: ClusterState
+    pod: Pod
+    now: datetime
+    demand: Demand
+    free: IntArray  # room per node as this pod sees it (nominations of others counted)
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def priority(self) -> int:
+        return self.pod.priority or 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    reason: str
+    nodes: BoolArray
+    resolvable: bool  # could preemption (removing pods) make these nodes fit?
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: counts per reason, and which nodes preemption could fix."""
+
+    node_count: int
+    reason_counts: dict[str, int]
+    resolvable: BoolArray  # nodes whose only failures are resolvable
+    pre_filter_message: str = ""
+
+    def message(self) -> str:
+        if self.pre_filter_message:
+            return self.pre_filter_message
+        parts = sorted(f"{count} {reason}" for reason, count in self.reason_counts.items())
+        detail = ": " + ", ".join(parts) if parts else ""
+        return f"0/{self.node_count} nodes are available{detail}."
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """A pre-filter's verdict: None fields mean 'no objection'."""
+
+    reject: str | None = None  # message; the pod stays pending, preemption is not tried
+    allowed_nodes: BoolArray | None = None
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node: str | None = None
+    decisions: list[Decision] = field(default_factory=list)
+    message: str = ""  # appended to the pod's message, e.g. "preemption: 0/5 nodes ..."
+
+
+class Plugin:
+    name: ClassVar[str]
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        """Rejections among `candidates`; nodes in no rejection pass."""
+        raise NotImplementedError
+
+
+class StaticFilterPlugin(FilterPlugin):
+    """A filter that depends only on static node properties and the pod's shape.
+
+    Its verdict is cached per `shape(pod)` until node labels, taints or membership change.
+    A shape of None means 'do not cache' (e.g. a pod pinned to one node by name).
+    """
+
+    def shape(self, pod: Pod) -> Hashable | None:
+        raise NotImplementedError
+
+    def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
+        raise NotImplementedError
+
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        return [
+            Rejection(r.reason, r.nodes & candidates, r.resolvable)
+            for r in self.evaluate(cycle.state, cycle.pod)
+        ]
+
+
+class ScorePlugin(Plugin):
+    def score(self, cycle: Cycle, nodes: IndexArray) -> IntArray:
+        """A score in 0..100 for each node row in `nodes`."""
+        raise NotImplementedError
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def sort_key(self, pod: Pod, enqueued: float) -> tuple[Any, ...]:
+        raise NotImplementedError

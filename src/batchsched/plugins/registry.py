@@ -1,0 +1,57 @@
+"""Every plugin batchsched knows, by name, and the default profile's plugin set."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from batchsched.plugins.base import Plugin
+from batchsched.plugins.node_affinity import NodeAffinity
+from batchsched.plugins.node_name import NodeName
+from batchsched.plugins.node_resources_fit import NodeResourcesFit
+from batchsched.plugins.node_unschedulable import NodeUnschedulable
+from batchsched.plugins.priority_sort import PrioritySort
+from batchsched.plugins.taint_toleration import TaintToleration
+
+PluginFactory = Callable[[Mapping[str, Any] | None], Plugin]
+
+
+def _no_args(cls: type[Plugin]) -> PluginFactory:
+    def build(args: Mapping[str, Any] | None) -> Plugin:
+        if args and any(k not in ("kind", "apiVersion") for k in args):
+            from batchsched.plugins.args import ConfigError
+
+            raise ConfigError(f"pluginConfig {cls.name}: this plugin takes no arguments")
+        return cls()
+
+    return build
+
+
+REGISTRY: dict[str, PluginFactory] = {
+    "PrioritySort": _no_args(PrioritySort),
+    "NodeUnschedulable": _no_args(NodeUnschedulable),
+    "NodeName": _no_args(NodeName),
+    "TaintToleration": _no_args(TaintToleration),
+    "NodeAffinity": _no_args(NodeAffinity),
+    "NodeResourcesFit": NodeResourcesFit,
+}
+
+EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
+
+# The `batchsched` profile: every plugin on, at every point it implements, in
+# kube-scheduler's order. Score entries are (name, weight).
+DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
+    "queueSort": [("PrioritySort", 0)],
+    "preFilter": [],
+    "filter": [
+        ("NodeUnschedulable", 0),
+        ("NodeName", 0),
+        ("TaintToleration", 0),
+        ("NodeAffinity", 0),
+        ("NodeResourcesFit", 0),
+    ],
+    "postFilter": [],
+    "score": [("NodeResourcesFit", 1)],
+    "reserve": [],
+    "permit": [],
+}

@@ -1,0 +1,371 @@
+"""ClusterState: nodes as NumPy arrays, pods indexed by node, and the policy objects.
+
+Worlds (live, simulator, one-shot) feed it facts through the `upsert_*` / `remove_*` methods;
+the scheduler records its own assumptions (a pod bound, a node nominated) through `assume`,
+`forget` and `nominate`. Nothing here reads a clock or does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.objects.records import (
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+)
+from batchsched.state.resources import ResourceIndex
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """A pod's request as array columns and amounts, ready for vectorised checks."""
+
+    cols: npt.NDArray[np.intp]
+    amounts: IntArray
+
+
+class ClusterState:
+    def __init__(self) -> None:
+        self.resources = ResourceIndex()
+        self._capacity = 0
+        self.allocatable: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64)
+        self.free: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64)
+        self.valid: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.nodes: list[Node | None] = []
+        self.node_index: dict[str, int] = {}
+        self.node_pods: list[dict[str, Pod]] = []
+        # Bumped when node labels, taints, schedulability or membership change: masks derived
+        # from static node properties are cached against it.
+        self.node_generation = 0
+        # Bumped on every change that could let a waiting pod fit.
+        self.generation = 0
+        self.pods: dict[str, Pod] = {}
+        self.bound: dict[str, int] = {}
+        self.pending: dict[str, Pod] = {}
+        self.assumed: set[str] = set()
+        self.nominations: dict[str, int] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.pod_groups: dict[str, PodGroup] = {}
+        self._demands: dict[str, Demand] = {}
+        self._name_rank: IntArray | None = None
+        self._pending_dirty: set[str] = set()
+
+    # ---- nodes -------------------------------------------------------------------------
+
+    @property
+    def node_count(self) -> int:
+        return len(self.node_index)
+
+    def _grow_rows(self, rows: int) -> None:
+        if rows <= self._capacity:
+            return
+        new_cap = max(rows, self._capacity * 2, 64)
+        width = len(self.resources)
+        for attr in ("allocatable", "free"):
+            old = getattr(self, attr)
+            grown = np.zeros((new_cap, width), dtype=np.int64)
+            grown[: old.shape[0]] = old
+            setattr(self, attr, grown)
+        valid = np.zeros(new_cap, dtype=np.bool_)
+        valid[: self.valid.shape[0]] = self.valid
+        self.valid = valid
+        self._capacity = new_cap
+
+    def _ensure_columns(self) -> None:
+        width = len(self.resources)
+        if self.allocatable.shape[1] == width:
+            return
+        for attr in ("allocatable", "free"):
+            old = getattr(self, attr)
+            grown = np.zeros((old.shape[0], width), dtype=np.int64)
+            grown[:, : old.shape[1]] = old
+            setattr(self, attr, grown)
+
+    def _vector(self, amounts: dict[str, int]) -> IntArray:
+        for name in amounts:
+            self.resources.intern(name)
+        self._ensure_columns()
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for name, amount in amounts.items():
+            vec[self.resources.intern(name)] = amount
+        return vec
+
+    def upsert_node(self, node: Node) -> None:
+        alloc = self._vector(node.allocatable)
+        idx = self.node_index.get(node.name)
+        if idx is None:
+            idx = len(self.nodes)
+            self._grow_rows(idx + 1)
+            self.nodes.append(node)
+            self.node_pods.append({})
+            self.node_index[node.name] = idx
+            self.valid[idx] = True
+            self.allocatable[idx] = alloc
+            self.free[idx] = alloc
+            self._name_rank = None
+            for pod in self.pending.values():
+                # Pods naming this node may have arrived first: count them now.
+                if pod.node_name == node.name:
+                    self._pending_dirty.add(pod.key)
+        else:
+            old = self.nodes[idx]
+            used = self.allocatable[idx] - self.free[idx]
+            self.allocatable[idx] = alloc
+            self.free[idx] = alloc - used
+            self.nodes[idx] = node
+            if old is not None and (
+                old.labels == node.labels
+                and old.taints == node.taints
+                and old.unschedulable == node.unschedulable
+            ):
+                self.generation += 1
+                return
+        self.node_generation += 1
+        self.generation += 1
+
+    def remove_node(self, name: str) -> None:
+        idx = self.node_index.pop(name, None)
+        if idx is None:
+            return
+        for key in list(self.node_pods[idx]):
+            self._unbind(key)
+        self.nodes[idx] = None
+        self.valid[idx] = False
+        self.allocatable[idx] = 0
+        self.free[idx] = 0
+        for key, node in list(self.nominations.items()):
+            if node == idx:
+                del self.nominations[key]
+        self._name_rank = None
+        self.node_generation += 1
+        self.generation += 1
+
+    def node_name(self, idx: int) -> str:
+        node = self.nodes[idx]
+        assert node is not None, f"node slot {idx} is empty"
+        return node.name
+
+    def live_nodes(self) -> Iterator[tuple[int, Node]]:
+        for idx, node in enumerate(self.nodes):
+            if node is not None:
+                yield idx, node
+
+    @property
+    def rows(self) -> int:
+        """Rows in use in the node arrays (including slots of removed nodes)."""
+        return len(self.nodes)
+
+    def name_rank(self) -> IntArray:
+        """Each node row's position in name order: ties between nodes break on name."""
+        if self._name_rank is None or self._name_rank.shape[0] != self.rows:
+            order = sorted(
+                range(self.rows), key=lambda i: (self.nodes[i] is None, self._sort_name(i))
+            )
+            rank = np.empty(self.rows, dtype=np.int64)
+            rank[np.asarray(order, dtype=np.intp)] = np.arange(self.rows, dtype=np.int64)
+            self._name_rank = rank
+        return self._name_rank
+
+    def _sort_name(self, idx: int) -> str:
+        node = self.nodes[idx]
+        return node.name if node is not None else ""
+
+    # ---- policy objects ----------------------------------------------------------------
+
+    def upsert_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+        self.generation += 1
+
+    def remove_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+        self.generation += 1
+
+    def upsert_pdb(self, pdb: PodDisruptionBudget) -> None:
+        self.pdbs[pdb.key] = pdb
+        self.generation += 1
+
+    def remove_pdb(self, key: str) -> None:
+        self.pdbs.pop(key, None)
+        self.generation += 1
+
+    def upsert_pod_group(self, group: PodGroup) -> None:
+        self.pod_groups[group.key] = group
+        self.generation += 1
+        for pod in self.pending.values():
+            self._pending_dirty.add(pod.key)
+
+    def remove_pod_group(self, key: str) -> None:
+        self.pod_groups.pop(key, None)
+        self.generation += 1
+
+    def priority_of(self, pod: Pod) -> int:
+        """spec.priority, else its class's value, else the global default's, else 0."""
+        if pod.priority is not None:
+            return pod.priority
+        if pod.priority_class_name:
+            pc = self.priority_classes.get(pod.priority_class_name)
+            return pc.value if pc is not None else 0
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    # ---- pods --------------------------------------------------------------------------
+
+    def demand(self, pod: Pod) -> Demand:
+        demand = self._demands.get(pod.key)
+        if demand is None:
+            vec = self._vector(pod.requests)
+            cols = np.flatnonzero(vec)
+            demand = Demand(cols=cols, amounts=vec[cols])
+            self._demands[pod.key] = demand
+        return demand
+
+    def upsert_pod(self, pod: Pod) -> None:
+        """Record a pod as the world reports it.
+
+        A pod this scheduler assumed onto a node keeps that assumption while the world still
+        reports it unbound (the bind is in flight); a report with a node confirms it.
+        `generation` moves only when room may have been freed, so waiting pods are retried
+        when that can help, not on every bind.
+        """
+        key = pod.key
+        if pod.priority is None:
+            pod.priority = self.priority_of(pod)
+        old = self.pods.get(key)
+        if old is not None and old.requests != pod.requests:
+            self._demands.pop(key, None)
+        if key in self.assumed:
+            if not pod.node_name and not pod.terminated:
+                pod.node_name = old.node_name if old is not None else ""
+            else:
+                self.assumed.discard(key)
+        old_node = self.bound.get(key)
+        if old_node is not None:
+            self._unbind(key)
+        self.pods[key] = pod
+        was_pending = self.pending.pop(key, None) is not None
+        if pod.terminated:
+            self.nominations.pop(key, None)
+        elif not pod.node_name:
+            self.pending[key] = pod
+            self.sync_nomination(pod)
+        else:
+            self.nominations.pop(key, None)
+            self._bind(key, pod)
+        if was_pending or key in self.pending:
+            self._pending_dirty.add(key)
+        moved = self.bound.get(key) != old_node
+        resized = old is not None and old.requests != pod.requests
+        if old_node is not None and (moved or resized):
+            self.generation += 1
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        if key in self.bound:
+            self._unbind(key)
+        self.assumed.discard(key)
+        self.nominations.pop(key, None)
+        self._demands.pop(key, None)
+        if self.pending.pop(key, None) is not None:
+            self._pending_dirty.add(key)
+        self.generation += 1
+
+    def _bind(self, key: str, pod: Pod) -> None:
+        idx = self.node_index.get(pod.node_name)
+        if idx is None:
+            # Its node is unknown (not yet listed, or gone): the pod holds nothing we can see.
+            return
+        demand = self.demand(pod)
+        self.free[idx, demand.cols] -= demand.amounts
+        self.bound[key] = idx
+        self.node_pods[idx][key] = pod
+
+    def _unbind(self, key: str) -> None:
+        idx = self.bound.pop(key)
+        pod = self.node_pods[idx].pop(key)
+        demand = self.demand(pod)
+        self.free[idx, demand.cols] += demand.amounts
+
+    def assume(self, key: str, node_name: str) -> None:
+        """The scheduler decided to bind this pod: count it on the node from now on."""
+        pod = self.pending.pop(key)
+        self._pending_dirty.add(key)
+        self.nominations.pop(key, None)
+        pod.node_name = node_name
+        pod.nominated_node_name = ""
+        self.assumed.add(key)
+        self._bind(key, pod)
+
+    def forget(self, key: str) -> None:
+        """A bind the scheduler assumed failed: give the room back and make the pod pending."""
+        if key not in self.assumed:
+            return
+        self.assumed.discard(key)
+        pod = self.pods[key]
+        if key in self.bound:
+            self._unbind(key)
+        pod.node_name = ""
+        self.pending[key] = pod
+        self._pending_dirty.add(key)
+        self.generation += 1
+
+    def nominate(self, key: str, node_name: str | None) -> None:
+        pod = self.pods[key]
+        if node_name is None:
+            self.nominations.pop(key, None)
+            pod.nominated_node_name = ""
+        else:
+            self.nominations[key] = self.node_index[node_name]
+            pod.nominated_node_name = node_name
+
+    def sync_nomination(self, pod: Pod) -> None:
+        """Adopt `status.nominatedNodeName` as reported by the world (e.g. after a restart)."""
+        if pod.nominated_node_name and pod.nominated_node_name in self.node_index:
+            self.nominations[pod.key] = self.node_index[pod.nominated_node_name]
+
+    def mark_terminating(self, key: str, when: datetime) -> None:
+        """A victim was told to go: it holds its room until the world reports it gone."""
+        pod = self.pods.get(key)
+        if pod is not None and pod.deletion_timestamp is None:
+            pod.deletion_timestamp = when
+            self.generation += 1
+
+    def drain_pending_changes(self) -> set[str]:
+        """Keys whose pending status changed since the last call (for the scheduling queue)."""
+        dirty = self._pending_dirty
+        self._pending_dirty = set()
+        return dirty
+
+    def free_for(self, pod: Pod) -> IntArray:
+        """Free room as seen by `pod`: nominated pods of priority >= its own hold their room."""
+        priority = pod.priority if pod.priority is not None else 0
+        free = self.free[: self.rows]
+        adjusted: IntArray | None = None
+        for key, idx in self.nominations.items():
+            other = self.pods.get(key)
+            if other is None or key == pod.key or (other.priority or 0) < priority:
+                continue
+            if adjusted is None:
+                adjusted = free.copy()
+            demand = self.demand(other)
+            adjusted[idx, demand.cols] -= demand.amounts
+        return free if adjusted is None else adjusted
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        idx = self.node_index.get(node_name)
+        return [] if idx is None else list(self.node_pods[idx].values())

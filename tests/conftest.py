@@ -1,0 +1,1 @@
+"""Shared test helpers: small manifests built in code, so tests need no external data."""

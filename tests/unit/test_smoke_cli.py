@@ -1,0 +1,25 @@
+from pathlib import Path
+
+import orjson
+import pytest
+
+from batchsched.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "basic" / "cluster.yaml"
+
+
+def test_basic_example_binds_and_explains(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schedule", str(EXAMPLE), "--now", "2026-11-22T10:00:00Z"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert {b["pod"]: b["node"] for b in out["bindings"]} == {
+        "ml/trainer-0": "gpu-a",
+        "ml/trainer-1": "gpu-b",
+        "research/notebook": "cpu-1",
+    }
+    assert out["unschedulable"] == [
+        {
+            "pod": "research/huge-job",
+            "message": "0/4 nodes are available: 1 node(s) were unschedulable, "
+            "3 Insufficient nvidia.com/gpu.",
+        }
+    ]
