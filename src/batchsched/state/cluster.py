@@ -19,6 +19,7 @@ from batchsched.objects.records import (
     Pod,
     PodDisruptionBudget,
     PodGroup,
+    PreemptionPolicy,
     PriorityClass,
 )
 from batchsched.state.resources import ResourceIndex
@@ -222,6 +223,13 @@ class ClusterState:
                 return pc.value
         return 0
 
+    def preemption_policy_of(self, pod: Pod) -> PreemptionPolicy:
+        """spec.preemptionPolicy, else its class's (as admission would have set it)."""
+        if pod.preemption_policy is not None:
+            return pod.preemption_policy
+        pc = self.priority_classes.get(pod.priority_class_name)
+        return pc.preemption_policy if pc is not None else "PreemptLowerPriority"
+
     # ---- pods --------------------------------------------------------------------------
 
     def demand(self, pod: Pod) -> Demand:
@@ -244,6 +252,8 @@ class ClusterState:
         key = pod.key
         if pod.priority is None:
             pod.priority = self.priority_of(pod)
+        if pod.preemption_policy is None:
+            pod.preemption_policy = self.preemption_policy_of(pod)
         old = self.pods.get(key)
         if old is not None and old.requests != pod.requests:
             self._demands.pop(key, None)
