@@ -1,0 +1,1 @@
+"""scheduler_perf-style benchmarks: `python -m benchmarks [--workload PREFIX]`."""

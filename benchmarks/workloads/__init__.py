@@ -1,0 +1,1 @@
+"""One module per workload family; each registers its workloads with `@workload`."""

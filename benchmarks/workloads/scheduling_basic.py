@@ -1,0 +1,54 @@
+"""SchedulingBasic, as in scheduler_perf: 5000 nodes (4 CPU, 32Gi, 110 pods), 10,000 pods
+(100m CPU, 500Mi), through the core with decisions applied in memory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from batchsched.config import default_config
+from batchsched.decisions import Bind
+from batchsched.objects.records import Node, Pod
+from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+from benchmarks.harness import Metrics, timed, workload
+
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
+GI = 2**30
+MI = 2**20
+
+
+def build(nodes: int, pods: int) -> Scheduler:
+    state = ClusterState()
+    for i in range(nodes):
+        state.upsert_node(
+            Node(name=f"node-{i:05d}", allocatable={"cpu": 4000, "memory": 32 * GI, "pods": 110})
+        )
+    for i in range(pods):
+        state.upsert_pod(
+            Pod(
+                namespace="default",
+                name=f"pod-{i:05d}",
+                scheduler_name="batchsched",
+                requests={"cpu": 100, "memory": 500 * MI, "pods": 1},
+            )
+        )
+    return Scheduler(state, default_config())
+
+
+def run(nodes: int, pods: int) -> Metrics:
+    scheduler = build(nodes, pods)
+    with timed() as watch:
+        decisions = scheduler.schedule_pass(NOW)
+    bound = sum(isinstance(d, Bind) for d in decisions)
+    if bound != pods:
+        raise RuntimeError(f"expected {pods} bindings, got {bound}")
+    return {
+        "pods": pods,
+        "seconds": round(watch.seconds, 3),
+        "pods_per_second": round(bound / watch.seconds),
+    }
+
+
+@workload("SchedulingBasic/5000Nodes_10000Pods")
+def scheduling_basic() -> Metrics:
+    return run(5000, 10_000)
