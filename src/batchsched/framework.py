@@ -17,16 +17,18 @@ from batchsched.plugins.base import (
     Cycle,
     Diagnosis,
     FilterPlugin,
+    IndexArray,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
     QueueSortPlugin,
     Rejection,
+    RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
 )
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 _CACHE_LIMIT = 4096
 
@@ -35,6 +37,16 @@ _CACHE_LIMIT = 4096
 class _StaticVerdict:
     passing: BoolArray
     rejections: tuple[Rejection, ...]  # first-failure attribution already applied
+
+
+@dataclass(slots=True)
+class _Placement:
+    """One pod shape's feasibility and total score per node, as of `mark` in the row log."""
+
+    node_generation: int
+    mark: int
+    feasible: BoolArray
+    total: IntArray  # weighted score; -1 where infeasible
 
 
 class Framework:
@@ -63,8 +75,13 @@ class Framework:
             if isinstance(p := self.plugins[name], ScorePlugin) and w > 0
         ]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        self.score_plugins = [p for p, _ in self.scores]
         self._cache: dict[Hashable, _StaticVerdict] = {}
         self._cache_generation = -1
+        self._row_local = all(
+            isinstance(p, RowLocalPlugin) for p in [*self.dynamic_filters, *self.score_plugins]
+        )
+        self._placements: dict[Hashable, _Placement] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -86,12 +103,19 @@ class Framework:
 
     # ---- filter ------------------------------------------------------------------------
 
-    def _static_verdict(self, state: ClusterState, cycle: Cycle) -> _StaticVerdict:
+    def _shapes(self, cycle: Cycle) -> tuple[Hashable, ...] | None:
+        """The pod's shape for every static filter, or None if any says 'do not cache'."""
+        shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
+        return shapes if all(s is not None for s in shapes) else None
+
+    def _static_verdict(
+        self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
+    ) -> _StaticVerdict:
         if self._cache_generation != state.node_generation:
             self._cache.clear()
+            self._placements.clear()
             self._cache_generation = state.node_generation
-        shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
-        cacheable = all(s is not None for s in shapes)
+        cacheable = shapes is not None
         if cacheable:
             hit = self._cache.get(shapes)
             if hit is not None:
@@ -113,7 +137,7 @@ class Framework:
     ) -> tuple[BoolArray, Diagnosis]:
         """Feasible nodes, and the diagnosis for the nodes that are not."""
         state = cycle.state
-        verdict = self._static_verdict(state, cycle)
+        verdict = self._static_verdict(state, cycle, self._shapes(cycle))
         rejections = list(verdict.rejections)
         candidates = verdict.passing.copy()
         if allowed is not None:
@@ -138,18 +162,81 @@ class Framework:
 
     # ---- score -------------------------------------------------------------------------
 
+    def _totals(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        total = np.zeros(feasible.shape[0], dtype=np.int64)
+        for plugin, weight in self.scores:
+            total += plugin.score(cycle, feasible) * weight
+        total[~feasible] = -1
+        return total
+
     def select(self, cycle: Cycle, feasible: BoolArray) -> int:
         """The feasible node with the highest weighted score; ties go to the first name."""
-        rows = np.flatnonzero(feasible)
-        if rows.size == 1 or not self.scores:
-            return int(rows[np.argmin(cycle.state.name_rank()[rows])])
-        total = np.zeros(rows.size, dtype=np.int64)
-        for plugin, weight in self.scores:
-            total += plugin.score(cycle, rows) * weight
-        best = rows[total == total.max()]
-        if best.size == 1:
-            return int(best[0])
-        return int(best[np.argmin(cycle.state.name_rank()[best])])
+        return _best(cycle.state, self._totals(cycle, feasible))
+
+    def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
+        """The node row for the pod (its nominated node if that fits), or why none fits.
+
+        When every dynamic filter and score is row-local, a pod shape's results are kept and
+        refreshed only for rows that changed since, so a stream of similar pods costs
+        O(changed nodes) array work each, plus one argmax.
+        """
+        state = cycle.state
+        nominated = state.nominations.get(cycle.pod.key)
+        placement = self._cached_placement(cycle) if allowed is None else None
+        if placement is None:
+            feasible, diagnosis = self.find_nodes(cycle, allowed)
+            if not feasible.any():
+                return diagnosis
+            if nominated is not None and feasible[nominated]:
+                return nominated
+            return self.select(cycle, feasible)
+        if nominated is not None and placement.feasible[nominated]:
+            return nominated
+        if not placement.feasible.any():
+            return self.find_nodes(cycle, allowed)[1]
+        return _best(state, placement.total)
+
+    def _cached_placement(self, cycle: Cycle) -> _Placement | None:
+        state = cycle.state
+        if not self._row_local or not state.is_shared_free(cycle.free):
+            return None
+        shapes = self._shapes(cycle)
+        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
+        if shapes is None:
+            return None
+        key = (shapes, cycle.demand.cols.tobytes(), cycle.demand.amounts.tobytes())
+        placement = self._placements.get(key)
+        rows = state.rows
+        if placement is not None and placement.feasible.shape[0] == rows:
+            changed = state.rows_changed_since(placement.mark)
+            if changed is not None and len(changed) <= rows // 4:
+                if changed:
+                    self._refresh(cycle, verdict, placement, np.asarray(sorted(set(changed))))
+                placement.mark = state.change_mark()
+                return placement
+        feasible, _ = self.find_nodes(cycle)
+        placement = _Placement(
+            state.node_generation, state.change_mark(), feasible, self._totals(cycle, feasible)
+        )
+        if len(self._placements) >= _CACHE_LIMIT:
+            self._placements.clear()
+        self._placements[key] = placement
+        return placement
+
+    def _refresh(
+        self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
+    ) -> None:
+        ok = verdict.passing[rows].copy()
+        for flt in self.dynamic_filters:
+            assert isinstance(flt, RowLocalPlugin)
+            ok &= flt.fits_rows(cycle, rows)
+        total = np.zeros(rows.shape[0], dtype=np.int64)
+        for scorer, weight in self.scores:
+            assert isinstance(scorer, RowLocalPlugin)
+            total += scorer.score_rows(cycle, rows) * weight
+        total[~ok] = -1
+        placement.feasible[rows] = ok
+        placement.total[rows] = total
 
     # ---- post-filter -------------------------------------------------------------------
 
@@ -163,6 +250,14 @@ class Framework:
             if result.message:
                 messages.append(result.message)
         return PostFilterResult(message=" ".join(messages))
+
+
+def _best(state: ClusterState, total: IntArray) -> int:
+    """The row with the highest total (>= 0); among equals, the node that sorts first."""
+    if state.names_in_row_order():
+        return int(np.argmax(total))  # the first maximum is the first name
+    rows = np.flatnonzero(total == total.max())
+    return int(rows[np.argmin(state.name_rank()[rows])])
 
 
 def _apply(

@@ -13,7 +13,7 @@ from batchsched.config import SchedulerConfig
 from batchsched.decisions import Bind, Decision, Evict, Nominate, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle
+from batchsched.plugins.base import Cycle, Diagnosis
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
@@ -66,18 +66,14 @@ class Scheduler:
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now)
-        feasible, diagnosis = framework.find_nodes(cycle, pre.allowed_nodes)
-        if feasible.any():
-            nominated = state.nominations.get(pod.key)
-            if nominated is not None and feasible[nominated]:
-                idx = nominated
-            else:
-                idx = framework.select(cycle, feasible)
-            node = state.node_name(idx)
+        placed = framework.place(cycle, pre.allowed_nodes)
+        if not isinstance(placed, Diagnosis):
+            node = state.node_name(placed)
             state.assume(pod.key, node)
             self.queue.remove(pod.key)
             self.messages.pop(pod.key, None)
             return [Bind(pod.key, node)]
+        diagnosis = placed
         result = framework.post_filter(cycle, diagnosis)
         decisions = list(result.decisions)
         for decision in decisions:

@@ -114,8 +114,27 @@ class StaticFilterPlugin(FilterPlugin):
 
 
 class ScorePlugin(Plugin):
-    def score(self, cycle: Cycle, nodes: IndexArray) -> IntArray:
-        """A score in 0..100 for each node row in `nodes`."""
+    def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        """A score in 0..100 for every node row; only rows in `feasible` are read.
+
+        Scoring whole columns is cheaper than gathering the feasible rows first when most
+        nodes are feasible, which is the common case.
+        """
+        raise NotImplementedError
+
+
+class RowLocalPlugin(Plugin):
+    """A filter and/or score whose verdict on a node depends only on that node's row of
+    `free` and `allocatable` and on the pod's demand.
+
+    The framework then keeps a pod shape's results between cycles and refreshes only the rows
+    that changed (usually the one node the previous pod was bound to).
+    """
+
+    def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
+        raise NotImplementedError
+
+    def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
         raise NotImplementedError
 
 

@@ -19,6 +19,7 @@ from batchsched.plugins.base import (
     FilterPlugin,
     IndexArray,
     Rejection,
+    RowLocalPlugin,
     ScorePlugin,
 )
 from batchsched.state.cluster import BoolArray, IntArray
@@ -31,7 +32,7 @@ def insufficient_reason(resource: str) -> str:
     return "Too many pods" if resource == PODS else f"Insufficient {resource}"
 
 
-class NodeResourcesFit(FilterPlugin, ScorePlugin):
+class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
     name = "NodeResourcesFit"
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -58,41 +59,58 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
         self.ignored = frozenset(str(r) for r in ignored)
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
-        demand = cycle.demand
         names = cycle.state.resources.names
-        rows = np.flatnonzero(candidates)
-        if rows.size == 0:
-            return []
-        room = cycle.free[np.ix_(rows, demand.cols)]
-        short = room < demand.amounts
-        if not short.any():
-            return []
         rejections = []
-        for j, col in enumerate(demand.cols):
-            if names[col] in self.ignored or not short[:, j].any():
-                continue
-            mask = np.zeros(candidates.shape[0], dtype=np.bool_)
-            mask[rows[short[:, j]]] = True
-            rejections.append(Rejection(insufficient_reason(names[col]), mask, resolvable=True))
+        for col, amount in self._checked(cycle):
+            short = cycle.free[:, col] < amount
+            short &= candidates
+            if short.any():
+                rejections.append(
+                    Rejection(insufficient_reason(names[col]), short, resolvable=True)
+                )
         return rejections
 
-    def score(self, cycle: Cycle, nodes: IndexArray) -> IntArray:
+    def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
+        ok = np.ones(rows.shape[0], dtype=np.bool_)
+        for col, amount in self._checked(cycle):
+            ok &= cycle.free[rows, col] >= amount
+        return ok
+
+    def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
+        names = cycle.state.resources.names
+        demand = cycle.demand
+        return [
+            (col, amount)
+            for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True)
+            if names[col] not in self.ignored
+        ]
+
+    def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        rows = feasible.shape[0]
+        return self._score(cycle, cycle.free[:rows], cycle.state.allocatable[:rows])
+
+    def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
+        return self._score(cycle, cycle.free[rows], cycle.state.allocatable[rows])
+
+    def _score(self, cycle: Cycle, free: IntArray, allocatable: IntArray) -> IntArray:
         state = cycle.state
-        total = np.zeros(nodes.shape[0], dtype=np.int64)
+        requested = dict(
+            zip(cycle.demand.cols.tolist(), cycle.demand.amounts.tolist(), strict=True)
+        )
+        total = np.zeros(free.shape[0], dtype=np.float64)
         weight_sum = 0
         for resource, weight in self.weights.items():
-            col = state.resources.get(resource)
             weight_sum += weight
+            col = state.resources.get(resource)
             if col is None:
                 continue
-            alloc = state.allocatable[nodes, col]
-            request = int(cycle.demand.amounts[cycle.demand.cols == col].sum())
-            free_after = cycle.free[nodes, col] - request
-            safe = np.where(alloc > 0, alloc, 1)
-            if self.strategy == "LeastAllocated":
-                per = np.where(alloc > 0, np.clip(free_after, 0, None) * MAX_SCORE // safe, 0)
-            else:
-                used_after = alloc - free_after
-                per = np.where(alloc > 0, np.clip(used_after, 0, alloc) * MAX_SCORE // safe, 0)
+            alloc = allocatable[:, col]
+            free_after = free[:, col] - requested.get(col, 0)
+            if self.strategy == "MostAllocated":
+                free_after = alloc - free_after  # used after placing the pod
+            bounded = np.minimum(np.maximum(free_after, 0), alloc)
+            # Exact integer floor division in float64 (numerators stay far below 2**53); a
+            # resource the node lacks scores 0, by dividing by infinity.
+            per = np.floor(bounded * float(MAX_SCORE) / np.where(alloc > 0, alloc, np.inf))
             total += per * weight
-        return total // max(weight_sum, 1)
+        return (total // max(weight_sum, 1)).astype(np.int64)

@@ -27,6 +27,8 @@ from batchsched.state.resources import ResourceIndex
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+_CHANGE_LOG_LIMIT = 65_536
+
 
 @dataclass(frozen=True, slots=True)
 class Demand:
@@ -40,8 +42,9 @@ class ClusterState:
     def __init__(self) -> None:
         self.resources = ResourceIndex()
         self._capacity = 0
-        self.allocatable: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64)
-        self.free: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64)
+        # Column-major: the hot loops read one resource column across all nodes.
+        self.allocatable: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
+        self.free: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
         self.valid: BoolArray = np.zeros(0, dtype=np.bool_)
         self.nodes: list[Node | None] = []
         self.node_index: dict[str, int] = {}
@@ -61,7 +64,12 @@ class ClusterState:
         self.pod_groups: dict[str, PodGroup] = {}
         self._demands: dict[str, Demand] = {}
         self._name_rank: IntArray | None = None
+        self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
+        # Rows whose free or allocatable room changed, in order: lets cached per-node results
+        # be refreshed for those rows only. `_changed_base` is the log position of item 0.
+        self._changed_rows: list[int] = []
+        self._changed_base = 0
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -76,7 +84,7 @@ class ClusterState:
         width = len(self.resources)
         for attr in ("allocatable", "free"):
             old = getattr(self, attr)
-            grown = np.zeros((new_cap, width), dtype=np.int64)
+            grown = np.zeros((new_cap, width), dtype=np.int64, order="F")
             grown[: old.shape[0]] = old
             setattr(self, attr, grown)
         valid = np.zeros(new_cap, dtype=np.bool_)
@@ -90,7 +98,7 @@ class ClusterState:
             return
         for attr in ("allocatable", "free"):
             old = getattr(self, attr)
-            grown = np.zeros((old.shape[0], width), dtype=np.int64)
+            grown = np.zeros((old.shape[0], width), dtype=np.int64, order="F")
             grown[:, : old.shape[1]] = old
             setattr(self, attr, grown)
 
@@ -115,6 +123,7 @@ class ClusterState:
             self.valid[idx] = True
             self.allocatable[idx] = alloc
             self.free[idx] = alloc
+            self._touch(idx)
             self._name_rank = None
             for pod in self.pending.values():
                 # Pods naming this node may have arrived first: count them now.
@@ -125,6 +134,7 @@ class ClusterState:
             used = self.allocatable[idx] - self.free[idx]
             self.allocatable[idx] = alloc
             self.free[idx] = alloc - used
+            self._touch(idx)
             self.nodes[idx] = node
             if old is not None and (
                 old.labels == node.labels
@@ -146,12 +156,29 @@ class ClusterState:
         self.valid[idx] = False
         self.allocatable[idx] = 0
         self.free[idx] = 0
+        self._touch(idx)
         for key, node in list(self.nominations.items()):
             if node == idx:
                 del self.nominations[key]
         self._name_rank = None
         self.node_generation += 1
         self.generation += 1
+
+    def _touch(self, idx: int) -> None:
+        if len(self._changed_rows) >= _CHANGE_LOG_LIMIT:
+            self._changed_base += len(self._changed_rows)
+            self._changed_rows = []
+        self._changed_rows.append(idx)
+
+    def change_mark(self) -> int:
+        """A position in the log of changed node rows."""
+        return self._changed_base + len(self._changed_rows)
+
+    def rows_changed_since(self, mark: int) -> list[int] | None:
+        """Rows whose room changed since `mark`, or None if the log no longer reaches back."""
+        if mark < self._changed_base:
+            return None
+        return self._changed_rows[mark - self._changed_base :]
 
     def node_name(self, idx: int) -> str:
         node = self.nodes[idx]
@@ -177,7 +204,17 @@ class ClusterState:
             rank = np.empty(self.rows, dtype=np.int64)
             rank[np.asarray(order, dtype=np.intp)] = np.arange(self.rows, dtype=np.int64)
             self._name_rank = rank
+            self._rank_is_identity = None
         return self._name_rank
+
+    def names_in_row_order(self) -> bool:
+        """True when rows are in node-name order (nodes added sorted): ties resolve by row."""
+        rank = self.name_rank()
+        if self._rank_is_identity is None:
+            self._rank_is_identity = bool(
+                np.array_equal(rank, np.arange(rank.shape[0])) and self.valid[: self.rows].all()
+            )
+        return self._rank_is_identity
 
     def _sort_name(self, idx: int) -> str:
         node = self.nodes[idx]
@@ -302,6 +339,7 @@ class ClusterState:
             return
         demand = self.demand(pod)
         self.free[idx, demand.cols] -= demand.amounts
+        self._touch(idx)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
 
@@ -310,6 +348,7 @@ class ClusterState:
         pod = self.node_pods[idx].pop(key)
         demand = self.demand(pod)
         self.free[idx, demand.cols] += demand.amounts
+        self._touch(idx)
 
     def assume(self, key: str, node_name: str) -> None:
         """The scheduler decided to bind this pod: count it on the node from now on."""
@@ -362,7 +401,10 @@ class ClusterState:
         return dirty
 
     def free_for(self, pod: Pod) -> IntArray:
-        """Free room as seen by `pod`: nominated pods of priority >= its own hold their room."""
+        """Free room as seen by `pod`: nominated pods of priority >= its own hold their room.
+
+        Without such nominations this is a view of `free` itself (not a copy).
+        """
         priority = pod.priority if pod.priority is not None else 0
         free = self.free[: self.rows]
         adjusted: IntArray | None = None
@@ -375,6 +417,10 @@ class ClusterState:
             demand = self.demand(other)
             adjusted[idx, demand.cols] -= demand.amounts
         return free if adjusted is None else adjusted
+
+    def is_shared_free(self, free: IntArray) -> bool:
+        """Whether `free` (from `free_for`) is a view of the state's own room, not adjusted."""
+        return free.base is self.free
 
     def pods_on(self, node_name: str) -> list[Pod]:
         idx = self.node_index.get(node_name)
