@@ -1,1 +1,31 @@
-"""Shared test helpers: small manifests built in code, so tests need no external data."""
+"""Shared fixtures: tests build their own small manifests (see builders.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from batchsched.config import SchedulerConfig, default_config
+from batchsched.objects.load import Objects, load_text
+from batchsched.oneshot import OneShotResult, run
+
+NOW = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+
+
+def objects_of(*manifests: dict[str, Any]) -> Objects:
+    import orjson
+
+    return load_text(orjson.dumps({"kind": "List", "items": list(manifests)}).decode(), "test")
+
+
+def schedule(
+    *manifests: dict[str, Any], config: SchedulerConfig | None = None, now: datetime = NOW
+) -> OneShotResult:
+    return run(objects_of(*manifests), config or default_config(), now)
+
+
+@pytest.fixture
+def now() -> datetime:
+    return NOW

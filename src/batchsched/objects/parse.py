@@ -6,6 +6,7 @@ fields are ignored, as the API server's clients ignore them.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -49,12 +50,20 @@ class _Reader:
         self.name = name if isinstance(name, str) else ""
         self.namespace = namespace if isinstance(namespace, str) and namespace else "default"
         self.label = kind if not self.name else f"{kind} {self.name}"
+        self.prefix = ""
 
     def namespaced(self) -> None:
         self.label = f"{self.kind} {self.namespace}/{self.name or '?'}"
 
+    def at(self, prefix: str) -> _Reader:
+        """A reader for a nested object: errors name the field from the object's root."""
+        scoped = copy.copy(self)
+        scoped.prefix = f"{self.prefix}.{prefix}" if self.prefix else prefix
+        return scoped
+
     def fail(self, field: str, what: str) -> ManifestError:
-        return ManifestError(what, obj=self.label, field=field)
+        path = f"{self.prefix}.{field}" if self.prefix and field else self.prefix or field
+        return ManifestError(what, obj=self.label, field=path)
 
     def get(self, obj: Any, path: str, expected: type[T], default: T) -> T:
         value: Any = obj
@@ -129,14 +138,14 @@ def read_node(obj: Json) -> Node:
     allocatable = r.resources(obj, "status.allocatable") or r.resources(obj, "status.capacity")
     taints = []
     for i, raw in enumerate(r.items(obj, "spec.taints")):
-        path = f"spec.taints[{i}]"
-        key = r.get(raw, "key", str, "")
+        t = r.at(f"spec.taints[{i}]")
+        key = t.get(raw, "key", str, "")
         if not key:
-            raise r.fail(f"{path}.key", "is required")
-        effect = r.get(raw, "effect", str, "")
+            raise t.fail("key", "is required")
+        effect = t.get(raw, "effect", str, "")
         if effect not in _EFFECTS:
-            raise r.fail(f"{path}.effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
-        taints.append(Taint(key=key, value=r.get(raw, "value", str, ""), effect=cast(Any, effect)))
+            raise t.fail("effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        taints.append(Taint(key=key, value=t.get(raw, "value", str, ""), effect=cast(Any, effect)))
     return Node(
         name=r.name,
         allocatable=allocatable,
@@ -149,20 +158,20 @@ def read_node(obj: Json) -> Node:
 def _requirements(r: _Reader, raw_list: list[Any], path: str) -> tuple[Requirement, ...]:
     out = []
     for i, raw in enumerate(raw_list):
-        where = f"{path}[{i}]"
-        key = r.get(raw, "key", str, "")
+        q = r.at(f"{path}[{i}]")
+        key = q.get(raw, "key", str, "")
         if not key:
-            raise r.fail(f"{where}.key", "is required")
-        op = r.get(raw, "operator", str, "")
+            raise q.fail("key", "is required")
+        op = q.get(raw, "operator", str, "")
         if op not in _OPERATORS:
-            raise r.fail(f"{where}.operator", f"{op!r} is not one of {', '.join(_OPERATORS)}")
-        values = tuple(str(v) for v in r.get(raw, "values", list, []))
+            raise q.fail("operator", f"{op!r} is not one of {', '.join(_OPERATORS)}")
+        values = tuple(str(v) for v in q.get(raw, "values", list, []))
         if op in ("In", "NotIn") and not values:
-            raise r.fail(f"{where}.values", f"must not be empty for operator {op}")
+            raise q.fail("values", f"must not be empty for operator {op}")
         if op in ("Exists", "DoesNotExist") and values:
-            raise r.fail(f"{where}.values", f"must be empty for operator {op}")
+            raise q.fail("values", f"must be empty for operator {op}")
         if op in ("Gt", "Lt") and (len(values) != 1 or not _is_int(values[0])):
-            raise r.fail(f"{where}.values", f"must be one integer for operator {op}")
+            raise q.fail("values", f"must be one integer for operator {op}")
         out.append(Requirement(key=key, operator=cast(Any, op), values=values))
     return tuple(out)
 
@@ -177,14 +186,16 @@ def _is_int(text: str) -> bool:
 
 def _node_selector_terms(r: _Reader, spec: Any) -> tuple[NodeSelectorTerm, ...]:
     path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required = r.get(spec, path.removeprefix("spec."), dict, {})
+    required = r.at("spec").get(spec, path.removeprefix("spec."), dict, {})
     if not required:
         return ()
     terms = []
-    for i, raw in enumerate(r.items(required, "nodeSelectorTerms")):
+    for i, raw in enumerate(r.at(path).items(required, "nodeSelectorTerms")):
         where = f"{path}.nodeSelectorTerms[{i}]"
-        exprs = _requirements(r, r.items(raw, "matchExpressions"), f"{where}.matchExpressions")
-        fields = _requirements(r, r.items(raw, "matchFields"), f"{where}.matchFields")
+        exprs = _requirements(
+            r, r.at(where).items(raw, "matchExpressions"), f"{where}.matchExpressions"
+        )
+        fields = _requirements(r, r.at(where).items(raw, "matchFields"), f"{where}.matchFields")
         for req in fields:
             if req.key != "metadata.name":
                 raise r.fail(f"{where}.matchFields", f"key {req.key!r} must be metadata.name")
@@ -194,34 +205,32 @@ def _node_selector_terms(r: _Reader, spec: Any) -> tuple[NodeSelectorTerm, ...]:
 
 def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     out = []
-    for i, raw in enumerate(r.items(spec, "tolerations")):
-        where = f"spec.tolerations[{i}]"
-        op = r.get(raw, "operator", str, "Equal")
+    for i, raw in enumerate(r.at("spec").items(spec, "tolerations")):
+        t = r.at(f"spec.tolerations[{i}]")
+        op = t.get(raw, "operator", str, "Equal")
         if op not in ("Equal", "Exists"):
-            raise r.fail(f"{where}.operator", f"{op!r} is not one of Equal, Exists")
-        effect = r.get(raw, "effect", str, "")
+            raise t.fail("operator", f"{op!r} is not one of Equal, Exists")
+        effect = t.get(raw, "effect", str, "")
         if effect and effect not in _EFFECTS:
-            raise r.fail(f"{where}.effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
-        key = r.get(raw, "key", str, "")
+            raise t.fail("effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        key = t.get(raw, "key", str, "")
         if not key and op != "Exists":
-            raise r.fail(f"{where}.operator", "must be Exists when key is empty")
-        out.append(
-            Toleration(
-                key=key, operator=cast(Any, op), value=r.get(raw, "value", str, ""), effect=effect
-            )
-        )
+            raise t.fail("operator", "must be Exists when key is empty")
+        value = t.get(raw, "value", str, "")
+        out.append(Toleration(key=key, operator=cast(Any, op), value=value, effect=effect))
     return tuple(out)
 
 
 def _container_requests(r: _Reader, spec: Any, field: str) -> list[dict[str, int]]:
     out = []
-    for i, container in enumerate(r.items(spec, field)):
-        requests = r.resources(container, "resources.requests")
-        # As the API server defaults them: limits stand in for requests that are not given.
-        for resource, amount in r.resources(container, "resources.limits").items():
-            requests.setdefault(resource, amount)
+    for i, container in enumerate(r.at("spec").items(spec, field)):
+        c = r.at(f"spec.{field}[{i}]")
         if not isinstance(container, Mapping):
-            raise r.fail(f"spec.{field}[{i}]", "must be a mapping")
+            raise c.fail("", "must be a mapping")
+        requests = c.resources(container, "resources.requests")
+        # As the API server defaults them: limits stand in for requests that are not given.
+        for resource, amount in c.resources(container, "resources.limits").items():
+            requests.setdefault(resource, amount)
         out.append(requests)
     return out
 
@@ -254,59 +263,62 @@ def read_pod(obj: Json) -> Pod:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         raise r.fail("spec", "is required")
-    if not r.items(spec, "containers"):
+    sp = r.at("spec")
+    if not sp.items(spec, "containers"):
         raise r.fail("spec.containers", "must list at least one container")
     requests = pod_requests(
         _container_requests(r, spec, "containers"),
         _container_requests(r, spec, "initContainers"),
-        r.resources(spec, "overhead"),
+        sp.resources(spec, "overhead"),
     )
-    policy = r.get(spec, "preemptionPolicy", str, "")
+    policy = sp.get(spec, "preemptionPolicy", str, "")
     if policy and policy not in _PREEMPTION_POLICIES:
         raise r.fail("spec.preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
     priority: int | None = None
     if spec.get("priority") is not None:
-        priority = r.get(spec, "priority", int, 0)
+        priority = sp.get(spec, "priority", int, 0)
     owners = []
     for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
-        kind = r.get(raw, "kind", str, "")
-        name = r.get(raw, "name", str, "")
+        o = r.at(f"metadata.ownerReferences[{i}]")
+        kind = o.get(raw, "kind", str, "")
+        name = o.get(raw, "name", str, "")
         if not kind or not name:
-            raise r.fail(f"metadata.ownerReferences[{i}]", "needs kind and name")
+            raise o.fail("", "needs kind and name")
         owners.append(
             OwnerReference(
                 kind=kind,
                 name=name,
-                uid=r.get(raw, "uid", str, ""),
-                controller=r.get(raw, "controller", bool, False),
+                uid=o.get(raw, "uid", str, ""),
+                controller=o.get(raw, "controller", bool, False),
             )
         )
     conditions = []
-    for raw in r.items(obj, "status.conditions"):
+    for i, raw in enumerate(r.items(obj, "status.conditions")):
+        c = r.at(f"status.conditions[{i}]")
         conditions.append(
             PodCondition(
-                type=r.get(raw, "type", str, ""),
-                status=r.get(raw, "status", str, ""),
-                last_transition_time=r.time(raw, "lastTransitionTime"),
-                reason=r.get(raw, "reason", str, ""),
-                message=r.get(raw, "message", str, ""),
+                type=c.get(raw, "type", str, ""),
+                status=c.get(raw, "status", str, ""),
+                last_transition_time=c.time(raw, "lastTransitionTime"),
+                reason=c.get(raw, "reason", str, ""),
+                message=c.get(raw, "message", str, ""),
             )
         )
-    grace = r.get(spec, "terminationGracePeriodSeconds", int, 30)
+    grace = sp.get(spec, "terminationGracePeriodSeconds", int, 30)
     return Pod(
         namespace=r.namespace,
         name=r.name,
         uid=r.get(obj, "metadata.uid", str, ""),
         requests=requests,
-        scheduler_name=r.get(spec, "schedulerName", str, ""),
-        node_name=r.get(spec, "nodeName", str, ""),
+        scheduler_name=sp.get(spec, "schedulerName", str, ""),
+        node_name=sp.get(spec, "nodeName", str, ""),
         phase=r.get(obj, "status.phase", str, "") or "Pending",
         priority=priority,
-        priority_class_name=r.get(spec, "priorityClassName", str, ""),
+        priority_class_name=sp.get(spec, "priorityClassName", str, ""),
         preemption_policy=cast(Any, policy or None),
         labels=r.string_map(obj, "metadata.labels"),
         annotations=r.string_map(obj, "metadata.annotations"),
-        node_selector=r.string_map(spec, "nodeSelector"),
+        node_selector=sp.string_map(spec, "nodeSelector"),
         required_terms=_node_selector_terms(r, spec),
         tolerations=_tolerations(r, spec),
         owner_references=tuple(owners),
@@ -347,7 +359,7 @@ def read_label_selector(r: _Reader, obj: Any, path: str) -> LabelSelector:
     return LabelSelector(
         match_labels=r.string_map(raw, "matchLabels"),
         match_expressions=_requirements(
-            r, r.items(raw, "matchExpressions"), f"{path}.matchExpressions"
+            r, r.at(path).items(raw, "matchExpressions"), f"{path}.matchExpressions"
         ),
     )
 

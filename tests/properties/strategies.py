@@ -1,0 +1,75 @@
+"""Hypothesis strategies for random but valid clusters (manifests built as dicts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.builders import node, pod, priority_class
+
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TOLERATION = {"key": "dedicated", "operator": "Exists"}
+
+
+@st.composite
+def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[dict[str, Any]]:
+    """Nodes, priority classes, running pods that fit, and pending pods."""
+    manifests: list[dict[str, Any]] = [
+        priority_class("low", 10),
+        priority_class("mid", 100),
+        priority_class("high", 1000),
+    ]
+    room: dict[str, list[int]] = {}
+    for i in range(draw(st.integers(1, max_nodes))):
+        cpu = draw(st.sampled_from([2, 4, 8]))
+        gpus = draw(st.sampled_from([0, 0, 2, 4]))
+        name = f"n{i}"
+        room[name] = [cpu * 1000, 16, gpus]
+        manifests.append(
+            node(
+                name,
+                cpu=str(cpu),
+                memory="16Gi",
+                pods=str(draw(st.integers(2, 8))),
+                labels={"zone": draw(st.sampled_from(["a", "b"]))},
+                taints=[TAINT] if gpus and draw(st.booleans()) else None,
+                nvidia_com__gpu=str(gpus),
+            )
+        )
+    for j in range(draw(st.integers(0, max_pods))):
+        cpu_m = draw(st.sampled_from([250, 500, 1000, 2000, 3000]))
+        mem_gi = draw(st.integers(1, 6))
+        gpus = draw(st.sampled_from([0, 0, 0, 1, 2]))
+        running_on = draw(st.sampled_from([None, *sorted(room)]))
+        fits = (
+            running_on is not None
+            and room[running_on][0] >= cpu_m
+            and room[running_on][1] >= mem_gi
+            and room[running_on][2] >= gpus
+        )
+        extra = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+        common: dict[str, Any] = {
+            "cpu": f"{cpu_m}m",
+            "memory": f"{mem_gi}Gi",
+            "priority_class": draw(st.sampled_from(["low", "mid", "high"])),
+            "extra_requests": extra,
+            "created": f"2026-11-22T0{draw(st.integers(0, 9))}:00:00Z",
+        }
+        if fits and running_on is not None:
+            room[running_on][0] -= cpu_m
+            room[running_on][1] -= mem_gi
+            room[running_on][2] -= gpus
+            manifests.append(
+                pod(f"run-{j}", node_name=running_on, scheduled_at="2026-11-22T08:00:00Z", **common)
+            )
+        else:
+            manifests.append(
+                pod(
+                    f"pend-{j}",
+                    tolerations=[TOLERATION] if draw(st.booleans()) else None,
+                    node_selector={"zone": "a"} if draw(st.integers(0, 4)) == 0 else None,
+                    **common,
+                )
+            )
+    return manifests

@@ -1,0 +1,117 @@
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.load import load_files, load_text
+from batchsched.objects.parse import read_pod
+from tests.builders import node, pod, priority_class
+
+
+def test_pod_request_is_max_of_containers_sum_and_each_init_plus_overhead() -> None:
+    manifest = pod("p")
+    manifest["spec"]["containers"] = [
+        {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "500m"}}},
+    ]
+    manifest["spec"]["initContainers"] = [
+        {"name": "i1", "resources": {"requests": {"cpu": "2"}}},
+        {"name": "i2", "resources": {"requests": {"memory": "512Mi", "nvidia.com/gpu": "1"}}},
+    ]
+    manifest["spec"]["overhead"] = {"cpu": "100m", "memory": "64Mi"}
+    requests = read_pod(manifest).requests
+    assert requests == {
+        "cpu": 2100,
+        "memory": 2**30 + 64 * 2**20,
+        "nvidia.com/gpu": 1,
+        "pods": 1,
+    }
+
+
+def test_limits_stand_in_for_missing_requests() -> None:
+    manifest = pod("p", cpu=None, memory=None)
+    manifest["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "2", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "1"},
+    }
+    assert read_pod(manifest).requests == {"cpu": 1000, "nvidia.com/gpu": 1, "pods": 1}
+
+
+def test_multi_document_yaml_and_lists(tmp_path: Path) -> None:
+    docs = [node("n1"), {"kind": "List", "items": [node("n2"), pod("p")]}, None]
+    path = tmp_path / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    objects = load_files([path])
+    assert [n.name for n in objects.nodes] == ["n1", "n2"]
+    assert [p.key for p in objects.pods] == ["default/p"]
+
+
+def test_json_as_kubectl_prints_it(tmp_path: Path) -> None:
+    path = tmp_path / "pods.json"
+    path.write_text(orjson.dumps({"kind": "PodList", "items": [pod("a"), pod("b")]}).decode())
+    assert [p.name for p in load_files([path]).pods] == ["a", "b"]
+
+
+def test_unknown_kinds_are_ignored() -> None:
+    text = yaml.safe_dump_all([{"kind": "ConfigMap", "metadata": {"name": "x"}}, node("n")])
+    assert len(load_text(text, "f").nodes) == 1
+
+
+def test_error_names_file_object_and_field() -> None:
+    bad = pod("trainer", namespace="ml")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    with pytest.raises(ManifestError) as err:
+        load_text(yaml.safe_dump(bad), "jobs.yaml")
+    message = str(err.value)
+    assert message.startswith("jobs.yaml: Pod ml/trainer: spec.containers")
+    assert "'lots' is not a quantity" in message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda m: m["spec"].pop("containers"), "spec.containers"),
+        (lambda m: m["metadata"].pop("name"), "metadata.name"),
+        (lambda m: m["spec"].update(priority="high"), "spec.priority"),
+        (lambda m: m["spec"].update(tolerations=[{"operator": "Maybe"}]), "operator"),
+        (lambda m: m["spec"].update(preemptionPolicy="Sometimes"), "spec.preemptionPolicy"),
+        (
+            lambda m: m["spec"].update(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "k", "operator": "In"}]}
+                            ]
+                        }
+                    }
+                }
+            ),
+            "values",
+        ),
+    ],
+)
+def test_malformed_pods_name_the_field(mutate: object, field: str) -> None:
+    manifest = pod("p")
+    mutate(manifest)  # type: ignore[operator]
+    with pytest.raises(ManifestError, match=field):
+        read_pod(manifest)
+
+
+def test_priority_class_value_must_fit_int32() -> None:
+    with pytest.raises(ManifestError, match="32-bit"):
+        load_text(yaml.safe_dump(priority_class("huge", 2**31)), "pc.yaml")
+
+
+def test_duplicate_objects_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump_all([node("n"), node("n")]))
+    with pytest.raises(ManifestError, match="Node n: defined more than once"):
+        load_files([path])
+
+
+def test_not_yaml_is_a_clear_error() -> None:
+    with pytest.raises(ManifestError, match="bad.yaml: not valid YAML or JSON"):
+        load_text("kind: [unclosed", "bad.yaml")

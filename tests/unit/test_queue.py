@@ -1,0 +1,78 @@
+from datetime import UTC, datetime
+
+from batchsched.objects.records import Pod
+from batchsched.state.queue import SchedulingQueue
+
+
+def p(name: str, priority: int = 0, created: float | None = None) -> Pod:
+    pod = Pod(namespace="ns", name=name, priority=priority)
+    if created is not None:
+        pod.creation_timestamp = datetime.fromtimestamp(created, UTC)
+    return pod
+
+
+def drain(queue: SchedulingQueue) -> list[str]:
+    out = []
+    while (entry := queue.pop()) is not None:
+        out.append(entry.pod.name)
+    return out
+
+
+def test_order_is_priority_then_enqueue_time_then_name() -> None:
+    queue = SchedulingQueue()
+    queue.add(p("b", 0, created=10), now=100)
+    queue.add(p("a", 0, created=10), now=100)
+    queue.add(p("early", 0, created=5), now=100)
+    queue.add(p("high", 5, created=50), now=100)
+    assert drain(queue) == ["high", "early", "a", "b"]
+
+
+def test_backoff_doubles_from_one_second_to_ten() -> None:
+    queue = SchedulingQueue()
+    assert [queue.backoff_seconds(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+
+
+def test_unschedulable_pod_waits_for_a_cluster_change_then_backs_off() -> None:
+    queue = SchedulingQueue()
+    queue.add(p("x"), now=0)
+    assert drain(queue) == ["x"]
+    queue.mark_unschedulable("ns/x", now=0, generation=7)
+    queue.refresh(now=100, generation=7)  # nothing changed: still waiting
+    assert drain(queue) == []
+    queue.refresh(now=100.5, generation=8)  # changed, backoff (1 s from t=0) already over
+    assert drain(queue) == ["x"]
+    queue.mark_unschedulable("ns/x", now=200, generation=8)
+    queue.refresh(now=201, generation=9)  # second failure: 2 s backoff
+    assert drain(queue) == []
+    assert queue.next_wakeup() == 202
+    queue.refresh(now=202, generation=9)
+    assert drain(queue) == ["x"]
+
+
+def test_long_waiting_pods_are_retried_even_without_changes() -> None:
+    queue = SchedulingQueue(max_unschedulable_seconds=300)
+    queue.add(p("x"), now=0)
+    drain(queue)
+    queue.mark_unschedulable("ns/x", now=0, generation=1)
+    queue.refresh(now=299, generation=1)
+    assert drain(queue) == []
+    queue.refresh(now=300, generation=1)
+    assert drain(queue) == ["x"]
+
+
+def test_removed_pods_never_pop() -> None:
+    queue = SchedulingQueue()
+    queue.add(p("x"), now=0)
+    queue.remove("ns/x")
+    assert drain(queue) == [] and len(queue) == 0
+
+
+def test_flush_makes_everything_active() -> None:
+    queue = SchedulingQueue()
+    for name in ("a", "b"):
+        queue.add(p(name), now=0)
+    drain(queue)
+    queue.mark_unschedulable("ns/a", now=0, generation=1)
+    queue.mark_unschedulable("ns/b", now=0, generation=1)
+    queue.flush()
+    assert drain(queue) == ["a", "b"]

@@ -1,0 +1,87 @@
+from batchsched.objects.records import Node, Pod
+from batchsched.state.cluster import ClusterState
+
+GI = 2**30
+
+
+def state_with(*pods: Pod) -> ClusterState:
+    state = ClusterState()
+    state.upsert_node(Node("a", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    for pod in pods:
+        state.upsert_pod(pod)
+    return state
+
+
+def pending(name: str, cpu: int, priority: int) -> Pod:
+    return Pod("ns", name, requests={"cpu": cpu, "pods": 1}, priority=priority)
+
+
+def cpu_free(state: ClusterState, pod: Pod) -> int:
+    return int(state.free_for(pod)[0, state.resources.get("cpu") or 0])
+
+
+def test_nominated_pods_hold_room_against_lower_or_equal_priority_only() -> None:
+    nominee = pending("nominee", 3000, priority=10)
+    state = state_with(nominee)
+    state.nominate(nominee.key, "a")
+    assert cpu_free(state, pending("low", 1, 5)) == 1000
+    assert cpu_free(state, pending("same", 1, 10)) == 1000
+    assert cpu_free(state, pending("high", 1, 11)) == 4000
+    assert cpu_free(state, nominee) == 4000  # a pod does not hold room against itself
+
+
+def test_assume_counts_the_pod_until_forgotten() -> None:
+    pod = pending("p", 1000, 0)
+    state = state_with(pod)
+    state.assume(pod.key, "a")
+    assert int(state.free[0, 0]) == 3000
+    # The world still reports the pod unbound (bind in flight): the assumption stands.
+    state.upsert_pod(pending("p", 1000, 0))
+    assert int(state.free[0, 0]) == 3000 and "ns/p" not in state.pending
+    state.forget(pod.key)
+    assert int(state.free[0, 0]) == 4000 and "ns/p" in state.pending
+
+
+def test_confirmed_bind_ends_the_assumption() -> None:
+    pod = pending("p", 1000, 0)
+    state = state_with(pod)
+    state.assume(pod.key, "a")
+    bound = pending("p", 1000, 0)
+    bound.node_name = "a"
+    state.upsert_pod(bound)
+    assert state.assumed == set()
+    state.forget(pod.key)  # no longer assumed: nothing to give back
+    assert int(state.free[0, 0]) == 3000
+
+
+def test_finished_pods_release_room_and_move_generation() -> None:
+    pod = pending("p", 1000, 0)
+    pod.node_name = "a"
+    state = state_with(pod)
+    before = state.generation
+    done = pending("p", 1000, 0)
+    done.node_name, done.phase = "a", "Succeeded"
+    state.upsert_pod(done)
+    assert int(state.free[0, 0]) == 4000 and state.generation > before
+
+
+def test_priority_resolution_order() -> None:
+    from batchsched.objects.records import PriorityClass
+
+    state = ClusterState()
+    state.upsert_priority_class(PriorityClass("default", 7, global_default=True))
+    state.upsert_priority_class(PriorityClass("high", 100))
+    assert state.priority_of(Pod("ns", "a", priority=3, priority_class_name="high")) == 3
+    assert state.priority_of(Pod("ns", "b", priority_class_name="high")) == 100
+    assert state.priority_of(Pod("ns", "c")) == 7
+    assert state.priority_of(Pod("ns", "d", priority_class_name="missing")) == 0
+
+
+def test_removing_a_node_releases_its_pods_and_nominations() -> None:
+    pod = pending("p", 1000, 0)
+    pod.node_name = "a"
+    nominee = pending("n", 1000, 0)
+    state = state_with(pod, nominee)
+    state.nominate(nominee.key, "a")
+    state.remove_node("a")
+    assert state.bound == {} and state.nominations == {} and state.node_count == 0
