@@ -20,6 +20,7 @@ def test_basic_example_binds_and_explains(capsys: pytest.CaptureFixture[str]) ->
         {
             "pod": "research/huge-job",
             "message": "0/4 nodes are available: 1 node(s) were unschedulable, "
-            "3 Insufficient nvidia.com/gpu.",
+            "3 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: "
+            "1 Preemption is not helpful for scheduling, 3 No preemption victims found.",
         }
     ]

@@ -6,10 +6,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from batchsched.plugins.base import Plugin
+from batchsched.plugins.default_preemption import DefaultPreemption
 from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.plugins.node_name import NodeName
 from batchsched.plugins.node_resources_fit import NodeResourcesFit
 from batchsched.plugins.node_unschedulable import NodeUnschedulable
+from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.plugins.priority_sort import PrioritySort
 from batchsched.plugins.taint_toleration import TaintToleration
 
@@ -34,6 +36,8 @@ REGISTRY: dict[str, PluginFactory] = {
     "TaintToleration": _no_args(TaintToleration),
     "NodeAffinity": _no_args(NodeAffinity),
     "NodeResourcesFit": NodeResourcesFit,
+    "DefaultPreemption": DefaultPreemption,
+    "PreemptionToleration": PreemptionToleration,
 }
 
 EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
@@ -50,7 +54,7 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeAffinity", 0),
         ("NodeResourcesFit", 0),
     ],
-    "postFilter": [],
+    "postFilter": [("PreemptionToleration", 0)],
     "score": [("NodeResourcesFit", 1)],
     "reserve": [],
     "permit": [],

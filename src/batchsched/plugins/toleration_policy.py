@@ -109,6 +109,30 @@ def protected_until(
     return since + timedelta(seconds=policy.toleration_seconds)
 
 
+FOREVER = -1
+
+
+def toleration_for(
+    policy: TolerationPolicy | None, preemptor: Pod, preemptor_priority: int
+) -> int | None:
+    """How a victim of this class tolerates `preemptor`, before looking at the victim itself.
+
+    None: not at all; FOREVER: always; n >= 0: for n seconds after the victim was scheduled
+    (a victim not scheduled yet tolerates it). The caller handles a named class that is
+    missing. Splitting the rule here lets callers evaluate it once per class and apply it to
+    many victims at once.
+    """
+    if policy is None:
+        return None
+    if preemptor.preemption_policy == "Never":
+        # Upstream's order: such a preemptor never preempts anyway; naming it here keeps the
+        # rule total for callers that evaluate victims without checking eligibility first.
+        return FOREVER
+    if not policy.valid or preemptor_priority >= policy.minimum_preemptable_priority:
+        return None
+    return FOREVER if policy.toleration_seconds < 0 else policy.toleration_seconds
+
+
 def is_exempt(
     victim: Pod,
     policy: TolerationPolicy | None,
@@ -121,19 +145,16 @@ def is_exempt(
     `policy` is the victim's class's policy, or None when the victim names no class. A class
     that is named but missing is the caller's to handle (the node is skipped with an error).
     """
-    if policy is None:
+    return exempt_for(toleration_for(policy, preemptor, preemptor_priority), victim, now)
+
+
+def exempt_for(toleration: int | None, victim: Pod, now: datetime) -> bool:
+    """Apply a `toleration_for` verdict to one victim at `now` (expiry is strict)."""
+    if toleration is None:
         return False
-    if preemptor.preemption_policy == "Never":
-        # Upstream's order: such a preemptor never preempts anyway; naming it here keeps the
-        # rule total for callers that evaluate victims without checking eligibility first.
-        return True
-    if not policy.valid:
-        return False
-    if preemptor_priority >= policy.minimum_preemptable_priority:
-        return False
-    if policy.toleration_seconds < 0:
+    if toleration == FOREVER:
         return True
     since = scheduled_since(victim)
     if since is None:
         return True
-    return since + timedelta(seconds=policy.toleration_seconds) > now
+    return since + timedelta(seconds=toleration) > now

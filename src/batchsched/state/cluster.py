@@ -66,8 +66,8 @@ class ClusterState:
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
-        # Rows whose free or allocatable room changed, in order: lets cached per-node results
-        # be refreshed for those rows only. `_changed_base` is the log position of item 0.
+        # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
+        # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
         self._changed_base = 0
 
@@ -393,6 +393,9 @@ class ClusterState:
         if pod is not None and pod.deletion_timestamp is None:
             pod.deletion_timestamp = when
             self.generation += 1
+            idx = self.bound.get(key)
+            if idx is not None:
+                self._touch(idx)  # per-node pod indexes (preemption's victim table) see it
 
     def drain_pending_changes(self) -> set[str]:
         """Keys whose pending status changed since the last call (for the scheduling queue)."""

@@ -1,0 +1,124 @@
+"""DefaultPreemption (PostFilter): evict lower-priority pods so a pending pod fits (SPEC 3).
+
+Runs when a pod fits nowhere. Eligibility: a `preemptionPolicy: Never` pod never preempts; a
+pod nominated to a node where a lower-priority pod is still terminating waits for it instead
+of preempting again; a DaemonSet pod is left to DaemonSet preemption (SPEC 5).
+
+Candidates are the nodes that failed only resolvable filters (resources). Unlike upstream,
+which samples max(minCandidateNodesPercentage% of nodes, minCandidateNodesAbsolute) candidates
+from a random offset, every candidate is evaluated (vectorised, `preemption_nodes`), so the
+chosen node is at least as good as the sampled one by the SPEC's order; the two args are
+validated as upstream validates them and otherwise only kept for configuration compatibility.
+
+Pods already terminating (a victim of an earlier cycle, or deleted by someone) are not taken
+again: their room is counted as coming free. Upstream would pick a terminating lower-priority
+pod as a victim again and delete it twice; counting it as free gives the same node its room
+without a second eviction, and a node that then fits with no victims at all is the best choice.
+
+Decisions: `Evict` per victim (the world sets DisruptionTarget/PreemptionByScheduler and
+emits the Preempted event from it), `Nominate(pod, None)` for lower-priority pods nominated to
+the chosen node, and the chosen node as `nominated_node`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from batchsched.decisions import Decision, Evict, Nominate
+from batchsched.objects.daemonset import daemonset_node
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.base import Cycle, Diagnosis, PostFilterPlugin, PostFilterResult
+from batchsched.plugins.preemption_nodes import evaluate
+from batchsched.plugins.preemption_victims import ClassVerdicts, VictimRule
+from batchsched.plugins.victim_table import VictimTable
+from batchsched.state.cluster import ClusterState
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+class DefaultPreemption(PostFilterPlugin):
+    name = "DefaultPreemption"
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        reader = ArgsReader(
+            self.name, args, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute")
+        )
+        self.min_candidate_nodes_percentage = reader.int_in(
+            "minCandidateNodesPercentage", 10, 0, 100
+        )
+        self.min_candidate_nodes_absolute = reader.int_in("minCandidateNodesAbsolute", 100, 0)
+        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
+            raise reader.fail(
+                "minCandidateNodesPercentage",
+                "cannot be zero at the same time as minCandidateNodesAbsolute",
+            )
+        self._table: VictimTable | None = None
+
+    def class_verdicts(
+        self, state: ClusterState, preemptor: Pod, priority: int, warnings: list[Decision]
+    ) -> ClassVerdicts:
+        """Victim classes as this plugin sees them: none missing, none tolerating anything."""
+        return lambda name: (False, None)
+
+    def table(self, state: ClusterState) -> VictimTable:
+        if self._table is None or self._table.state is not state:
+            self._table = VictimTable(state)
+        return self._table
+
+    def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
+        state, pod = cycle.state, cycle.pod
+        if daemonset_node(pod) is not None:
+            return PostFilterResult()
+        if state.preemption_policy_of(pod) == "Never":
+            return PostFilterResult(
+                message="preemption: not eligible due to preemptionPolicy=Never."
+            )
+        priority = state.priority_of(pod)
+        if _waiting_for_victims(state, pod, priority):
+            return PostFilterResult(
+                message="preemption: not eligible due to a terminating pod on the nominated node."
+            )
+        decisions: list[Decision] = []
+        verdicts = self.class_verdicts(state, pod, priority, decisions)
+        rule = VictimRule(state, pod, priority, cycle.now, verdicts)
+        rows = np.flatnonzero(diagnosis.resolvable)
+        found = evaluate(self.table(state), rule, cycle.demand, cycle.free, rows)
+        if found.row is None:
+            reasons = dict(found.reasons)
+            unhelpful = state.node_count - rows.size
+            if unhelpful:
+                reasons[NOT_HELPFUL] = unhelpful
+            if pod.key in state.nominations:
+                decisions.append(Nominate(pod.key, None))  # upstream clears a stale nomination
+            summary = Diagnosis(state.node_count, reasons, diagnosis.resolvable).message()
+            return PostFilterResult(decisions=decisions, message=f"preemption: {summary}")
+        node = state.node_name(found.row)
+        reason = (
+            f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"
+        )
+        decisions.extend(Evict(v.key, node, pod.key, reason) for v in found.victims)
+        for key in sorted(state.nominations):
+            other = state.pods.get(key)
+            if (
+                key != pod.key
+                and state.nominations[key] == found.row
+                and other is not None
+                and (other.priority or 0) < priority
+            ):
+                decisions.append(Nominate(key, None))
+        return PostFilterResult(nominated_node=node, decisions=decisions)
+
+
+def _waiting_for_victims(state: ClusterState, pod: Pod, priority: int) -> bool:
+    """Nominated to a node where a lower-priority pod is still terminating."""
+    row = state.nominations.get(pod.key)
+    if row is None:
+        return False
+    return any(
+        other.deletion_timestamp is not None and (other.priority or 0) < priority
+        for other in state.node_pods[row].values()
+    )

@@ -1,0 +1,163 @@
+"""Bound pods of every node as padded NumPy arrays, for vectorised victim search.
+
+Row r holds the pods bound to node row r in importance order (higher priority first, then
+earlier start, then `namespace/name`), one slot per pod; empty slots have priority INT64 max
+so they are never lower than a preemptor. The table follows ClusterState's log of changed
+rows: each `sync` rebuilds only the rows that changed since the last one, so a preemption
+cycle costs array work over the nodes, not Python work over every pod in the cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.objects.records import Pod, PodDisruptionBudget
+from batchsched.plugins.toleration_policy import scheduled_since
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+
+FloatArray = npt.NDArray[np.float64]
+AnyArray = npt.NDArray[Any]
+EMPTY_PRIORITY = np.iinfo(np.int64).max
+NO_CLASS = -1  # the pod names no PriorityClass
+
+
+def importance_key(pod: Pod) -> tuple[int, float, str]:
+    """Most important first: higher priority, then earlier start (none: last), then name."""
+    start = pod.start_time.timestamp() if pod.start_time is not None else math.inf
+    return (-(pod.priority or 0), start, pod.key)
+
+
+class VictimTable:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.slots = 0
+        self.width = 0
+        self.mark = state.change_mark()
+        self.built: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.pods: list[list[Pod]] = []
+        self.priority: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.start: FloatArray = np.zeros((0, 0))  # seconds; inf when unknown
+        self.since: FloatArray = np.zeros((0, 0))  # PodScheduled=True time; nan when none
+        self.klass: npt.NDArray[np.int32] = np.zeros((0, 0), dtype=np.int32)
+        self.terminating: BoolArray = np.zeros((0, 0), dtype=np.bool_)
+        self.request: IntArray = np.zeros((0, 0, 0), dtype=np.int64)
+        self.terminating_room: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.class_names: list[str] = []
+        self._class_ids: dict[str, int] = {}
+        self._pdb_masks: dict[str, tuple[PodDisruptionBudget, BoolArray]] = {}
+
+    # ---- keeping in step ---------------------------------------------------------------
+
+    def sync(self) -> None:
+        state = self.state
+        rows = state.rows
+        width = len(state.resources)
+        if rows > self.built.shape[0] or width != self.width:
+            self._resize(rows, self.slots, width)
+        log = state.rows_changed_since(self.mark)
+        self.mark = state.change_mark()
+        stale = ~self.built[:rows]
+        if log is None:
+            stale[:] = True
+        elif log:
+            stale[np.asarray(log, dtype=np.intp)] = True
+        changed = np.flatnonzero(stale)
+        if changed.size == 0:
+            return
+        needed = max(1, *(len(state.node_pods[int(r)]) for r in changed))
+        if needed > self.slots:
+            self._resize(self.built.shape[0], max(needed, 2 * self.slots, 4), self.width)
+        for r in changed:
+            self._build_row(int(r))
+        for key, (pdb, mask) in self._pdb_masks.items():
+            self._pdb_masks[key] = (pdb, self._refresh_pdb_rows(pdb, mask, changed))
+
+    def _resize(self, rows: int, slots: int, width: int) -> None:
+        capacity = max(rows, self.built.shape[0])
+        slots = max(slots, self.slots)
+        self.priority = _grow(self.priority, EMPTY_PRIORITY, (capacity, slots))
+        self.start = _grow(self.start, math.inf, (capacity, slots))
+        self.since = _grow(self.since, math.nan, (capacity, slots))
+        self.klass = _grow(self.klass, NO_CLASS, (capacity, slots))
+        self.terminating = _grow(self.terminating, False, (capacity, slots))
+        # New resource columns are zero for every existing pod: a pod's demand interns its
+        # resources before it is bound, so no bound pod requests a column added later.
+        self.request = _grow(self.request, 0, (capacity, slots, width))
+        self.terminating_room = _grow(self.terminating_room, 0, (capacity, width))
+        self.built = _grow(self.built, False, (capacity,))
+        self.pods.extend([] for _ in range(capacity - len(self.pods)))
+        self.slots, self.width = slots, width
+        for key, (pdb, mask) in self._pdb_masks.items():
+            self._pdb_masks[key] = (pdb, _grow(mask, False, (capacity, slots)))
+
+    def _class_id(self, name: str) -> int:
+        if not name:
+            return NO_CLASS
+        cid = self._class_ids.get(name)
+        if cid is None:
+            cid = self._class_ids[name] = len(self.class_names)
+            self.class_names.append(name)
+        return cid
+
+    def _build_row(self, r: int) -> None:
+        state = self.state
+        pods = sorted(state.node_pods[r].values(), key=importance_key) if state.valid[r] else []
+        self.pods[r] = pods
+        self.priority[r] = EMPTY_PRIORITY
+        self.start[r] = math.inf
+        self.since[r] = math.nan
+        self.klass[r] = NO_CLASS
+        self.terminating[r] = False
+        self.request[r] = 0
+        self.terminating_room[r] = 0
+        for s, pod in enumerate(pods):
+            self.priority[r, s] = pod.priority or 0
+            if pod.start_time is not None:
+                self.start[r, s] = pod.start_time.timestamp()
+            since = scheduled_since(pod)
+            if since is not None:
+                self.since[r, s] = since.timestamp()
+            self.klass[r, s] = self._class_id(pod.priority_class_name)
+            demand = state.demand(pod)
+            self.request[r, s, demand.cols] = demand.amounts
+            if pod.deletion_timestamp is not None:
+                self.terminating[r, s] = True
+                self.terminating_room[r, demand.cols] += demand.amounts
+        self.built[r] = True
+
+    # ---- PodDisruptionBudgets ----------------------------------------------------------
+
+    def pdb_mask(self, pdb: PodDisruptionBudget) -> BoolArray:
+        """Slots holding pods the PDB covers (same namespace, non-empty selector matching)."""
+        cached = self._pdb_masks.get(pdb.key)
+        if cached is not None and cached[0] is pdb:
+            return cached[1]
+        mask = np.zeros(self.priority.shape, dtype=np.bool_)
+        rows = np.flatnonzero(self.built)
+        mask = self._refresh_pdb_rows(pdb, mask, rows)
+        self._pdb_masks[pdb.key] = (pdb, mask)
+        return mask
+
+    def _refresh_pdb_rows(
+        self, pdb: PodDisruptionBudget, mask: BoolArray, rows: npt.NDArray[np.intp]
+    ) -> BoolArray:
+        for r in rows:
+            row = int(r)
+            mask[row] = False
+            if pdb.selector.empty:
+                continue
+            for s, pod in enumerate(self.pods[row]):
+                if pod.namespace == pdb.namespace and pdb.selector.matches(pod.labels):
+                    mask[row, s] = True
+        return mask
+
+
+def _grow(old: AnyArray, fill: object, shape: tuple[int, ...]) -> AnyArray:
+    """`old` padded with `fill` to `shape` (never smaller than it was)."""
+    new = np.full(shape, fill, dtype=old.dtype)
+    new[tuple(slice(0, n) for n in old.shape)] = old
+    return new
