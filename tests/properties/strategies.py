@@ -25,13 +25,14 @@ def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[di
         cpu = draw(st.sampled_from([2, 4, 8]))
         gpus = draw(st.sampled_from([0, 0, 2, 4]))
         name = f"n{i}"
-        room[name] = [cpu * 1000, 16, gpus]
+        slots = draw(st.integers(2, 8))
+        room[name] = [cpu * 1000, 16, gpus, slots]
         manifests.append(
             node(
                 name,
                 cpu=str(cpu),
                 memory="16Gi",
-                pods=str(draw(st.integers(2, 8))),
+                pods=str(slots),
                 labels={"zone": draw(st.sampled_from(["a", "b"]))},
                 taints=[TAINT] if gpus and draw(st.booleans()) else None,
                 nvidia_com__gpu=str(gpus),
@@ -47,6 +48,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[di
             and room[running_on][0] >= cpu_m
             and room[running_on][1] >= mem_gi
             and room[running_on][2] >= gpus
+            and room[running_on][3] >= 1
         )
         extra = {"nvidia.com/gpu": str(gpus)} if gpus else {}
         common: dict[str, Any] = {
@@ -60,6 +62,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[di
             room[running_on][0] -= cpu_m
             room[running_on][1] -= mem_gi
             room[running_on][2] -= gpus
+            room[running_on][3] -= 1
             manifests.append(
                 pod(f"run-{j}", node_name=running_on, scheduled_at="2026-11-22T08:00:00Z", **common)
             )

@@ -11,7 +11,8 @@ def bindings(*manifests: dict[str, Any]) -> dict[str, str]:
 
 
 def message(*manifests: dict[str, Any], pod_key: str = "default/p") -> str:
-    return schedule(*manifests).unschedulable[pod_key]
+    """The filters' part of the pod's message (what preemption adds is tested with it)."""
+    return schedule(*manifests).unschedulable[pod_key].split(" preemption: ")[0]
 
 
 def affinity(*terms: dict[str, Any]) -> dict[str, Any]:

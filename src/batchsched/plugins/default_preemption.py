@@ -101,14 +101,9 @@ class DefaultPreemption(PostFilterPlugin):
             f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"
         )
         decisions.extend(Evict(v.key, node, pod.key, reason) for v in found.victims)
-        for key in sorted(state.nominations):
+        for key in state.nominations.on_row(found.row):
             other = state.pods.get(key)
-            if (
-                key != pod.key
-                and state.nominations[key] == found.row
-                and other is not None
-                and (other.priority or 0) < priority
-            ):
+            if key != pod.key and other is not None and (other.priority or 0) < priority:
                 decisions.append(Nominate(key, None))
         return PostFilterResult(nominated_node=node, decisions=decisions)
 

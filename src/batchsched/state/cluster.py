@@ -22,6 +22,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
+from batchsched.state.nominations import Nominations
 from batchsched.state.resources import ResourceIndex
 
 IntArray = npt.NDArray[np.int64]
@@ -58,7 +59,7 @@ class ClusterState:
         self.bound: dict[str, int] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed: set[str] = set()
-        self.nominations: dict[str, int] = {}
+        self.nominations = Nominations(self.pods.get, self.demand)
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pod_groups: dict[str, PodGroup] = {}
@@ -408,17 +409,8 @@ class ClusterState:
 
         Without such nominations this is a view of `free` itself (not a copy).
         """
-        priority = pod.priority if pod.priority is not None else 0
         free = self.free[: self.rows]
-        adjusted: IntArray | None = None
-        for key, idx in self.nominations.items():
-            other = self.pods.get(key)
-            if other is None or key == pod.key or (other.priority or 0) < priority:
-                continue
-            if adjusted is None:
-                adjusted = free.copy()
-            demand = self.demand(other)
-            adjusted[idx, demand.cols] -= demand.amounts
+        adjusted = self.nominations.held_for(pod, free)
         return free if adjusted is None else adjusted
 
     def is_shared_free(self, free: IntArray) -> bool:

@@ -1,0 +1,117 @@
+"""Nominations: pending pods' nominated node rows, with the room they hold kept summed.
+
+`ClusterState.free_for(pod)` must subtract the requests of every pod nominated with priority
+at least the pod's own. Walking all nominations per scheduling attempt is quadratic when many
+preemptors wait at once (each preemption adds one), so the held room is kept per priority
+level as a (node row x resource) array, updated as nominations come and go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from batchsched.objects.records import Pod
+
+if TYPE_CHECKING:
+    from batchsched.state.cluster import Demand, IntArray
+
+
+class Nominations(MutableMapping[str, int]):
+    def __init__(self, pod_of: Callable[[str], Pod | None], demand_of: Callable[[Pod], Demand]):
+        self._rows: dict[str, int] = {}
+        self._by_row: dict[int, set[str]] = {}
+        self._held_by: dict[str, tuple[int, int, Demand]] = {}  # key -> (row, priority, demand)
+        self._levels: dict[int, IntArray] = {}  # priority -> room held per row and resource
+        self._counts: dict[int, int] = {}  # priority -> nominations holding room at it
+        self._pod_of = pod_of
+        self._demand_of = demand_of
+
+    def __getitem__(self, key: str) -> int:
+        return self._rows[key]
+
+    def __setitem__(self, key: str, row: int) -> None:
+        self._release(key)
+        self._forget_row(key)
+        self._rows[key] = row
+        self._by_row.setdefault(row, set()).add(key)
+        pod = self._pod_of(key)
+        if pod is None:
+            return
+        demand = self._demand_of(pod)
+        priority = pod.priority or 0
+        self._held_by[key] = (row, priority, demand)
+        self._counts[priority] = self._counts.get(priority, 0) + 1
+        level = self._level(priority, row + 1, int(demand.cols.max(initial=-1)) + 1)
+        level[row, demand.cols] += demand.amounts
+
+    def __delitem__(self, key: str) -> None:
+        self._forget_row(key)
+        del self._rows[key]
+        self._release(key)
+
+    def _forget_row(self, key: str) -> None:
+        row = self._rows.get(key)
+        if row is not None:
+            on_row = self._by_row[row]
+            on_row.discard(key)
+            if not on_row:
+                del self._by_row[row]
+
+    def on_row(self, row: int) -> list[str]:
+        """Keys of the pods nominated to node `row`, in name order."""
+        return sorted(self._by_row.get(row, ()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def _release(self, key: str) -> None:
+        held = self._held_by.pop(key, None)
+        if held is None:
+            return
+        row, priority, demand = held
+        self._counts[priority] -= 1
+        if self._counts[priority] == 0:
+            # Drop the level: with no nominations left, free_for hands out `free` itself.
+            del self._counts[priority], self._levels[priority]
+        else:
+            self._levels[priority][row, demand.cols] -= demand.amounts
+
+    def _level(self, priority: int, rows: int, width: int) -> IntArray:
+        level = self._levels.get(priority)
+        if level is not None and level.shape[0] >= rows and level.shape[1] >= width:
+            return level
+        old_rows, old_width = level.shape if level is not None else (0, 0)
+        grown = np.zeros((max(rows, 2 * old_rows), max(width, old_width)), dtype=np.int64)
+        if level is not None:
+            grown[:old_rows, :old_width] = level
+        self._levels[priority] = grown
+        return grown
+
+    def held_for(self, pod: Pod, free: IntArray) -> IntArray | None:
+        """`free` minus the room held by other pods nominated at the pod's priority or above.
+
+        None when no such nomination holds anything (the caller keeps `free` as it is).
+        """
+        priority = pod.priority or 0
+        adjusted: IntArray | None = None
+        for level_priority, level in self._levels.items():
+            if level_priority < priority:
+                continue
+            if adjusted is None:
+                adjusted = free.copy()
+            rows, width = min(level.shape[0], free.shape[0]), min(level.shape[1], free.shape[1])
+            adjusted[:rows, :width] -= level[:rows, :width]
+        own = self._held_by.get(pod.key)
+        if adjusted is not None and own is not None and own[1] >= priority:
+            row, _, demand = own
+            adjusted[row, demand.cols] += demand.amounts
+        return adjusted
