@@ -25,16 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from batchsched.decisions import Decision, Evict, Nominate
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import Cycle, Diagnosis, PostFilterPlugin, PostFilterResult
-from batchsched.plugins.preemption_nodes import evaluate
+from batchsched.plugins.preemption_search import PreemptionSearch
 from batchsched.plugins.preemption_victims import ClassVerdicts, VictimRule
-from batchsched.plugins.victim_table import VictimTable
 from batchsched.state.cluster import ClusterState
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -56,7 +53,7 @@ class DefaultPreemption(PostFilterPlugin):
                 "minCandidateNodesPercentage",
                 "cannot be zero at the same time as minCandidateNodesAbsolute",
             )
-        self._table: VictimTable | None = None
+        self._search: PreemptionSearch | None = None
 
     def class_verdicts(
         self, state: ClusterState, preemptor: Pod, priority: int, warnings: list[Decision]
@@ -64,10 +61,10 @@ class DefaultPreemption(PostFilterPlugin):
         """Victim classes as this plugin sees them: none missing, none tolerating anything."""
         return lambda name: (False, None)
 
-    def table(self, state: ClusterState) -> VictimTable:
-        if self._table is None or self._table.state is not state:
-            self._table = VictimTable(state)
-        return self._table
+    def search(self, state: ClusterState) -> PreemptionSearch:
+        if self._search is None or self._search.state is not state:
+            self._search = PreemptionSearch(state)
+        return self._search
 
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
         state, pod = cycle.state, cycle.pod
@@ -85,11 +82,10 @@ class DefaultPreemption(PostFilterPlugin):
         decisions: list[Decision] = []
         verdicts = self.class_verdicts(state, pod, priority, decisions)
         rule = VictimRule(state, pod, priority, cycle.now, verdicts)
-        rows = np.flatnonzero(diagnosis.resolvable)
-        found = evaluate(self.table(state), rule, cycle.demand, cycle.free, rows)
+        found = self.search(state).evaluate(rule, cycle.demand, cycle.free, diagnosis.resolvable)
         if found.row is None:
             reasons = dict(found.reasons)
-            unhelpful = state.node_count - rows.size
+            unhelpful = state.node_count - int(diagnosis.resolvable.sum())
             if unhelpful:
                 reasons[NOT_HELPFUL] = unhelpful
             if pod.key in state.nominations:

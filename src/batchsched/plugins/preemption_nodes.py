@@ -11,14 +11,13 @@ PriorityClass is missing, and which had nothing to take.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from batchsched.objects.parse import format_time
-from batchsched.objects.records import Pod
 from batchsched.plugins.base import IndexArray
 from batchsched.plugins.preemption_victims import PRIORITY_SHIFT, VictimRule
 from batchsched.plugins.toleration_policy import FOREVER
@@ -28,18 +27,8 @@ from batchsched.state.cluster import BoolArray, Demand, IntArray
 NO_VICTIMS = "No preemption victims found"
 
 
-@dataclass(slots=True)
-class Evaluation:
-    """The chosen node (if any) and, when none works, a reason count per failed row."""
-
-    row: int | None = None
-    victims: list[Pod] = field(default_factory=list)
-    pdb_violations: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-
-
 @dataclass(frozen=True, slots=True)
-class _ClassArrays:
+class ClassArrays:
     """Per class id (the last entry: no class) verdicts of the rule, as arrays."""
 
     missing: BoolArray
@@ -48,7 +37,7 @@ class _ClassArrays:
     seconds: FloatArray
 
     @classmethod
-    def of(cls, table: VictimTable, rule: VictimRule) -> _ClassArrays:
+    def of(cls, table: VictimTable, rule: VictimRule) -> ClassArrays:
         count = len(table.class_names) + 1
         missing = np.zeros(count, dtype=np.bool_)
         forever = np.zeros(count, dtype=np.bool_)
@@ -65,43 +54,214 @@ class _ClassArrays:
         return cls(missing, forever, timed, seconds)
 
 
-def evaluate(
-    table: VictimTable, rule: VictimRule, demand: Demand, base_free: IntArray, rows: IndexArray
-) -> Evaluation:
-    """Victims on the best of `rows` for the rule's preemptor, or why none works."""
-    table.sync()
-    now = rule.now.timestamp()
-    classes = _ClassArrays.of(table, rule)
-    klass = table.klass[rows]
-    klass = np.where(klass < 0, len(table.class_names), klass)
-    priority = table.priority[rows]
-    lower = (priority < rule.priority) & ~table.terminating[rows]
-    since = table.since[rows]
-    timed = classes.timed[klass] & (np.isnan(since) | (since + classes.seconds[klass] > now))
-    exempt = lower & (classes.forever[klass] | timed)
-    missing_row: BoolArray = np.asarray((lower & classes.missing[klass]).any(axis=1))
-    take = lower & ~exempt & ~missing_row[:, None]
-    request = table.request[np.ix_(rows, np.arange(table.slots), demand.cols)]
-    free = base_free[np.ix_(rows, demand.cols)] + table.terminating_room[np.ix_(rows, demand.cols)]
-    freed = free + (request * take[:, :, None]).sum(axis=1)
-    works = (freed >= demand.amounts).all(axis=1) & ~missing_row
-    if not works.any():
-        reasons = _failure_reasons(
-            table, rows, demand, freed, exempt, timed & exempt, missing_row, lower, klass, classes
+@dataclass(slots=True)
+class Slots:
+    """The rule applied to every slot of some rows: who is lower, exempt, takeable."""
+
+    rows: IndexArray
+    klass: npt.NDArray[np.int32]
+    priority: IntArray
+    lower: BoolArray
+    exempt: BoolArray
+    ends: FloatArray  # when a time-limited exemption ends (inf: not time-limited, or unknown)
+    missing: BoolArray  # lower pods whose PriorityClass is missing
+    missing_row: BoolArray
+    take: BoolArray
+    request: IntArray  # rows x slots x demanded resources
+    freed: IntArray  # room with every takeable pod gone, rows x demanded resources
+
+    @classmethod
+    def of(
+        cls,
+        table: VictimTable,
+        rule: VictimRule,
+        classes: ClassArrays,
+        demand: Demand,
+        base: IntArray,
+        rows: IndexArray,
+    ) -> Slots:
+        """`base`: the rows' room as the preemptor sees it, for the demanded resources."""
+        now = rule.now.timestamp()
+        klass = table.klass[rows]
+        klass = np.where(klass < 0, len(table.class_names), klass)
+        priority = table.priority[rows]
+        lower = (priority < rule.priority) & ~table.terminating[rows]
+        since = table.since[rows]
+        timed = classes.timed[klass] & (np.isnan(since) | (since + classes.seconds[klass] > now))
+        exempt = lower & (classes.forever[klass] | timed)
+        ends = np.where(timed & exempt & ~np.isnan(since), since + classes.seconds[klass], math.inf)
+        missing = lower & classes.missing[klass]
+        missing_row: BoolArray = np.asarray(missing.any(axis=1))
+        take = lower & ~exempt & ~missing_row[:, None]
+        request = table.request[np.ix_(rows, np.arange(table.slots), demand.cols)]
+        freed = base + (request * take[:, :, None]).sum(axis=1)
+        return cls(
+            rows, klass, priority, lower, exempt, ends, missing, missing_row, take, request, freed
         )
-        return Evaluation(reasons=reasons)
+
+    def works(self, demand: Demand) -> BoolArray:
+        return np.asarray((self.freed >= demand.amounts).all(axis=1) & ~self.missing_row)
+
+    def protection_ends(self) -> float:
+        """The first time one of these rows' time-limited tolerations ends (inf: none)."""
+        return float(self.ends.min(initial=math.inf))
+
+
+@dataclass(slots=True)
+class RowResults:
+    """Per row: whether the preemptor can go there, the SPEC's criteria, and the victims."""
+
+    works: BoolArray
+    violations: IntArray
+    highest: IntArray
+    total: IntArray
+    count: IntArray
+    latest: FloatArray  # minus the earliest start among the highest-priority victims
+    victims: BoolArray  # rows x slots
+    reason: IntArray  # rows that cannot work: their reason's id in a `Reasons`; others -1
+    unlock: FloatArray  # tolerated rows: when enough tolerations end (inf: never)
+
+    @classmethod
+    def empty(cls, rows: int, slots: int) -> RowResults:
+        zeros = np.zeros(rows, dtype=np.int64)
+        return cls(
+            np.zeros(rows, dtype=np.bool_),
+            zeros,
+            zeros.copy(),
+            zeros.copy(),
+            zeros.copy(),
+            np.zeros(rows),
+            np.zeros((rows, slots), dtype=np.bool_),
+            np.full(rows, -1, dtype=np.int64),
+            np.full(rows, math.inf),
+        )
+
+    def store(self, at: IndexArray, other: RowResults) -> None:
+        """Overwrite rows `at` with `other`'s rows (in order)."""
+        self.works[at] = other.works
+        self.violations[at] = other.violations
+        self.highest[at] = other.highest
+        self.total[at] = other.total
+        self.count[at] = other.count
+        self.latest[at] = other.latest
+        self.victims[at, : other.victims.shape[1]] = other.victims
+        self.victims[at, other.victims.shape[1] :] = False
+        self.reason[at] = other.reason
+        self.unlock[at] = other.unlock
+
+    def failure_counts(self, candidates: BoolArray, reasons: Reasons) -> dict[str, int]:
+        """Candidate rows per reason, for rows that cannot host the preemptor."""
+        rows = np.flatnonzero(candidates[: self.works.shape[0]] & ~self.works)
+        ids = self.reason[rows]
+        counts: dict[str, int] = {}
+        for rid in np.unique(ids):
+            unlock = float(self.unlock[rows[ids == rid]].min())
+            text = reasons.text(int(rid), unlock)
+            counts[text] = counts.get(text, 0) + int((ids == rid).sum())
+        return counts
+
+    def best(self, candidates: BoolArray, name_rank: IntArray) -> int | None:
+        """The candidate row the SPEC's order prefers (criteria in turn, then node name)."""
+        rows = np.flatnonzero(candidates[: self.works.shape[0]] & self.works)
+        for key in (self.violations, self.highest, self.total, self.count, self.latest):
+            if rows.size <= 1:
+                break
+            values = key[rows]
+            rows = rows[values == values.min()]
+        if rows.size == 0:
+            return None
+        return int(rows[np.argmin(name_rank[rows])])
+
+
+def row_results(
+    table: VictimTable, rule: VictimRule, slots: Slots, demand: Demand, reasons: Reasons
+) -> RowResults:
+    """Victims and criteria for every row of `slots`, or why a row cannot work."""
+    results = RowResults.empty(slots.rows.size, table.slots)
+    works = slots.works(demand)
+    results.works[:] = works
+    if not works.all():
+        _explain(table, slots, demand, reasons, np.flatnonzero(~works), results)
     ok = np.flatnonzero(works)
+    if ok.size == 0:
+        return results
     victim, violating = _reprieve(
-        table, rule, rows[ok], take[ok], request[ok], freed[ok], demand.amounts
+        table,
+        rule,
+        slots.rows[ok],
+        slots.take[ok],
+        slots.request[ok],
+        slots.freed[ok],
+        demand.amounts,
     )
-    best = _best(table, rule, rows[ok], victim, violating, priority[ok], now)
-    row = int(rows[ok][best])
-    slots = np.flatnonzero(victim[best])
-    return Evaluation(
-        row=row,
-        victims=[table.pods[row][int(s)] for s in slots],
-        pdb_violations=int((victim[best] & violating[best]).sum()),
-    )
+    priority = slots.priority[ok]
+    low = np.iinfo(np.int64).min
+    highest = np.where(victim, priority, low).max(axis=1)
+    top = victim & (priority == highest[:, None])
+    results.violations[ok] = (victim & violating).sum(axis=1)
+    results.highest[ok] = highest
+    results.total[ok] = np.where(victim, priority + PRIORITY_SHIFT, 0).sum(axis=1)
+    results.count[ok] = victim.sum(axis=1)
+    results.latest[ok] = -np.where(top, table.start[slots.rows[ok]], math.inf).min(axis=1)
+    results.victims[ok] = victim
+    return results
+
+
+class Reasons:
+    """Why rows cannot host a preemptor, interned: (kind, class names) -> id."""
+
+    MISSING, TOLERATED, NOTHING = "missing", "tolerated", "nothing"
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._keys: list[tuple[str, tuple[str, ...]]] = []
+
+    def id(self, kind: str, classes: tuple[str, ...] = ()) -> int:
+        key = (kind, classes)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self._keys)
+            self._keys.append(key)
+        return found
+
+    def text(self, rid: int, unlock: float) -> str:
+        kind, classes = self._keys[rid]
+        listed = ", ".join(classes)
+        if kind == self.MISSING:
+            return f"victims' PriorityClass not found ({listed})"
+        if kind == self.TOLERATED:
+            if math.isfinite(unlock):
+                listed += ", until " + format_time(datetime.fromtimestamp(unlock, UTC))
+            return f"victims tolerate preemption ({listed})"
+        return NO_VICTIMS
+
+
+def _explain(
+    table: VictimTable,
+    slots: Slots,
+    demand: Demand,
+    reasons: Reasons,
+    failed: IndexArray,
+    into: RowResults,
+) -> None:
+    """Reason ids (and unlock times) for the `failed` rows of `slots`."""
+    names = table.class_names
+
+    def classes_of(i: int, marked: BoolArray) -> tuple[str, ...]:
+        return tuple(sorted({names[int(c)] for c in slots.klass[i][marked[i]]}))
+
+    with_exempt = slots.freed + (slots.request * slots.exempt[:, :, None]).sum(axis=1)
+    tolerated = (with_exempt >= demand.amounts).all(axis=1) & ~slots.missing_row
+    waiting = failed[tolerated[failed]]
+    into.unlock[waiting] = _unlock_times(slots, waiting, demand)
+    for i in failed:
+        row = int(i)
+        if slots.missing_row[row]:
+            into.reason[row] = reasons.id(Reasons.MISSING, classes_of(row, slots.missing))
+        elif tolerated[row]:
+            into.reason[row] = reasons.id(Reasons.TOLERATED, classes_of(row, slots.exempt))
+        else:
+            into.reason[row] = reasons.id(Reasons.NOTHING)
 
 
 def _reprieve(
@@ -135,104 +295,17 @@ def _reprieve(
     return victim, violating
 
 
-def _best(
-    table: VictimTable,
-    rule: VictimRule,
-    rows: IndexArray,
-    victim: BoolArray,
-    violating: BoolArray,
-    priority: IntArray,
-    now: float,
-) -> int:
-    """Index into `rows` of the node the SPEC's order prefers."""
-    low = np.iinfo(np.int64).min
-    victim_priority = np.where(victim, priority, low)
-    highest = victim_priority.max(axis=1)
-    total = np.where(victim, priority + PRIORITY_SHIFT, 0).sum(axis=1)
-    count = victim.sum(axis=1)
-    start = np.minimum(table.start[rows], now)
-    top = victim & (priority == highest[:, None])
-    earliest = np.where(top, start, math.inf).min(axis=1)
-    names = rule.state.name_rank()[rows]
-    order = np.lexsort((names, -earliest, count, total, highest, (victim & violating).sum(axis=1)))
-    return int(order[0])
-
-
-def _failure_reasons(
-    table: VictimTable,
-    rows: IndexArray,
-    demand: Demand,
-    freed: IntArray,
-    exempt: BoolArray,
-    timed: BoolArray,
-    missing_row: BoolArray,
-    lower: BoolArray,
-    klass: npt.NDArray[np.int32],
-    classes: _ClassArrays,
-) -> dict[str, int]:
-    reasons: dict[str, int] = {}
-
-    def count(reason: str, n: int) -> None:
-        if n:
-            reasons[reason] = reasons.get(reason, 0) + n
-
-    names = [*table.class_names, ""]
-    for group in _distinct_rows(lower & classes.missing[klass] & missing_row[:, None], klass):
-        listed = ", ".join(sorted({names[c] for c in group.classes}))
-        count(f"victims' PriorityClass not found ({listed})", group.rows.size)
-    request = table.request[np.ix_(rows, np.arange(table.slots), demand.cols)]
-    with_exempt = freed + (request * exempt[:, :, None]).sum(axis=1)
-    tolerated = (with_exempt >= demand.amounts).all(axis=1) & ~missing_row
-    count(NO_VICTIMS, int((~tolerated & ~missing_row).sum()))
-    if not tolerated.any():
-        return reasons
-    unlock = _unlock_times(table, rows, demand, freed, exempt, timed, klass, classes)
-    for group in _distinct_rows(exempt & tolerated[:, None], klass):
-        listed = ", ".join(sorted({names[c] for c in group.classes}))
-        until = unlock[group.rows].min()
-        if math.isfinite(until):
-            listed += ", until " + format_time(datetime.fromtimestamp(until, UTC))
-        count(f"victims tolerate preemption ({listed})", group.rows.size)
-    return reasons
-
-
-def _unlock_times(
-    table: VictimTable,
-    rows: IndexArray,
-    demand: Demand,
-    freed: IntArray,
-    exempt: BoolArray,
-    timed: BoolArray,
-    klass: npt.NDArray[np.int32],
-    classes: _ClassArrays,
-) -> FloatArray:
-    """Per row: the first time enough time-limited tolerations end for the preemptor to fit."""
-    since = table.since[rows]
-    ends = np.where(timed & ~np.isnan(since), since + classes.seconds[klass], math.inf)
-    ends = np.where(exempt, ends, math.inf)
+def _unlock_times(slots: Slots, rows: IndexArray, demand: Demand) -> FloatArray:
+    """For `rows`: the first time enough time-limited tolerations end for the preemptor to fit."""
+    ends = slots.ends[rows]
     order = np.argsort(ends, axis=1, kind="stable")
-    request = table.request[np.ix_(rows, np.arange(table.slots), demand.cols)]
-    gained = np.take_along_axis(request * exempt[:, :, None], order[:, :, None], axis=1)
-    room = freed[:, None, :] + np.cumsum(gained, axis=1)
+    gained = np.take_along_axis(
+        slots.request[rows] * slots.exempt[rows][:, :, None], order[:, :, None], axis=1
+    )
+    room = slots.freed[rows][:, None, :] + np.cumsum(gained, axis=1)
     ends_sorted = np.take_along_axis(ends, order, axis=1)
     works = (room >= demand.amounts).all(axis=2) & np.isfinite(ends_sorted)
     first = np.where(works.any(axis=1), works.argmax(axis=1), -1)
     picked = ends_sorted[np.arange(rows.size), np.maximum(first, 0)]
     result: FloatArray = np.where(first >= 0, picked, math.inf)
     return result
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    classes: tuple[int, ...]
-    rows: IndexArray  # indexes into the evaluated rows
-
-
-def _distinct_rows(slots: BoolArray, klass: npt.NDArray[np.int32]) -> list[_Group]:
-    """Rows grouped by the set of classes of their marked slots (rows with none skipped)."""
-    marked = np.flatnonzero(slots.any(axis=1))
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i in marked:
-        key = tuple(sorted({int(c) for c in klass[i][slots[i]]}))
-        groups.setdefault(key, []).append(int(i))
-    return [_Group(k, np.asarray(v, dtype=np.intp)) for k, v in sorted(groups.items())]

@@ -166,18 +166,18 @@ def _room_on(state: ClusterState, unit: Sequence[Pod], row: int) -> IntArray:
     return room
 
 
-def choice_key(found: NodeVictims, state: ClusterState, now: datetime) -> tuple[float | int, ...]:
+def choice_key(found: NodeVictims, state: ClusterState) -> tuple[float | int, ...]:
     """Sort key for node choice (smaller is better), in the SPEC's order.
 
     Fewest PDB violations; lowest highest-victim priority; smallest sum of shifted victim
     priorities; fewest victims; latest start among the highest-priority victims (a victim
-    without a start time counts as starting `now`, as upstream); then node name.
+    without a start time counts as starting last, as upstream's `now` does); then node name.
     """
     victims = found.victims
     priorities = [v.priority or 0 for v in victims]
     highest = max(priorities, default=-math.inf)
     starts = [
-        (v.start_time or now).timestamp()
+        v.start_time.timestamp() if v.start_time is not None else math.inf
         for v, p in zip(victims, priorities, strict=True)
         if p == highest
     ]

@@ -1,0 +1,134 @@
+"""Choosing the preemption node, with per-row results kept across attempts.
+
+Preemptors come in waves of the same shape (priority and request): a job's pods, a
+benchmark's pods. For one shape the victim search on a node depends only on that node's pods,
+its room as the preemptor sees it, the class policies, the PDBs and, for time-limited
+tolerations, the clock. So results are kept per shape and only rows whose pods or room changed
+are searched again; a change of policy, a PDB, the clock passing the end of a toleration, or
+the clock going back starts the shape afresh.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from batchsched.objects.records import Pod
+from batchsched.plugins.preemption_nodes import (
+    ClassArrays,
+    Reasons,
+    RowResults,
+    Slots,
+    row_results,
+)
+from batchsched.plugins.preemption_victims import VictimRule
+from batchsched.plugins.victim_table import VictimTable
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+
+_SHAPES_KEPT = 16
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """The chosen node (if any) and, when none works, a reason count per candidate row."""
+
+    row: int | None = None
+    victims: list[Pod] = field(default_factory=list)
+    pdb_violations: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Shape:
+    policy: tuple[object, ...]
+    mark: int  # position in the state's log of changed rows
+    now: float
+    expires: float  # the first end of a time-limited toleration the results rely on
+    base: IntArray  # room per row as the preemptor saw it, for the demanded resources
+    results: RowResults
+    reasons: Reasons = field(default_factory=Reasons)
+
+
+class PreemptionSearch:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.table = VictimTable(state)
+        self._shapes: OrderedDict[tuple[int, bytes, bytes], _Shape] = OrderedDict()
+
+    def evaluate(
+        self, rule: VictimRule, demand: Demand, free: IntArray, candidates: BoolArray
+    ) -> Evaluation:
+        """The best candidate node for the rule's preemptor and its victims, or why none works.
+
+        `free` is the room per node as the preemptor sees it (`ClusterState.free_for`).
+        """
+        state, table = self.state, self.table
+        table.sync()
+        rows = state.rows
+        classes = ClassArrays.of(table, rule)
+        base = free[:rows][:, demand.cols] + table.terminating_room[:rows][:, demand.cols]
+        shape = self._refresh(rule, demand, classes, base)
+        best = shape.results.best(candidates, state.name_rank())
+        if best is None:
+            return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
+        victims = np.flatnonzero(shape.results.victims[best])
+        return Evaluation(
+            row=best,
+            victims=[table.pods[best][int(s)] for s in victims],
+            pdb_violations=int(shape.results.violations[best]),
+        )
+
+    def _refresh(
+        self, rule: VictimRule, demand: Demand, classes: ClassArrays, base: IntArray
+    ) -> _Shape:
+        state, table = self.state, self.table
+        key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
+        policy = _policy_fingerprint(state, classes)
+        now = rule.now.timestamp()
+        rows = base.shape[0]
+        shape = self._shapes.get(key)
+        if (
+            shape is None
+            or shape.policy != policy
+            or not shape.now <= now < shape.expires
+            or shape.base.shape[0] != rows
+            or shape.results.victims.shape[1] != table.slots
+        ):
+            shape = _Shape(
+                policy, 0, now, math.inf, base.copy(), RowResults.empty(rows, table.slots)
+            )
+            stale = np.arange(rows)
+        else:
+            changed = state.rows_changed_since(shape.mark)
+            moved = (base != shape.base).any(axis=1)
+            if changed is None:
+                moved[:] = True
+            elif changed:
+                moved[np.asarray(changed, dtype=np.intp)] = True
+            stale = np.flatnonzero(moved)
+        if stale.size:
+            slots = Slots.of(table, rule, classes, demand, base[stale], stale)
+            shape.results.store(stale, row_results(table, rule, slots, demand, shape.reasons))
+            shape.base[stale] = base[stale]
+            shape.expires = min(shape.expires, slots.protection_ends())
+        shape.mark = state.change_mark()
+        shape.now = now
+        self._shapes[key] = shape
+        self._shapes.move_to_end(key)
+        while len(self._shapes) > _SHAPES_KEPT:
+            self._shapes.popitem(last=False)
+        return shape
+
+
+def _policy_fingerprint(state: ClusterState, classes: ClassArrays) -> tuple[object, ...]:
+    """What the results depend on beyond rows and time: class verdicts and the PDBs."""
+    return (
+        classes.missing.tobytes(),
+        classes.forever.tobytes(),
+        classes.timed.tobytes(),
+        classes.seconds.tobytes(),
+        tuple((key, id(pdb), pdb.disruptions_allowed) for key, pdb in state.pdbs.items()),
+    )
