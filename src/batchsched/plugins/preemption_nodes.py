@@ -250,18 +250,19 @@ def _explain(
     def classes_of(i: int, marked: BoolArray) -> tuple[str, ...]:
         return tuple(sorted({names[int(c)] for c in slots.klass[i][marked[i]]}))
 
-    with_exempt = slots.freed + (slots.request * slots.exempt[:, :, None]).sum(axis=1)
-    tolerated = (with_exempt >= demand.amounts).all(axis=1) & ~slots.missing_row
-    waiting = failed[tolerated[failed]]
+    into.reason[failed] = reasons.id(Reasons.NOTHING)
+    for i in failed[slots.missing_row[failed]]:
+        into.reason[i] = reasons.id(Reasons.MISSING, classes_of(int(i), slots.missing))
+    maybe = failed[~slots.missing_row[failed] & slots.exempt[failed].any(axis=1)]
+    if maybe.size == 0:
+        return
+    gained = (slots.request[maybe] * slots.exempt[maybe][:, :, None]).sum(axis=1)
+    waiting = maybe[(slots.freed[maybe] + gained >= demand.amounts).all(axis=1)]
+    if waiting.size == 0:
+        return
     into.unlock[waiting] = _unlock_times(slots, waiting, demand)
-    for i in failed:
-        row = int(i)
-        if slots.missing_row[row]:
-            into.reason[row] = reasons.id(Reasons.MISSING, classes_of(row, slots.missing))
-        elif tolerated[row]:
-            into.reason[row] = reasons.id(Reasons.TOLERATED, classes_of(row, slots.exempt))
-        else:
-            into.reason[row] = reasons.id(Reasons.NOTHING)
+    for i in waiting:
+        into.reason[i] = reasons.id(Reasons.TOLERATED, classes_of(int(i), slots.exempt))
 
 
 def _reprieve(
