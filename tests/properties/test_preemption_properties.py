@@ -1,0 +1,153 @@
+"""Invariants of preemption over random small clusters.
+
+- No pod exempt under the toleration policy at `now` is ever evicted, nor one of equal or
+  higher priority.
+- The evicted set is minimal: returning any single victim makes the preemptor not fit.
+- The vectorised search over all nodes picks what the per-node search (the API gang
+  scheduling reuses) ranks best.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.config import default_config
+from batchsched.decisions import Bind, Evict, Nominate
+from batchsched.objects.records import Pod
+from batchsched.plugins.preemption_toleration import PreemptionToleration
+from batchsched.plugins.preemption_victims import VictimRule, choice_key, select_victims_on_node
+from batchsched.plugins.toleration_policy import is_exempt, parse_policy
+from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+from tests.preemption_world import NOW, node, pdb, pod, priority_class
+
+SETTINGS = settings(max_examples=120, deadline=None)
+CLASSES = [
+    priority_class("critical", 10000),
+    priority_class("high", 9000),
+    priority_class("mid", 8500),
+    priority_class("low", 8000),
+    priority_class("guarded", 8000, "10000", "600"),
+    priority_class("forever", 8000, "9000", "-1"),
+    priority_class("broken", 8000, "lots", "-1"),
+]
+VICTIM_CLASSES = ["mid", "low", "guarded", "forever", "broken"]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[ClusterState, Pod]:
+    state = ClusterState()
+    for pc in CLASSES:
+        state.upsert_priority_class(pc)
+    nodes = draw(st.integers(1, 4))
+    for i in range(nodes):
+        state.upsert_node(node(f"n{i}", cpu=4000, pods=draw(st.integers(3, 6))))
+        room = 4000
+        for j in range(draw(st.integers(0, 5))):
+            cpu = draw(st.sampled_from([250, 500, 1000, 2000]))
+            if cpu > room:
+                continue
+            room -= cpu
+            state.upsert_pod(
+                pod(
+                    f"r{i}-{j}",
+                    cpu,
+                    on=f"n{i}",
+                    klass=draw(st.sampled_from(VICTIM_CLASSES)),
+                    started=timedelta(minutes=draw(st.integers(1, 30))),
+                    scheduled=timedelta(minutes=draw(st.sampled_from([5, 10, 20]))),
+                    labels={"app": draw(st.sampled_from(["a", "b"]))},
+                    terminating=draw(st.integers(0, 9)) == 0,
+                )
+            )
+    for app in draw(st.sets(st.sampled_from(["a", "b"]))):
+        state.upsert_pdb(pdb(f"pdb-{app}", {"app": app}, draw(st.integers(0, 2))))
+    preemptor = pod(
+        "preemptor",
+        draw(st.sampled_from([1000, 2000, 3000, 4000])),
+        klass=draw(st.sampled_from(["critical", "high"])),
+    )
+    state.upsert_pod(preemptor)
+    return state, preemptor
+
+
+def _room(state: ClusterState, pods: list[Pod]) -> np.ndarray:
+    room = np.zeros(len(state.resources), dtype=np.int64)
+    for p in pods:
+        d = state.demand(p)
+        room[d.cols] += d.amounts
+    return room
+
+
+@SETTINGS
+@given(worlds())
+def test_preemption_takes_no_exempt_pod_and_a_minimal_set(
+    world: tuple[ClusterState, Pod],
+) -> None:
+    state, preemptor = world
+    priority = preemptor.priority or 0
+    terminating_before = {k for k, p in state.pods.items() if p.deletion_timestamp is not None}
+    scheduler = Scheduler(state, default_config())
+    free_before = {}
+    for idx, _ in state.live_nodes():
+        free_before[idx] = state.free_for(preemptor)[idx].copy()
+    decisions = scheduler.schedule_pass(NOW)
+    if any(isinstance(d, Bind) for d in decisions):
+        return
+    victims = [state.pods[d.pod] for d in decisions if isinstance(d, Evict)]
+    nominated = [d for d in decisions if isinstance(d, Nominate) and d.pod == preemptor.key]
+    for victim in victims:
+        assert victim.key not in terminating_before
+        assert (victim.priority or 0) < priority
+        pc = state.priority_classes[victim.priority_class_name]
+        assert not is_exempt(victim, parse_policy(pc), preemptor, priority, NOW), victim.key
+    if not nominated:
+        assert victims == []
+        return
+    row = state.node_index[nominated[0].node or ""]
+    assert all(state.bound[v.key] == row for v in victims)
+    leaving = [p for k, p in state.node_pods[row].items() if k in terminating_before]
+    freed = free_before[row] + _room(state, leaving) + _room(state, victims)
+    demand = state.demand(preemptor)
+    assert (freed[demand.cols] >= demand.amounts).all()
+    for victim in victims:
+        back = freed - _room(state, [victim])
+        assert not (back[demand.cols] >= demand.amounts).all(), victim.key
+
+
+@SETTINGS
+@given(worlds())
+def test_vectorised_search_agrees_with_the_per_node_search(
+    world: tuple[ClusterState, Pod],
+) -> None:
+    state, preemptor = world
+    priority = preemptor.priority or 0
+    plugin = PreemptionToleration()
+    rule = VictimRule(
+        state, preemptor, priority, NOW, plugin.class_verdicts(state, preemptor, priority, [])
+    )
+    demand = state.demand(preemptor)
+    free = state.free_for(preemptor)
+    if (free[: state.rows][:, demand.cols] >= demand.amounts).all(axis=1).any():
+        return  # fits somewhere: preemption would not run
+    candidates = np.ones(state.rows, dtype=np.bool_)
+    found = plugin.search(state).evaluate(rule, demand, free, candidates)
+    per_node = []
+    for row, _ in state.live_nodes():
+        base = free[row] + _room(
+            state, [p for p in state.node_pods[row].values() if p.deletion_timestamp is not None]
+        )
+        result = select_victims_on_node(rule, demand, base, row)
+        if result is not None:
+            per_node.append(result)
+    if not per_node:
+        assert found.row is None
+        return
+    best = min(per_node, key=lambda r: choice_key(r, state))
+    assert found.row == best.row
+    assert [v.key for v in found.victims] == [v.key for v in best.victims]
+    assert found.pdb_violations == best.pdb_violations
