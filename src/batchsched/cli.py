@@ -16,6 +16,7 @@ from batchsched.objects.errors import InputError
 from batchsched.objects.load import load_files
 from batchsched.objects.parse import parse_time
 from batchsched.oneshot import OneShotResult, run
+from batchsched.policy_matrix import build_report, render_text
 
 
 def _now_arg(value: str) -> datetime:
@@ -41,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
     sched.add_argument("--now", type=_now_arg, help="the time to schedule at (RFC 3339)")
     sched.add_argument("-o", "--output", choices=("json", "text"), default="json")
+    policy = sub.add_parser(
+        "policy",
+        help="print who may preempt whom under the PriorityClasses' toleration policies",
+    )
+    policy.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    policy.add_argument("--now", type=_now_arg, help="the time for running pods' protection")
+    policy.add_argument("-o", "--output", choices=("json", "text"), default="text")
     return parser
 
 
@@ -89,11 +97,26 @@ def _schedule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy(args: argparse.Namespace) -> int:
+    objects = load_files(list(args.files))
+    if not objects.priority_classes:
+        names = " ".join(str(f) for f in args.files)
+        raise InputError(f"no PriorityClass found in {names}")
+    report = build_report(objects, args.now or datetime.now(UTC))
+    if args.output == "json":
+        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_text(report))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "schedule":
             return _schedule(args)
+        if args.command == "policy":
+            return _policy(args)
     except InputError as err:
         print(f"batchsched: error: {err}", file=sys.stderr)
         return 2
