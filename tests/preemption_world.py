@@ -15,8 +15,9 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
-from batchsched.oneshot import OneShotResult, run
+from batchsched.oneshot import OneShotResult, build_state, run
 from batchsched.plugins.toleration_policy import PREFIXES
+from batchsched.state.cluster import ClusterState
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 X_K8S, SIGS = PREFIXES
@@ -83,9 +84,19 @@ def pdb(
     return PodDisruptionBudget(namespace, name, LabelSelector(labels, ()), allowed)
 
 
-def schedule(
-    *items: Node | Pod | PriorityClass | PodDisruptionBudget, now: datetime = NOW
-) -> OneShotResult:
+Item = Node | Pod | PriorityClass | PodDisruptionBudget
+
+
+def schedule(*items: Item, now: datetime = NOW) -> OneShotResult:
+    return run(objects_of(*items), default_config(), now)
+
+
+def state_of(*items: Item) -> ClusterState:
+    """A ClusterState holding the items (classes first, as the one-shot world loads them)."""
+    return build_state(objects_of(*items))
+
+
+def objects_of(*items: Item) -> Objects:
     objects = Objects()
     for item in items:
         if isinstance(item, Node):
@@ -96,7 +107,7 @@ def schedule(
             objects.priority_classes.append(item)
         else:
             objects.pdbs.append(item)
-    return run(objects, default_config(), now)
+    return objects
 
 
 def evicted(result: OneShotResult) -> dict[str, str]:

@@ -34,6 +34,7 @@ from tests.preemption_world import (
     pod,
     priority_class,
     schedule,
+    state_of,
 )
 
 
@@ -96,14 +97,11 @@ def test_unset_minimum_is_plain_priority() -> None:
     ids=["missing", "false"],
 )
 def test_victim_without_true_pod_scheduled_is_exempt(conditions: tuple[PodCondition, ...]) -> None:
-    state = ClusterState()
-    for pc in classes(guarded(seconds="600")):
-        state.upsert_priority_class(pc)
-    state.upsert_node(node("n1"))
     victim = pod("victim", 4000, on="n1", klass="guarded")
     victim.conditions = conditions
-    state.upsert_pod(victim)
-    state.upsert_pod(pod("preemptor", 4000, klass="high"))
+    state = state_of(
+        node("n1"), *classes(guarded(seconds="600")), victim, pod("preemptor", 4000, klass="high")
+    )
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert not any(isinstance(d, Evict) for d in decisions)
 
@@ -119,15 +117,14 @@ def test_old_prefix_works_and_current_prefix_wins() -> None:
 def test_unparsable_minimum_grants_no_toleration_and_warns_once(
     raw: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    klass = guarded(raw, "-1")
-    state = ClusterState()
-    for pc in classes(klass):
-        state.upsert_priority_class(pc)
-    state.upsert_node(node("n1"))
-    state.upsert_node(node("n2"))
-    state.upsert_pod(pod("v1", 4000, on="n1", klass="guarded"))
-    state.upsert_pod(pod("v2", 4000, on="n2", klass="guarded"))
-    state.upsert_pod(pod("p1", 4000, klass="high"))
+    state = state_of(
+        node("n1"),
+        node("n2"),
+        *classes(guarded(raw, "-1")),
+        pod("v1", 4000, on="n1", klass="guarded"),
+        pod("v2", 4000, on="n2", klass="guarded"),
+        pod("p1", 4000, klass="high"),
+    )
     scheduler = Scheduler(state, default_config())
     with caplog.at_level(logging.WARNING):
         first = scheduler.schedule_pass(NOW)
@@ -200,14 +197,15 @@ def test_never_from_the_class_counts_too() -> None:
 
 
 def test_nominated_pod_waits_for_its_terminating_victims() -> None:
-    state = ClusterState()
-    state.upsert_priority_class(priority_class("high", 9000))
-    state.upsert_priority_class(priority_class("low", 8000))
-    state.upsert_node(node("n1"))
-    state.upsert_node(node("n2"))
-    state.upsert_pod(pod("v1", 4000, on="n1", klass="low"))
-    state.upsert_pod(pod("v2", 4000, on="n2", klass="low"))
-    state.upsert_pod(pod("p", 4000, klass="high"))
+    state = state_of(
+        node("n1"),
+        node("n2"),
+        priority_class("high", 9000),
+        priority_class("low", 8000),
+        pod("v1", 4000, on="n1", klass="low"),
+        pod("v2", 4000, on="n2", klass="low"),
+        pod("p", 4000, klass="high"),
+    )
     scheduler = Scheduler(state, default_config())
     first = scheduler.schedule_pass(NOW)
     assert [d.pod for d in first if isinstance(d, Evict)] == ["default/v1"]
@@ -263,12 +261,13 @@ def test_terminating_pods_are_not_taken_again_and_their_room_counts() -> None:
 
 
 def test_node_fitting_with_terminating_room_alone_needs_no_victims() -> None:
-    state = ClusterState()
-    state.upsert_priority_class(priority_class("high", 9000))
-    state.upsert_priority_class(priority_class("low", 8000))
-    state.upsert_node(node("n1"))
-    state.upsert_pod(pod("leaving", 4000, on="n1", klass="low", terminating=True))
-    state.upsert_pod(pod("p", 4000, klass="high"))
+    state = state_of(
+        node("n1"),
+        priority_class("high", 9000),
+        priority_class("low", 8000),
+        pod("leaving", 4000, on="n1", klass="low", terminating=True),
+        pod("p", 4000, klass="high"),
+    )
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert not any(isinstance(d, Evict) for d in decisions)
     assert Nominate("default/p", "n1") in decisions
@@ -295,15 +294,17 @@ def test_missing_victim_class_skips_the_node() -> None:
 
 
 def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
-    state = ClusterState()
-    for name, value in (("high", 9000), ("mid", 8500), ("low", 8000)):
-        state.upsert_priority_class(priority_class(name, value))
-    state.upsert_node(node("n1"))
-    state.upsert_pod(pod("victim", 4000, on="n1", klass="low"))
     waiting = pod("waiting", 4000, klass="mid")
     waiting.nominated_node_name = "n1"
-    state.upsert_pod(waiting)
-    state.upsert_pod(pod("p", 4000, klass="high"))
+    state = state_of(
+        node("n1"),
+        priority_class("high", 9000),
+        priority_class("mid", 8500),
+        priority_class("low", 8000),
+        pod("victim", 4000, on="n1", klass="low"),
+        waiting,
+        pod("p", 4000, klass="high"),
+    )
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert Nominate("default/waiting", None) in decisions
     assert Nominate("default/p", "n1") in decisions
