@@ -156,8 +156,7 @@ def build_report(objects: Objects, now: datetime) -> PolicyReport:
     report = PolicyReport(now, classes, policies)
     for klass in classes:
         report.warnings.extend(
-            (f"PriorityClass {klass.name}", w)
-            for w in policy_warnings(klass, policies[klass.name])
+            (f"PriorityClass {klass.name}", w) for w in policy_warnings(klass, policies[klass.name])
         )
     by_name = {pc.name: pc for pc in classes}
     for pod in sorted(objects.pods, key=lambda p: p.key):

@@ -160,17 +160,44 @@ class RowResults:
             counts[text] = counts.get(text, 0) + int((ids == rid).sum())
         return counts
 
-    def best(self, candidates: BoolArray, name_rank: IntArray) -> int | None:
-        """The candidate row the SPEC's order prefers (criteria in turn, then node name)."""
-        rows = np.flatnonzero(candidates[: self.works.shape[0]] & self.works)
-        for key in (self.violations, self.highest, self.total, self.count, self.latest):
-            if rows.size <= 1:
-                break
-            values = key[rows]
-            rows = rows[values == values.min()]
-        if rows.size == 0:
+    def order(self, rows: IndexArray, name_rank: IntArray) -> IndexArray:
+        """`rows` sorted by the SPEC's order (criteria in turn, then node name)."""
+        keys = (self.violations, self.highest, self.total, self.count, self.latest)
+        return rows[np.lexsort((name_rank[rows], *(k[rows] for k in reversed(keys))))]
+
+
+class Ranking:
+    """Rows in the SPEC's order, kept across attempts.
+
+    Sorting every row for every attempt costs more than the search itself, so rows are
+    sorted once; rows recomputed since are ranked apart (few), and all are sorted again once
+    those are many.
+    """
+
+    def __init__(self, results: RowResults, name_rank: IntArray) -> None:
+        self.sorted = results.order(np.flatnonzero(results.works), name_rank)
+        self.dirty = np.zeros(results.works.shape[0], dtype=np.bool_)
+        self.dirty_rows: list[int] = []
+
+    def mark(self, rows: IndexArray) -> None:
+        fresh = rows[~self.dirty[rows]]
+        self.dirty[fresh] = True
+        self.dirty_rows.extend(int(r) for r in fresh)
+
+    @property
+    def worn(self) -> bool:
+        return len(self.dirty_rows) > max(64, self.dirty.shape[0] // 16)
+
+    def best(self, results: RowResults, candidates: BoolArray, name_rank: IntArray) -> int | None:
+        """The candidate row the SPEC's order prefers."""
+        usable = candidates[self.sorted] & ~self.dirty[self.sorted]
+        first = int(usable.argmax()) if usable.size else 0
+        pool = [int(self.sorted[first])] if usable.size and usable[first] else []
+        dirty = np.asarray(self.dirty_rows, dtype=np.intp)
+        pool.extend(int(r) for r in dirty[candidates[dirty] & results.works[dirty]])
+        if not pool:
             return None
-        return int(rows[np.argmin(name_rank[rows])])
+        return int(results.order(np.asarray(pool, dtype=np.intp), name_rank)[0])
 
 
 def row_results(

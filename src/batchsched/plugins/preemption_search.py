@@ -19,6 +19,7 @@ import numpy as np
 from batchsched.objects.records import Pod
 from batchsched.plugins.preemption_nodes import (
     ClassArrays,
+    Ranking,
     Reasons,
     RowResults,
     Slots,
@@ -49,6 +50,7 @@ class _Shape:
     expires: float  # the first end of a time-limited toleration the results rely on
     base: IntArray  # room per row as the preemptor saw it, for the demanded resources
     results: RowResults
+    ranking: Ranking
     reasons: Reasons = field(default_factory=Reasons)
 
 
@@ -71,7 +73,7 @@ class PreemptionSearch:
         classes = ClassArrays.of(table, rule)
         base = free[:rows][:, demand.cols] + table.terminating_room[:rows][:, demand.cols]
         shape = self._refresh(rule, demand, classes, base)
-        best = shape.results.best(candidates, state.name_rank())
+        best = shape.ranking.best(shape.results, candidates, state.name_rank())
         if best is None:
             return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
         victims = np.flatnonzero(shape.results.victims[best])
@@ -89,6 +91,7 @@ class PreemptionSearch:
         policy = _policy_fingerprint(state, classes)
         now = rule.now.timestamp()
         rows = base.shape[0]
+        rank = state.name_rank()
         shape = self._shapes.get(key)
         if (
             shape is None
@@ -97,9 +100,8 @@ class PreemptionSearch:
             or shape.base.shape[0] != rows
             or shape.results.victims.shape[1] != table.slots
         ):
-            shape = _Shape(
-                policy, 0, now, math.inf, base.copy(), RowResults.empty(rows, table.slots)
-            )
+            results = RowResults.empty(rows, table.slots)
+            shape = _Shape(policy, 0, now, math.inf, base.copy(), results, Ranking(results, rank))
             stale = np.arange(rows)
         else:
             changed = state.rows_changed_since(shape.mark)
@@ -114,6 +116,9 @@ class PreemptionSearch:
             shape.results.store(stale, row_results(table, rule, slots, demand, shape.reasons))
             shape.base[stale] = base[stale]
             shape.expires = min(shape.expires, slots.protection_ends())
+            shape.ranking.mark(stale)
+            if shape.ranking.worn:
+                shape.ranking = Ranking(shape.results, rank)
         shape.mark = state.change_mark()
         shape.now = now
         self._shapes[key] = shape
