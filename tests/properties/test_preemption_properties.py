@@ -151,3 +151,52 @@ def test_vectorised_search_agrees_with_the_per_node_search(
     assert found.row == best.row
     assert [v.key for v in found.victims] == [v.key for v in best.victims]
     assert found.pdb_violations == best.pdb_violations
+
+
+CHANGES = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "terminate", "nominate", "later", "pdb"]),
+        st.integers(0, 3),  # node
+        st.integers(0, 5),  # pod slot
+        st.sampled_from(VICTIM_CLASSES),
+    ),
+    max_size=12,
+)
+
+
+@SETTINGS
+@given(worlds(), CHANGES)
+def test_results_kept_across_attempts_equal_a_fresh_search(
+    world: tuple[ClusterState, Pod], changes: list[tuple[str, int, int, str]]
+) -> None:
+    state, preemptor = world
+    priority = preemptor.priority or 0
+    kept = PreemptionToleration()
+    now = NOW
+    demand = state.demand(preemptor)
+
+    def attempt(plugin: PreemptionToleration) -> tuple[object, ...]:
+        rule = VictimRule(
+            state, preemptor, priority, now, plugin.class_verdicts(state, preemptor, priority, [])
+        )
+        candidates = np.ones(state.rows, dtype=np.bool_)
+        found = plugin.search(state).evaluate(rule, demand, state.free_for(preemptor), candidates)
+        return (found.row, [v.key for v in found.victims], found.pdb_violations, found.reasons)
+
+    attempt(kept)
+    for op, n, j, klass in changes:
+        name, key = f"n{n % state.node_count}", f"default/c{n}-{j}"
+        if op == "add" and key not in state.pods:
+            state.upsert_pod(pod(f"c{n}-{j}", 500, on=name, klass=klass, labels={"app": "a"}))
+        elif op == "remove":
+            state.remove_pod(key)
+        elif op == "terminate":
+            state.mark_terminating(key, now)
+        elif op == "nominate":
+            state.upsert_pod(pod(f"w{j}", 1000, klass="high"))
+            state.nominate(f"default/w{j}", name)
+        elif op == "later":
+            now += timedelta(minutes=3)
+        else:
+            state.upsert_pdb(pdb("pdb-a", {"app": "a"}, j % 3))
+        assert attempt(kept) == attempt(PreemptionToleration())

@@ -39,7 +39,12 @@ from tests.preemption_world import (
 
 
 def classes(guarded: PriorityClass) -> list[PriorityClass]:
-    return [priority_class("system-critical", 10000), priority_class("high", 9000), guarded]
+    return [
+        priority_class("system-critical", 10000),
+        priority_class("high", 9000),
+        priority_class("low", 8000),
+        guarded,
+    ]
 
 
 def guarded(minimum: str | None = "10000", seconds: str | None = "600", **kw: Any) -> PriorityClass:
@@ -375,3 +380,34 @@ def test_args_defaults_and_validation(plugin: type[DefaultPreemption]) -> None:
     ):
         with pytest.raises(ConfigError, match=plugin.name):
             plugin(bad)
+
+
+def test_kept_results_follow_the_clock_past_a_toleration() -> None:
+    state = state_of(
+        node("n1"),
+        *classes(guarded(seconds="600")),
+        pod("victim", 4000, on="n1", klass="guarded", scheduled=timedelta(minutes=5)),
+        pod("p", 4000, klass="high"),
+    )
+    scheduler = Scheduler(state, default_config())
+    assert not any(isinstance(d, Evict) for d in scheduler.schedule_pass(NOW))
+    assert "until 2026-11-22T10:05:00Z" in scheduler.messages["default/p"]
+    scheduler.queue.flush()
+    later = scheduler.schedule_pass(NOW + timedelta(minutes=5))
+    assert [d.pod for d in later if isinstance(d, Evict)] == ["default/victim"]
+
+
+def test_kept_results_follow_a_pod_swapped_for_one_of_the_same_size() -> None:
+    state = state_of(
+        node("n1"),
+        *classes(guarded(seconds="-1")),
+        pod("small", 100, on="n1", klass="low"),
+        pod("victim", 3900, on="n1", klass="guarded"),
+        pod("p", 4000, klass="high"),
+    )
+    scheduler = Scheduler(state, default_config())
+    assert not any(isinstance(d, Evict) for d in scheduler.schedule_pass(NOW))
+    state.upsert_pod(pod("victim", 3900, on="n1", klass="low"))  # same size, now takeable
+    scheduler.queue.flush()
+    evicted = {d.pod for d in scheduler.schedule_pass(NOW) if isinstance(d, Evict)}
+    assert evicted == {"default/small", "default/victim"}

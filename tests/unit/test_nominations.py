@@ -1,0 +1,62 @@
+"""Nominations keep the room nominated pods hold; free_for must equal the plain definition."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.objects.records import Pod
+from batchsched.state.cluster import ClusterState
+from tests.preemption_world import node, pod
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["nominate", "clear", "remove", "bind", "add"]),
+        st.integers(0, 5),  # pod
+        st.integers(0, 2),  # node
+    ),
+    max_size=30,
+)
+
+
+def naive_free_for(state: ClusterState, who: Pod) -> np.ndarray:
+    free = state.free[: state.rows].copy()
+    for key, row in state.nominations.items():
+        other = state.pods.get(key)
+        if other is None or key == who.key or (other.priority or 0) < (who.priority or 0):
+            continue
+        demand = state.demand(other)
+        free[row, demand.cols] -= demand.amounts
+    return free
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS, st.lists(st.sampled_from([100, 200, 300]), min_size=6, max_size=6))
+def test_free_for_matches_the_definition(ops: list[tuple[str, int, int]], prios: list[int]) -> None:
+    state = ClusterState()
+    for i in range(3):
+        state.upsert_node(node(f"n{i}"))
+
+    def make(i: int) -> Pod:
+        return pod(f"p{i}", 100 * (i + 1), priority=prios[i])
+
+    for i in range(6):
+        state.upsert_pod(make(i))
+    for op, i, n in ops:
+        key = f"default/p{i}"
+        if op == "nominate" and key in state.pending:
+            state.nominate(key, f"n{n}")
+        elif op == "clear" and key in state.pods:
+            state.nominate(key, None)
+        elif op == "remove":
+            state.remove_pod(key)
+        elif op == "bind" and key in state.pending:
+            state.assume(key, f"n{n}")
+        elif op == "add" and key not in state.pods:
+            state.upsert_pod(make(i))
+        for who in state.pending.values():
+            assert (state.free_for(who) == naive_free_for(state, who)).all()
+    for row in range(3):
+        expected = sorted(k for k, r in state.nominations.items() if r == row)
+        assert state.nominations.on_row(row) == expected
