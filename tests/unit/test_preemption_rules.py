@@ -409,5 +409,5 @@ def test_kept_results_follow_a_pod_swapped_for_one_of_the_same_size() -> None:
     assert not any(isinstance(d, Evict) for d in scheduler.schedule_pass(NOW))
     state.upsert_pod(pod("victim", 3900, on="n1", klass="low"))  # same size, now takeable
     scheduler.queue.flush()
-    evicted = {d.pod for d in scheduler.schedule_pass(NOW) if isinstance(d, Evict)}
-    assert evicted == {"default/small", "default/victim"}
+    taken = {d.pod for d in scheduler.schedule_pass(NOW) if isinstance(d, Evict)}
+    assert taken == {"default/small", "default/victim"}
