@@ -1,11 +1,11 @@
 """Victim search on every candidate node at once, over the VictimTable's arrays.
 
 The same rules as `preemption_victims.select_victims_on_node` with single-pod victims, run
-for all candidate rows together: removal and reprieve are array operations per slot
-position (slots are in importance order in every row), and node choice is one lexsort over
-the SPEC's criteria. When no node works, the rows are classified for the message: which
-failed because victims tolerate the preemptor (and until when), which because a victim's
-PriorityClass is missing, and which had nothing to take.
+for many rows together: removal and reprieve are array operations per slot position (slots
+are in importance order in every row), and the SPEC's node-choice criteria are kept per row
+(`RowResults`) and ranked (`Ranking`). A row that cannot work is classified for the message:
+victims tolerate the preemptor (and until when), a victim's PriorityClass is missing, or
+there is nothing to take.
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ class Slots:
     rows: IndexArray
     klass: npt.NDArray[np.int32]
     priority: IntArray
-    lower: BoolArray
     exempt: BoolArray
     ends: FloatArray  # when a time-limited exemption ends (inf: not time-limited, or unknown)
     missing: BoolArray  # lower pods whose PriorityClass is missing
@@ -95,9 +94,7 @@ class Slots:
         take = lower & ~exempt & ~missing_row[:, None]
         request = table.request[np.ix_(rows, np.arange(table.slots), demand.cols)]
         freed = base + (request * take[:, :, None]).sum(axis=1)
-        return cls(
-            rows, klass, priority, lower, exempt, ends, missing, missing_row, take, request, freed
-        )
+        return cls(rows, klass, priority, exempt, ends, missing, missing_row, take, request, freed)
 
     def works(self, demand: Demand) -> BoolArray:
         return np.asarray((self.freed >= demand.amounts).all(axis=1) & ~self.missing_row)

@@ -4,13 +4,17 @@ This is the reusable part of preemption. `VictimRule` says which pods a preempto
 `now`; `select_victims_on_node` finds the minimal victim set on one node; `choice_key` ranks
 the result against other nodes by the SPEC order. The plugins (`default_preemption`,
 `preemption_toleration`) evaluate every candidate node at once with the array version in
-`preemption_nodes`, which gives the same answer for single-pod victims.
+`preemption_nodes` / `preemption_search`, which gives the same answer for single-pod victims
+(a property test holds them to it).
 
 API for gang scheduling (issue 4):
 - Gang as victim: pass `units`, a callable mapping a candidate victim to every pod that must
   be evicted with it (its running gang members, on any node). A unit is a victim only when
   every member may be taken; removing or reprieving a unit moves all its members at once;
   members on other nodes are evicted too and count in `choice_key`.
+- Rule: `VictimRule(state, preemptor, priority, now, plugin.class_verdicts(state, preemptor,
+  priority, warnings))` with a `PreemptionToleration` (or `DefaultPreemption`) instance, whose
+  policy cache reports malformed annotations once into `warnings`.
 - Gang as preemptor: build one `VictimRule` for the gang's priority, then call
   `select_victims_on_node` per member and node against a `base_free` you reduce as members
   are placed; evict nothing unless enough members reach minMember.

@@ -1,0 +1,71 @@
+"""The per-node victim search with victim units (the hook gang scheduling uses)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from batchsched.objects.records import Pod
+from batchsched.plugins.preemption_toleration import PreemptionToleration
+from batchsched.plugins.preemption_victims import (
+    VictimRule,
+    VictimUnits,
+    choice_key,
+    select_victims_on_node,
+)
+from batchsched.state.cluster import ClusterState
+from tests.preemption_world import NOW, node, pod, priority_class, state_of
+
+
+def world() -> tuple[ClusterState, Pod]:
+    preemptor = pod("p", 3000, klass="high")
+    state = state_of(
+        node("n1"),
+        node("n2"),
+        priority_class("high", 9000),
+        priority_class("low", 8000),
+        priority_class("forever", 8000, "10000", "-1"),
+        pod("gang-0", 2000, on="n1", klass="low"),
+        pod("solo", 2000, on="n1", klass="low"),
+        pod("gang-1", 2000, on="n2", klass="low"),
+        preemptor,
+    )
+    return state, preemptor
+
+
+def rule_for(state: ClusterState, preemptor: Pod) -> VictimRule:
+    verdicts = PreemptionToleration().class_verdicts(state, preemptor, 9000, [])
+    return VictimRule(state, preemptor, 9000, NOW, verdicts)
+
+
+def gang_of(state: ClusterState) -> VictimUnits:
+    def units(victim: Pod) -> Collection[Pod]:
+        if victim.name.startswith("gang-"):
+            return [p for p in state.pods.values() if p.name.startswith("gang-")]
+        return (victim,)
+
+    return units
+
+
+def test_a_unit_goes_whole_and_counts_everywhere() -> None:
+    state, preemptor = world()
+    rule = rule_for(state, preemptor)
+    row = state.node_index["n1"]
+    free = state.free_for(preemptor)[row]
+    alone = select_victims_on_node(rule, state.demand(preemptor), free, row)
+    assert alone is not None
+    assert [v.name for v in alone.victims] == ["gang-0", "solo"]
+    units = gang_of(state)
+    together = select_victims_on_node(rule, state.demand(preemptor), free, row, units)
+    assert together is not None
+    assert sorted(v.name for v in together.victims) == ["gang-0", "gang-1", "solo"]
+    assert choice_key(together, state)[3] == 3  # every member counts in node choice
+
+
+def test_a_unit_with_a_member_that_may_not_be_taken_is_no_victim() -> None:
+    state, preemptor = world()
+    state.upsert_pod(pod("gang-1", 2000, on="n2", klass="forever"))
+    rule = rule_for(state, preemptor)
+    row = state.node_index["n1"]
+    free = state.free_for(preemptor)[row]
+    found = select_victims_on_node(rule, state.demand(preemptor), free, row, gang_of(state))
+    assert found is None  # solo alone does not make room, and the gang is protected
