@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -112,6 +113,11 @@ def _policy(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # The commands print the core's warnings themselves (Warn decisions); without this the
+    # same problems would also reach stderr through logging's last-resort handler.
+    logger = logging.getLogger("batchsched")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     try:
         if args.command == "schedule":
             return _schedule(args)
