@@ -135,5 +135,13 @@ def _policy_fingerprint(state: ClusterState, classes: ClassArrays) -> tuple[obje
         classes.forever.tobytes(),
         classes.timed.tobytes(),
         classes.seconds.tobytes(),
-        tuple((key, id(pdb), pdb.disruptions_allowed) for key, pdb in state.pdbs.items()),
+        tuple(
+            (
+                key,
+                tuple(sorted(pdb.selector.match_labels.items())),
+                pdb.selector.match_expressions,
+                pdb.disruptions_allowed,
+            )
+            for key, pdb in state.pdbs.items()
+        ),
     )
