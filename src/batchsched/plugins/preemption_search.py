@@ -105,7 +105,7 @@ class PreemptionSearch:
             stale = np.arange(rows)
         else:
             changed = state.rows_changed_since(shape.mark)
-            moved = (base != shape.base).any(axis=1)
+            moved = _rows_differ(base, shape.base)
             if changed is None:
                 moved[:] = True
             elif changed:
@@ -126,6 +126,15 @@ class PreemptionSearch:
         while len(self._shapes) > _SHAPES_KEPT:
             self._shapes.popitem(last=False)
         return shape
+
+
+def _rows_differ(a: IntArray, b: IntArray) -> BoolArray:
+    """Rows where `a` and `b` differ; column by column, which is several times faster than
+    `(a != b).any(axis=1)` on a few columns of a column-major array."""
+    differ: BoolArray = np.zeros(a.shape[0], dtype=np.bool_)
+    for col in range(a.shape[1]):
+        differ |= a[:, col] != b[:, col]
+    return differ
 
 
 def _policy_fingerprint(state: ClusterState, classes: ClassArrays) -> tuple[object, ...]:
