@@ -3,28 +3,24 @@
 The same rules as `preemption_victims.select_victims_on_node` with single-pod victims, run
 for many rows together: removal and reprieve are array operations per slot position (slots
 are in importance order in every row), and the SPEC's node-choice criteria are kept per row
-(`RowResults`) and ranked (`Ranking`). A row that cannot work is classified for the message:
-victims tolerate the preemptor (and until when), a victim's PriorityClass is missing, or
-there is nothing to take.
+(`RowResults`) and ranked (`Ranking`); a row that cannot work gets its reason
+(`preemption_reasons`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
 
-from batchsched.objects.parse import format_time
 from batchsched.plugins.base import IndexArray
+from batchsched.plugins.preemption_reasons import Reasons, explain
 from batchsched.plugins.preemption_victims import PRIORITY_SHIFT, VictimRule
 from batchsched.plugins.toleration_policy import FOREVER
 from batchsched.plugins.victim_table import FloatArray, VictimTable
 from batchsched.state.cluster import BoolArray, Demand, IntArray
-
-NO_VICTIMS = "No preemption victims found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +201,7 @@ def row_results(
     works = slots.works(demand)
     results.works[:] = works
     if not works.all():
-        _explain(table, slots, demand, reasons, np.flatnonzero(~works), results)
+        explain(table, slots, demand, reasons, np.flatnonzero(~works), results)
     ok = np.flatnonzero(works)
     if ok.size == 0:
         return results
@@ -229,64 +225,6 @@ def row_results(
     results.latest[ok] = -np.where(top, table.start[slots.rows[ok]], math.inf).min(axis=1)
     results.victims[ok] = victim
     return results
-
-
-class Reasons:
-    """Why rows cannot host a preemptor, interned: (kind, class names) -> id."""
-
-    MISSING, TOLERATED, NOTHING = "missing", "tolerated", "nothing"
-
-    def __init__(self) -> None:
-        self._ids: dict[tuple[str, tuple[str, ...]], int] = {}
-        self._keys: list[tuple[str, tuple[str, ...]]] = []
-
-    def id(self, kind: str, classes: tuple[str, ...] = ()) -> int:
-        key = (kind, classes)
-        found = self._ids.get(key)
-        if found is None:
-            found = self._ids[key] = len(self._keys)
-            self._keys.append(key)
-        return found
-
-    def text(self, rid: int, unlock: float) -> str:
-        kind, classes = self._keys[rid]
-        listed = ", ".join(classes)
-        if kind == self.MISSING:
-            return f"victims' PriorityClass not found ({listed})"
-        if kind == self.TOLERATED:
-            if math.isfinite(unlock):
-                listed += ", until " + format_time(datetime.fromtimestamp(unlock, UTC))
-            return f"victims tolerate preemption ({listed})"
-        return NO_VICTIMS
-
-
-def _explain(
-    table: VictimTable,
-    slots: Slots,
-    demand: Demand,
-    reasons: Reasons,
-    failed: IndexArray,
-    into: RowResults,
-) -> None:
-    """Reason ids (and unlock times) for the `failed` rows of `slots`."""
-    names = table.class_names
-
-    def classes_of(i: int, marked: BoolArray) -> tuple[str, ...]:
-        return tuple(sorted({names[int(c)] for c in slots.klass[i][marked[i]]}))
-
-    into.reason[failed] = reasons.id(Reasons.NOTHING)
-    for i in failed[slots.missing_row[failed]]:
-        into.reason[i] = reasons.id(Reasons.MISSING, classes_of(int(i), slots.missing))
-    maybe = failed[~slots.missing_row[failed] & slots.exempt[failed].any(axis=1)]
-    if maybe.size == 0:
-        return
-    gained = (slots.request[maybe] * slots.exempt[maybe][:, :, None]).sum(axis=1)
-    waiting = maybe[(slots.freed[maybe] + gained >= demand.amounts).all(axis=1)]
-    if waiting.size == 0:
-        return
-    into.unlock[waiting] = _unlock_times(slots, waiting, demand)
-    for i in waiting:
-        into.reason[i] = reasons.id(Reasons.TOLERATED, classes_of(int(i), slots.exempt))
 
 
 def _reprieve(
@@ -318,19 +256,3 @@ def _reprieve(
         current = np.where(stays[:, None], trial, current)
         victim[everywhere, slot] = takes & ~stays
     return victim, violating
-
-
-def _unlock_times(slots: Slots, rows: IndexArray, demand: Demand) -> FloatArray:
-    """For `rows`: the first time enough time-limited tolerations end for the preemptor to fit."""
-    ends = slots.ends[rows]
-    order = np.argsort(ends, axis=1, kind="stable")
-    gained = np.take_along_axis(
-        slots.request[rows] * slots.exempt[rows][:, :, None], order[:, :, None], axis=1
-    )
-    room = slots.freed[rows][:, None, :] + np.cumsum(gained, axis=1)
-    ends_sorted = np.take_along_axis(ends, order, axis=1)
-    works = (room >= demand.amounts).all(axis=2) & np.isfinite(ends_sorted)
-    first = np.where(works.any(axis=1), works.argmax(axis=1), -1)
-    picked = ends_sorted[np.arange(rows.size), np.maximum(first, 0)]
-    result: FloatArray = np.where(first >= 0, picked, math.inf)
-    return result

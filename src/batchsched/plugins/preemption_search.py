@@ -20,11 +20,11 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.preemption_nodes import (
     ClassArrays,
     Ranking,
-    Reasons,
     RowResults,
     Slots,
     row_results,
 )
+from batchsched.plugins.preemption_reasons import Reasons
 from batchsched.plugins.preemption_victims import VictimRule
 from batchsched.plugins.victim_table import VictimTable
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
