@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from batchsched.config import SchedulerConfig
-from batchsched.decisions import Bind, Decision, Evict, Nominate, Unschedulable
+from batchsched.decisions import Bind, Decision, Evict, Nominate, Reserve, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import Cycle, Diagnosis
@@ -81,6 +81,8 @@ class Scheduler:
                 state.mark_terminating(decision.pod, now)
             elif isinstance(decision, Nominate):
                 state.nominate(decision.pod, decision.node)
+            elif isinstance(decision, Reserve):
+                state.reserve(decision.node, decision.pod, decision.since)
         if result.nominated_node is not None:
             state.nominate(pod.key, result.nominated_node)
             decisions.append(Nominate(pod.key, result.nominated_node))

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from batchsched.plugins.base import Plugin
+from batchsched.plugins.daemonset_preemption import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
 from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.plugins.node_name import NodeName
@@ -38,6 +39,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeResourcesFit": NodeResourcesFit,
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
+    "DaemonSetPreemption": DaemonSetPreemption,
 }
 
 EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
@@ -46,15 +48,18 @@ EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "
 # kube-scheduler's order. Score entries are (name, weight).
 DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     "queueSort": [("PrioritySort", 0)],
-    "preFilter": [],
+    "preFilter": [("DaemonSetPreemption", 0)],
     "filter": [
         ("NodeUnschedulable", 0),
         ("NodeName", 0),
         ("TaintToleration", 0),
         ("NodeAffinity", 0),
+        # Before NodeResourcesFit: a reserved node must fail unresolvably for other pods.
+        ("DaemonSetPreemption", 0),
         ("NodeResourcesFit", 0),
     ],
-    "postFilter": [("PreemptionToleration", 0)],
+    # DaemonSetPreemption first: it alone acts on DaemonSet pods (the others skip them).
+    "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0)],
     "score": [("NodeResourcesFit", 1)],
     "reserve": [],
     "permit": [],

@@ -32,6 +32,15 @@ _CHANGE_LOG_LIMIT = 65_536
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """A node held for the one pod that may run there (a DaemonSet pod), since `since`."""
+
+    node: str
+    pod: str
+    since: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Demand:
     """A pod's request as array columns and amounts, ready for vectorised checks."""
 
@@ -67,6 +76,14 @@ class ClusterState:
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
+        # Nodes held for a pending pod (node row -> reservation), the reverse index, and a
+        # version that moves whenever either changes (plugins cache masks against it).
+        self.reservations: dict[int, Reservation] = {}
+        self.reserved_by: dict[str, int] = {}
+        self.reservation_version = 0
+        # "namespace/name" of pods that other pods name in an ownerReference, with the
+        # number of pods naming each (owner pods, e.g. a Spark driver).
+        self.owner_refs: dict[str, int] = {}
         # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
@@ -153,6 +170,9 @@ class ClusterState:
             return
         for key in list(self.node_pods[idx]):
             self._unbind(key)
+        reservation = self.reservations.get(idx)
+        if reservation is not None:
+            self.release(reservation.pod)
         self.nodes[idx] = None
         self.valid[idx] = False
         self.allocatable[idx] = 0
@@ -295,6 +315,8 @@ class ClusterState:
         old = self.pods.get(key)
         if old is not None and old.requests != pod.requests:
             self._demands.pop(key, None)
+        self._count_owner_refs(old, -1)
+        self._count_owner_refs(pod, +1)
         if key in self.assumed:
             if not pod.node_name and not pod.terminated:
                 pod.node_name = old.node_name if old is not None else ""
@@ -315,6 +337,8 @@ class ClusterState:
             self._bind(key, pod)
         if was_pending or key in self.pending:
             self._pending_dirty.add(key)
+        if key not in self.pending:
+            self.release(key)
         moved = self.bound.get(key) != old_node
         resized = old is not None and old.requests != pod.requests
         if old_node is not None and (moved or resized):
@@ -324,6 +348,8 @@ class ClusterState:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
+        self._count_owner_refs(pod, -1)
+        self.release(key)
         if key in self.bound:
             self._unbind(key)
         self.assumed.discard(key)
@@ -360,6 +386,7 @@ class ClusterState:
         pod.nominated_node_name = ""
         self.assumed.add(key)
         self._bind(key, pod)
+        self.release(key)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending."""
@@ -416,6 +443,57 @@ class ClusterState:
     def is_shared_free(self, free: IntArray) -> bool:
         """Whether `free` (from `free_for`) is a view of the state's own room, not adjusted."""
         return free.base is self.free
+
+    # ---- reservations and owners --------------------------------------------------------
+
+    def reserve(self, node_name: str, pod_key: str, since: datetime) -> None:
+        """Hold a node for one pending pod: no other pod is placed there until it is released.
+
+        A pod holds at most one node and a node is held for at most one pod; the reservation
+        ends when the pod binds, stops pending or goes away, or the node goes away.
+        """
+        idx = self.node_index[node_name]
+        held = self.reservations.get(idx)
+        if held is not None and held.pod == pod_key:
+            return
+        if held is not None:
+            self.release(held.pod)
+        self.release(pod_key)
+        self.reservations[idx] = Reservation(node_name, pod_key, since)
+        self.reserved_by[pod_key] = idx
+        self.reservation_version += 1
+        self._touch(idx)
+
+    def release(self, pod_key: str) -> None:
+        """End the pod's reservation, if it holds one: the node's room is open to all again."""
+        idx = self.reserved_by.pop(pod_key, None)
+        if idx is None:
+            return
+        del self.reservations[idx]
+        self.reservation_version += 1
+        self._touch(idx)
+        self.generation += 1
+
+    def reservation_of(self, pod_key: str) -> Reservation | None:
+        idx = self.reserved_by.get(pod_key)
+        return None if idx is None else self.reservations[idx]
+
+    def _count_owner_refs(self, pod: Pod | None, step: int) -> None:
+        if pod is None:
+            return
+        for ref in pod.owner_references:
+            if ref.kind != "Pod":
+                continue
+            owner = f"{pod.namespace}/{ref.name}"
+            count = self.owner_refs.get(owner, 0) + step
+            if count > 0:
+                self.owner_refs[owner] = count
+            else:
+                self.owner_refs.pop(owner, None)
+
+    def is_owner(self, pod: Pod) -> bool:
+        """Whether another pod names this pod in an ownerReference (same namespace)."""
+        return pod.key in self.owner_refs
 
     def pods_on(self, node_name: str) -> list[Pod]:
         idx = self.node_index.get(node_name)

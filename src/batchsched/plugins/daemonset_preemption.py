@@ -1,0 +1,200 @@
+"""DaemonSetPreemption (PreFilter, Filter, PostFilter): SPEC section 5.
+
+- PreFilter: a DaemonSet pod is evaluated on its one node only; on a node reserved for it,
+  nominations of other pods do not count (they cannot go there while it is reserved).
+- Filter: a node reserved for a pod takes no other pod. The rejection is unresolvable, so
+  general preemption never picks that node for anyone else; freed room waits for the holder.
+- PostFilter (DaemonSet pods only): reserve the node; once the reservation is older than
+  `preemptionStartDelaySeconds` and the pod still does not fit, evict victims chosen by
+  `daemonset_victims`. Other pods are left to the other post-filters.
+
+Args: `preemptionStartDelaySeconds` (30, >= 0), `victimSelectionStrategy` ([single, multiple]),
+`singleVictimDeviationPercent` (10, 0..100), `maxVictims` (5, >= 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from batchsched.decisions import Decision, Evict, Reserve
+from batchsched.objects.daemonset import daemonset_node
+from batchsched.objects.parse import format_time
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.base import (
+    Cycle,
+    Diagnosis,
+    FilterPlugin,
+    IndexArray,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterPlugin,
+    PreFilterResult,
+    Rejection,
+    RowLocalPlugin,
+)
+from batchsched.plugins.daemonset_victims import STRATEGIES, VictimChooser, VictimSettings
+from batchsched.state.cluster import BoolArray, ClusterState
+
+REASON = "node(s) were reserved for a DaemonSet pod"
+ARGS = (
+    "preemptionStartDelaySeconds",
+    "victimSelectionStrategy",
+    "singleVictimDeviationPercent",
+    "maxVictims",
+)
+
+
+def read_args(args: Mapping[str, Any] | None) -> tuple[int, VictimSettings]:
+    """The start delay in seconds and the victim settings, validated."""
+    reader = ArgsReader(DaemonSetPreemption.name, args, ARGS)
+    delay = reader.int_in("preemptionStartDelaySeconds", 30, 0)
+    strategies = reader.get("victimSelectionStrategy", list, list(STRATEGIES))
+    if not strategies:
+        raise reader.fail("victimSelectionStrategy", "must name at least one of single, multiple")
+    for i, strategy in enumerate(strategies):
+        if strategy not in STRATEGIES:
+            raise reader.fail(
+                f"victimSelectionStrategy[{i}]", f"{strategy!r} is not one of single, multiple"
+            )
+    if len(set(strategies)) != len(strategies):
+        raise reader.fail("victimSelectionStrategy", f"names a strategy twice: {strategies}")
+    deviation = reader.int_in("singleVictimDeviationPercent", 10, 0, 100)
+    max_victims = reader.int_in("maxVictims", 5, 1)
+    return delay, VictimSettings(tuple(strategies), deviation, max_victims)
+
+
+class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFilterPlugin):
+    name = "DaemonSetPreemption"
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.start_delay, settings = read_args(args)
+        self.chooser = VictimChooser(settings)
+        self._reserved: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._reserved_version: tuple[int, int] = (-1, -1)
+
+    # ---- pre-filter --------------------------------------------------------------------
+
+    def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:
+        node = daemonset_node(cycle.pod)
+        if node is None:
+            return None
+        state = cycle.state
+        allowed = np.zeros(state.rows, dtype=np.bool_)
+        idx = state.node_index.get(node)
+        if idx is not None:
+            allowed[idx] = True
+            if state.reserved_by.get(cycle.pod.key) == idx and not state.is_shared_free(cycle.free):
+                cycle.free[idx] = state.free[idx]  # `free` is this cycle's own adjusted copy
+        return PreFilterResult(allowed_nodes=allowed)
+
+    # ---- filter ------------------------------------------------------------------------
+
+    def _blocked(self, cycle: Cycle) -> BoolArray | None:
+        """Nodes reserved for pods other than this one, or None if there are none."""
+        state = cycle.state
+        if not state.reservations:
+            return None
+        version = (state.reservation_version, state.rows)
+        if version != self._reserved_version:
+            mask = np.zeros(state.rows, dtype=np.bool_)
+            mask[np.fromiter(state.reservations, dtype=np.intp)] = True
+            self._reserved, self._reserved_version = mask, version
+        own = state.reserved_by.get(cycle.pod.key)
+        if own is None:
+            return self._reserved
+        mask = self._reserved.copy()
+        mask[own] = False
+        return mask
+
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        blocked = self._blocked(cycle)
+        if blocked is None:
+            return []
+        hit = blocked & candidates
+        return [Rejection(REASON, hit, resolvable=False)] if hit.any() else []
+
+    def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
+        blocked = self._blocked(cycle)
+        if blocked is None:
+            return np.ones(rows.shape[0], dtype=np.bool_)
+        return ~blocked[rows]
+
+    # ---- post-filter -------------------------------------------------------------------
+
+    def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
+        pod = cycle.pod
+        node = daemonset_node(pod)
+        if node is None:
+            return PostFilterResult()
+        state = cycle.state
+        idx = state.node_index.get(node)
+        if idx is None:
+            return _said(f"node {node} does not exist")
+        if not diagnosis.resolvable[idx]:
+            held = state.reservations.get(idx)
+            if held is not None and held.pod != pod.key:
+                return _said(f"node {node} is reserved for {held.pod}")
+            return _said(f"node {node} cannot take this pod whatever is removed")
+        decisions: list[Decision] = []
+        reservation = state.reservation_of(pod.key)
+        since = cycle.now if reservation is None else reservation.since
+        if reservation is None:
+            decisions.append(Reserve(node, pod.key, since))
+        start = since + timedelta(seconds=self.start_delay)
+        if cycle.now < start:
+            return _said(
+                f"node {node} is reserved for this pod since {format_time(since)}; "
+                f"victims are chosen from {format_time(start)}",
+                decisions,
+            )
+        if pod.preemption_policy == "Never":
+            return _said(
+                f"node {node} is reserved for this pod; preemptionPolicy Never: no victims",
+                decisions,
+            )
+        return self._preempt(cycle, state, idx, node, decisions)
+
+    def _preempt(
+        self,
+        cycle: Cycle,
+        state: ClusterState,
+        idx: int,
+        node: str,
+        decisions: list[Decision],
+    ) -> PostFilterResult:
+        pod = cycle.pod
+        running: list[Pod] = []
+        leaving: list[Pod] = []
+        for other in state.node_pods[idx].values():
+            (leaving if other.deletion_timestamp is not None else running).append(other)
+        names = state.resources.names
+        room = {names[col]: int(state.free[idx, col]) for col in range(len(names))}
+        for gone in leaving:
+            for resource, amount in gone.requests.items():
+                room[resource] = room.get(resource, 0) + amount
+        if leaving and all(room.get(r, 0) >= a for r, a in pod.requests.items()):
+            return _said(
+                f"waiting for {len(leaving)} pod(s) on node {node} to terminate", decisions
+            )
+        node_obj = state.nodes[idx]
+        assert node_obj is not None
+        selection = self.chooser.choose(state, pod, running, node_obj.allocatable, room, cycle.now)
+        decisions.extend(selection.warnings)
+        if not selection.victims:
+            return _said(f"node {node}: {selection.why_none}", decisions)
+        reason = f"preempted by DaemonSet pod {pod.key} to make room on node {node}"
+        decisions.extend(Evict(v.key, node, pod.key, reason) for v in selection.victims)
+        return PostFilterResult(
+            nominated_node=node,
+            decisions=decisions,
+            message=f"preemption: evicting {len(selection.victims)} pod(s) on node {node}.",
+        )
+
+
+def _said(what: str, decisions: list[Decision] | None = None) -> PostFilterResult:
+    return PostFilterResult(decisions=decisions or [], message=f"preemption: {what}.")

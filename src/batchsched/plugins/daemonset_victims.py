@@ -1,0 +1,280 @@
+"""Choosing victims on a DaemonSet pod's node (SPEC section 5).
+
+Candidates are the node's running pods minus the protected ones (DaemonSet pods, pods of
+higher priority than the DaemonSet pod, pods exempt under section 3's toleration rules, pods
+whose PriorityClass is missing). They fall into classes, tried in order, each fully before the
+next: regular pods, owner pods (named by other pods in an ownerReference, e.g. a Spark driver),
+opt-out pods (`yunikorn.apache.org/allow-preemption: "false"`). Within the classes allowed so
+far the configured strategies run in order:
+
+- `single`: one pod of the newest class whose removal makes room and whose request deviates
+  from the DaemonSet pod's by at most the configured percentage in every resource either pod
+  requests (a resource only one of them requests deviates without bound), closest first;
+- `multiple`: walk the candidates in victim order, taking pods until the pod fits, then
+  reprieve (most important first) every pod not needed; at most `max_victims` pods.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from batchsched.decisions import Warn
+from batchsched.objects.daemonset import daemonset_node
+from batchsched.objects.parse import format_time
+from batchsched.objects.records import Pod
+from batchsched.plugins.toleration_policy import (
+    PolicyCache,
+    TolerationPolicy,
+    is_exempt,
+    protected_until,
+    scheduled_since,
+)
+from batchsched.state.cluster import ClusterState
+
+OPT_OUT_KEY = "yunikorn.apache.org/allow-preemption"
+CLASSES = ("regular", "owner", "opt-out")
+SINGLE, MULTIPLE = "single", "multiple"
+STRATEGIES = (SINGLE, MULTIPLE)
+
+Resources = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class VictimSettings:
+    strategies: tuple[str, ...] = (SINGLE, MULTIPLE)
+    deviation_percent: int = 10
+    max_victims: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    pod: Pod
+    klass: int  # index into CLASSES
+    order: tuple[object, ...]  # victim order within the class: evict first sorts first
+
+
+@dataclass(slots=True)
+class Selection:
+    """Victims chosen, or why there are none; problems found with PriorityClasses on the way."""
+
+    victims: list[Pod] = field(default_factory=list)
+    why_none: str = ""
+    warnings: list[Warn] = field(default_factory=list)
+
+
+def victim_class(state: ClusterState, pod: Pod) -> int:
+    """0 regular, 1 owner, 2 opt-out (the most protective class a pod qualifies for wins)."""
+    pc = state.priority_classes.get(pod.priority_class_name)
+    if (
+        pod.labels.get(OPT_OUT_KEY) == "false"
+        or pod.annotations.get(OPT_OUT_KEY) == "false"
+        or (pc is not None and pc.annotations.get(OPT_OUT_KEY) == "false")
+    ):
+        return 2
+    return 1 if state.is_owner(pod) else 0
+
+
+def _started(pod: Pod) -> datetime | None:
+    return pod.start_time or scheduled_since(pod) or pod.creation_timestamp
+
+
+def _size(pod: Pod, preemptor: Pod, allocatable: Resources) -> float:
+    """The victim's share of the node in the resources the preemptor needs."""
+    return sum(
+        pod.requests.get(name, 0) / allocatable[name]
+        for name in preemptor.requests
+        if allocatable.get(name, 0) > 0
+    )
+
+
+def victim_order(pod: Pod, preemptor: Pod, allocatable: Resources) -> tuple[object, ...]:
+    """Lower priority first, then younger first (unknown age counts as youngest), then the
+    larger request first, then name."""
+    started = _started(pod)
+    age_key = (0, 0.0) if started is None else (1, -started.timestamp())
+    return (pod.priority or 0, *age_key, -_size(pod, preemptor, allocatable), pod.key)
+
+
+def deviation_percent(victim: Pod, preemptor: Pod) -> float:
+    """The largest relative difference between the two requests, in percent."""
+    worst = 0.0
+    for name in set(victim.requests) | set(preemptor.requests):
+        want = preemptor.requests.get(name, 0)
+        have = victim.requests.get(name, 0)
+        if want == 0:
+            if have:
+                return math.inf
+            continue
+        worst = max(worst, abs(have - want) * 100 / want)
+    return worst
+
+
+def _fits(room: dict[str, int], need: Resources) -> bool:
+    return all(room.get(name, 0) >= amount for name, amount in need.items())
+
+
+def _room_with(room: Resources, pods: list[Pod]) -> dict[str, int]:
+    out = dict(room)
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            out[name] = out.get(name, 0) + amount
+    return out
+
+
+class VictimChooser:
+    """Chooses victims for DaemonSet pods; keeps parsed toleration policies between calls."""
+
+    def __init__(self, settings: VictimSettings) -> None:
+        self.settings = settings
+        self.policies = PolicyCache()
+
+    def _policy(
+        self, state: ClusterState, pod: Pod, warnings: list[Warn]
+    ) -> TolerationPolicy | str | None:
+        """The victim's class policy, None without a class, or an error if the class is gone."""
+        if not pod.priority_class_name:
+            return None
+        pc = state.priority_classes.get(pod.priority_class_name)
+        if pc is None:
+            return f"PriorityClass {pod.priority_class_name} of {pod.key} is missing"
+        policy, first = self.policies.get(pc)
+        if first and not policy.valid:
+            warnings.append(Warn(f"PriorityClass {pc.name}", policy.error))
+        return policy
+
+    def candidates(
+        self,
+        state: ClusterState,
+        preemptor: Pod,
+        pods: list[Pod],
+        allocatable: Resources,
+        now: datetime,
+    ) -> tuple[list[Candidate], dict[str, int], list[Warn]]:
+        """Eligible victims in victim order, and counts of the protected pods by reason."""
+        priority = preemptor.priority or 0
+        eligible: list[Candidate] = []
+        protected: dict[str, int] = {}
+        warnings: list[Warn] = []
+
+        def protect(reason: str) -> None:
+            protected[reason] = protected.get(reason, 0) + 1
+
+        for pod in pods:
+            if daemonset_node(pod) is not None:
+                protect("DaemonSet pod(s)")
+                continue
+            if (pod.priority or 0) > priority:
+                protect(f"pod(s) of higher priority than {priority}")
+                continue
+            policy = self._policy(state, pod, warnings)
+            if isinstance(policy, str):
+                protect(policy)
+                continue
+            if is_exempt(pod, policy, preemptor, priority, now):
+                assert policy is not None
+                until = protected_until(pod, policy, priority)
+                detail = f", until {format_time(until)}" if until is not None else ""
+                protect(f"pod(s) tolerating preemption ({pod.priority_class_name}{detail})")
+                continue
+            klass = victim_class(state, pod)
+            eligible.append(Candidate(pod, klass, victim_order(pod, preemptor, allocatable)))
+        eligible.sort(key=lambda c: (c.klass, c.order))
+        return eligible, protected, warnings
+
+    def choose(
+        self,
+        state: ClusterState,
+        preemptor: Pod,
+        pods: list[Pod],
+        allocatable: Resources,
+        room: Resources,
+        now: datetime,
+    ) -> Selection:
+        """Victims among `pods` (the node's running pods) so that `preemptor` fits in `room`
+        plus what they free."""
+        eligible, protected, warnings = self.candidates(state, preemptor, pods, allocatable, now)
+        selection = Selection(warnings=warnings)
+        need = preemptor.requests
+        too_many = 0
+        for klass in range(len(CLASSES)):
+            allowed = [c for c in eligible if c.klass <= klass]
+            if not any(c.klass == klass for c in allowed):
+                continue
+            for strategy in self.settings.strategies:
+                if strategy == SINGLE:
+                    newest = [c for c in allowed if c.klass == klass]
+                    victims = self._single(newest, preemptor, room)
+                else:
+                    victims = self._multiple(allowed, room, need)
+                    if len(victims) > self.settings.max_victims:
+                        too_many = len(victims)
+                        victims = []
+                if victims:
+                    selection.victims = victims
+                    return selection
+        selection.why_none = self._why_none(eligible, protected, room, need, too_many)
+        return selection
+
+    def _single(self, allowed: list[Candidate], preemptor: Pod, room: Resources) -> list[Pod]:
+        limit = self.settings.deviation_percent
+        best: tuple[float, Candidate] | None = None
+        for cand in allowed:
+            if not _fits(_room_with(room, [cand.pod]), preemptor.requests):
+                continue
+            deviation = deviation_percent(cand.pod, preemptor)
+            if deviation <= limit and (best is None or deviation < best[0]):
+                best = (deviation, cand)
+        return [] if best is None else [best[1].pod]
+
+    @staticmethod
+    def _multiple(allowed: list[Candidate], room: Resources, need: Resources) -> list[Pod]:
+        taken: list[Pod] = []
+        for cand in allowed:
+            taken.append(cand.pod)
+            if _fits(_room_with(room, taken), need):
+                break
+        else:
+            return []
+        # Reprieve the most important first: the walk took them last.
+        for pod in reversed(list(taken)):
+            rest = [p for p in taken if p is not pod]
+            if _fits(_room_with(room, rest), need):
+                taken = rest
+        return taken
+
+    def _why_none(
+        self,
+        eligible: list[Candidate],
+        protected: dict[str, int],
+        room: Resources,
+        need: Resources,
+        too_many: int,
+    ) -> str:
+        kept = ", ".join(f"{n} {reason}" for reason, n in sorted(protected.items()))
+        kept_note = f" (not eligible: {kept})" if kept else ""
+        if not eligible:
+            return f"no pod there may be evicted{kept_note}"
+        if not _fits(_room_with(room, [c.pod for c in eligible]), need):
+            by_class = ", ".join(
+                f"{n} {name}"
+                for name, n in (
+                    (name, sum(c.klass == i for c in eligible)) for i, name in enumerate(CLASSES)
+                )
+                if n
+            )
+            return (
+                f"evicting all {len(eligible)} eligible pod(s) ({by_class}) would not make "
+                f"enough room{kept_note}"
+            )
+        if too_many:
+            return (
+                f"making room needs {too_many} victims, more than maxVictims "
+                f"({self.settings.max_victims})"
+            )
+        return (
+            f"no single pod within {self.settings.deviation_percent}% of this pod's request "
+            f"makes enough room (victimSelectionStrategy: {', '.join(self.settings.strategies)})"
+        )
