@@ -115,21 +115,22 @@ class Framework:
             self._cache.clear()
             self._placements.clear()
             self._cache_generation = state.node_generation
-        cacheable = shapes is not None
-        if cacheable:
-            hit = self._cache.get(shapes)
-            if hit is not None:
-                return hit
-        candidates = state.valid[: state.rows].copy()
-        rejections: list[Rejection] = []
-        for plugin in self.static_filters:
-            failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
-            candidates &= ~failed
-        verdict = _StaticVerdict(candidates, tuple(rejections))
-        if cacheable:
+        if shapes is None:
+            shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
+        # The leading run of filters with a shape is cached (all of them, usually); the rest
+        # are evaluated for this pod alone (e.g. NodeAffinity for a pod pinned by name).
+        lead = 0
+        while lead < len(shapes) and shapes[lead] is not None:
+            lead += 1
+        key = shapes[:lead]
+        verdict = self._cache.get(key)
+        if verdict is None:
+            verdict = _run_static(self.static_filters[:lead], cycle, state.valid[: state.rows])
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
-            self._cache[shapes] = verdict
+            self._cache[key] = verdict
+        if lead < len(shapes):
+            verdict = _run_static(self.static_filters[lead:], cycle, verdict.passing, verdict)
         return verdict
 
     def find_nodes(
@@ -171,6 +172,8 @@ class Framework:
 
     def select(self, cycle: Cycle, feasible: BoolArray) -> int:
         """The feasible node with the highest weighted score; ties go to the first name."""
+        if np.count_nonzero(feasible) == 1:
+            return int(np.argmax(feasible))  # one node (e.g. a pinned pod): nothing to score
         return _best(cycle.state, self._totals(cycle, feasible))
 
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
@@ -250,6 +253,21 @@ class Framework:
             if result.message:
                 messages.append(result.message)
         return PostFilterResult(message=" ".join(messages))
+
+
+def _run_static(
+    filters: list[StaticFilterPlugin],
+    cycle: Cycle,
+    passing: BoolArray,
+    before: _StaticVerdict | None = None,
+) -> _StaticVerdict:
+    """Apply `filters` in order to the nodes in `passing`, after `before`'s rejections."""
+    candidates = passing.copy()
+    rejections: list[Rejection] = list(before.rejections) if before is not None else []
+    for plugin in filters:
+        failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+        candidates &= ~failed
+    return _StaticVerdict(candidates, tuple(rejections))
 
 
 def _best(state: ClusterState, total: IntArray) -> int:

@@ -189,8 +189,9 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             return _said(f"node {node}: {selection.why_none}", decisions)
         reason = f"preempted by DaemonSet pod {pod.key} to make room on node {node}"
         decisions.extend(Evict(v.key, node, pod.key, reason) for v in selection.victims)
+        # No nomination: the reservation already holds the node for this pod, and every
+        # nomination costs each other pod's cycle a pass over the nominated pods.
         return PostFilterResult(
-            nominated_node=node,
             decisions=decisions,
             message=f"preemption: evicting {len(selection.victims)} pod(s) on node {node}.",
         )
