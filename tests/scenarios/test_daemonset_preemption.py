@@ -159,22 +159,27 @@ def message(result: OneShotResult, pod: str) -> str:
 
 
 def test_single_victim_within_deviation_is_chosen_over_several_smaller_pods() -> None:
-    result = schedule(
+    manifests = (
         node("n1"),
         running("big", "n1", "2", "4Gi", minutes_ago=90),
-        running("small-1", "n1", "250m", "512Mi", minutes_ago=10),
-        running("small-2", "n1", "250m", "512Mi", minutes_ago=10),
-        running("small-3", "n1", "500m", "1Gi", minutes_ago=10),
-        running("match", "n1", "520m", "1Gi", minutes_ago=120),
-        running("filler", "n1", "480m", "1Gi", minutes_ago=200),
+        running("small-1", "n1", "250m", "512Mi", minutes_ago=1),
+        running("small-2", "n1", "250m", "512Mi", minutes_ago=1),
+        running("match", "n1", "520m", "1Gi", minutes_ago=120),  # 4% off the agent's CPU
+        running("rest", "n1", "980m", "2Gi", minutes_ago=200),
         daemon("agent-n1", "n1"),
     )
-    # small-3 matches exactly but is not alone enough?  It is: 500m/1Gi frees exactly the
-    # agent's request, deviation 0 beats match's 4% and filler's 4%.
-    assert evicted(result) == ["small-3"]
+    result = schedule(*manifests)
+    assert evicted(result) == ["match"]
     assert bound(result) == {"agent-n1": "n1"}
-    assert all(e.preemptor == "default/agent-n1" for e in result.evictions)
-    assert "DaemonSet pod default/agent-n1" in result.evictions[0].reason
+    assert [e.preemptor for e in result.evictions] == ["default/agent-n1"]
+    assert result.evictions[0].reason == (
+        "preempted by DaemonSet pod default/agent-n1 to make room on node n1"
+    )
+    # `multiple` alone walks the youngest first and would disturb two pods instead.
+    assert evicted(schedule(*manifests, victimSelectionStrategy=["multiple"])) == [
+        "small-1",
+        "small-2",
+    ]
 
 
 def test_single_prefers_the_closest_request_over_victim_order() -> None:
