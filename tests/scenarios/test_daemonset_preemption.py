@@ -542,3 +542,24 @@ def test_second_daemonset_pod_on_a_reserved_node_waits_its_turn() -> None:
     # in what is left once agent-n1 is bound.
     assert sorted(bound(result)) == ["agent-n1", "other-agent-n1"]
     assert len(result.evictions) == 1
+
+
+def test_nominations_of_other_pods_do_not_hold_room_on_a_reserved_node() -> None:
+    manifests = objects(
+        node("n1"),
+        running("a", "n1", "3", "6Gi"),
+        running("b", "n1", "1", "2Gi"),
+        daemon("agent-n1", "n1", cpu="1", memory="2Gi"),
+    )
+    state = build_state(manifests)
+    scheduler = Scheduler(state, config(preemptionStartDelaySeconds=60))
+    scheduler.schedule_pass(NOW)
+    # A higher-priority pod still nominated to n1 (e.g. from before the reservation).
+    waiting = objects(pending("nominated", "1", "2Gi", priority=1_000_000)).pods[0]
+    waiting.nominated_node_name = "n1"
+    state.upsert_pod(waiting)
+    state.remove_pod("default/b")
+    scheduler.queue.flush()
+    decisions = scheduler.schedule_pass(NOW + timedelta(seconds=1))
+    assert Bind("default/agent-n1", "n1") in decisions
+    assert Bind("default/nominated", "n1") not in decisions
