@@ -29,9 +29,7 @@ def daemonset_pod(daemonset: str, node: str, created: datetime) -> Pod:
         priority=1000,
         requests={"cpu": 100, "memory": 500 * MI, "pods": 1},
         owner_references=(OwnerReference("DaemonSet", daemonset, f"{daemonset}-uid", True),),
-        required_terms=(
-            NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),
-        ),
+        required_terms=(NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),),
         creation_timestamp=created,
     )
 
