@@ -187,6 +187,8 @@ class Framework:
         nominated = state.nominations.get(cycle.pod.key)
         placement = self._cached_placement(cycle) if allowed is None else None
         if placement is None:
+            if allowed is not None and (row := self._fits_only_row(cycle, allowed)) is not None:
+                return row
             feasible, diagnosis = self.find_nodes(cycle, allowed)
             if not feasible.any():
                 return diagnosis
@@ -198,6 +200,24 @@ class Framework:
         if not placement.feasible.any():
             return self.find_nodes(cycle, allowed)[1]
         return _best(state, placement.total)
+
+    def _fits_only_row(self, cycle: Cycle, allowed: BoolArray) -> int | None:
+        """The one allowed row (a pod pinned to its node), checked on that row alone.
+
+        None when more rows are allowed, the row does not fit, or a dynamic filter is not
+        row-local: the full pass then decides, and explains.
+        """
+        if not self._row_local or np.count_nonzero(allowed) != 1:
+            return None
+        row = int(np.argmax(allowed))
+        rows = np.array([row], dtype=np.intp)
+        if not self._static_verdict(cycle.state, cycle, self._shapes(cycle)).passing[row]:
+            return None
+        for flt in self.dynamic_filters:
+            assert isinstance(flt, RowLocalPlugin)
+            if not flt.fits_rows(cycle, rows)[0]:
+                return None
+        return row
 
     def _cached_placement(self, cycle: Cycle) -> _Placement | None:
         state = cycle.state

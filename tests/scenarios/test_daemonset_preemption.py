@@ -563,3 +563,27 @@ def test_nominations_of_other_pods_do_not_hold_room_on_a_reserved_node() -> None
     decisions = scheduler.schedule_pass(NOW + timedelta(seconds=1))
     assert Bind("default/agent-n1", "n1") in decisions
     assert Bind("default/nominated", "n1") not in decisions
+
+
+def test_node_that_cannot_take_the_pod_is_not_reserved() -> None:
+    tainted = node("n1")
+    tainted["spec"] = {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}
+    result = schedule(tainted, node("n2"), running("a", "n1", "4", "8Gi"), daemon("agent-n1", "n1"))
+    assert evicted(result) == []
+    assert result.reservations == {}
+    assert message(result, "agent-n1") == (
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint {dedicated: db}. "
+        "preemption: node n1 cannot take this pod whatever is removed."
+    )
+
+
+def test_daemonset_pod_binds_on_its_node_only() -> None:
+    result = schedule(
+        node("a-roomy"),
+        node("n1", cpu="8"),
+        running("x", "n1", "7", "1Gi"),
+        daemon("agent-n1", "n1"),
+    )
+    assert bound(result) == {"agent-n1": "n1"}
+    assert evicted(result) == []
