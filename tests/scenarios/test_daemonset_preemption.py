@@ -6,35 +6,23 @@ running pods, and a DaemonSet pod pinned to it with required node affinity on `m
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from batchsched.config import parse_config
+from batchsched.config import SchedulerConfig, parse_config
 from batchsched.decisions import Bind, Evict, Reserve
 from batchsched.objects.load import Objects
 from batchsched.oneshot import OneShotResult, build_state, run
 from batchsched.scheduler import Scheduler
-
-NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
-Manifest = dict[str, Any]
+from tests import builders
+from tests.builders import Manifest, priority_class
+from tests.conftest import NOW, objects_of
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi") -> Manifest:
-    return {
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
-    }
-
-
-def priority_class(name: str, value: int, **annotations: str) -> Manifest:
-    return {
-        "kind": "PriorityClass",
-        "metadata": {"name": name, "annotations": annotations},
-        "value": value,
-    }
+    return builders.node(name, cpu=cpu, memory=memory)
 
 
 def running(
@@ -44,86 +32,55 @@ def running(
     memory: str,
     priority: int = 0,
     minutes_ago: int = 60,
-    **meta: Any,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    **metadata: Any,
 ) -> Manifest:
     started = (NOW - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    pod: Manifest = {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": started, **meta},
-        "spec": {
-            "schedulerName": "batchsched",
-            "nodeName": on,
-            "priority": priority,
-            "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "startTime": started,
-            "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": started}
-            ],
-        },
-    }
+    pod = builders.pod(
+        name,
+        cpu,
+        memory,
+        node_name=on,
+        priority=priority,
+        labels=labels,
+        annotations=annotations,
+        created=started,
+        scheduled_at=started,
+    )
+    pod["metadata"].update(metadata)
     return pod
 
 
 def daemon(
     name: str, on: str, cpu: str = "500m", memory: str = "1Gi", priority: int = 1000
 ) -> Manifest:
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "ownerReferences": [{"kind": "DaemonSet", "name": "agent", "uid": "agent-uid"}],
+    """A DaemonSet pod as the DaemonSet controller makes it: pinned by `metadata.name`."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [on]}]}
+    pod = builders.pod(
+        name,
+        cpu,
+        memory,
+        priority=priority,
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+            }
         },
-        "spec": {
-            "schedulerName": "batchsched",
-            "priority": priority,
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchFields": [
-                                    {"key": "metadata.name", "operator": "In", "values": [on]}
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
-            "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-            ],
-        },
-    }
+    )
+    pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "uid": "a"}]
+    return pod
 
 
 def pending(name: str, cpu: str, memory: str, priority: int = 0) -> Manifest:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "schedulerName": "batchsched",
-            "priority": priority,
-            "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-            ],
-        },
-    }
+    return builders.pod(name, cpu, memory, priority=priority)
 
 
 def objects(*manifests: Manifest) -> Objects:
-    out = Objects()
-    for manifest in manifests:
-        out.add(manifest["kind"], manifest)
-    return out
+    return objects_of(*manifests)
 
 
-def config(**args: Any) -> Any:
+def config(**args: Any) -> SchedulerConfig:
     plugin_args = {"preemptionStartDelaySeconds": 0, **args}
     return parse_config(
         {
@@ -309,7 +266,7 @@ def test_opt_out_pods_go_last(where: str) -> None:
         meta = {"annotations": opt_out}
     protected = running("protected", "n1", "500m", "1Gi", minutes_ago=1, **meta)
     if where == "priority-class":
-        extra = [priority_class("keep", 0, **opt_out)]
+        extra = [priority_class("keep", 0, annotations=opt_out)]
         protected["spec"]["priorityClassName"] = "keep"
         del protected["spec"]["priority"]
     result = schedule(
@@ -381,7 +338,7 @@ def test_toleration_exempt_pods_are_never_victims() -> None:
     tolerant = priority_class(
         "tolerant",
         100,
-        **{
+        annotations={
             "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "5000",
             "preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "-1",
         },

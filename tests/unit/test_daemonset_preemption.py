@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -264,3 +265,30 @@ def test_victims_are_eligible_sufficient_and_bounded(
         rest = [v for v in selection.victims if v is not victim]
         left = {r: room.get(r, 0) + sum(v.requests.get(r, 0) for v in rest) for r in room}
         assert not all(left[r] >= a for r, a in agent.requests.items())
+
+
+# ---- the example ---------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "daemonset"
+
+
+def test_example_rollout(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["schedule", str(EXAMPLE / "cluster.yaml"), "--now", "2026-11-22T10:00:00Z"]
+    assert main([*args, "--config", str(EXAMPLE / "config.yaml")]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert {e["pod"]: e["preemptor"] for e in out["evictions"]} == {
+        "batch/cache-0": "logging/fluentd-worker-1",
+        "spark/pi-exec-2": "logging/fluentd-worker-2",
+        "db/postgres-0": "logging/fluentd-worker-3",
+    }
+    assert sorted(b["pod"] for b in out["bindings"]) == [
+        f"logging/fluentd-worker-{i}" for i in range(1, 5)
+    ]
+    assert out["reservations"] == [
+        {"node": "worker-5", "pod": "logging/fluentd-worker-5", "since": "2026-11-22T10:00:00Z"}
+    ]
+    # With the default 30 s delay one-shot time never reaches it: only reservations.
+    assert main(args) == 0
+    default = orjson.loads(capsys.readouterr().out)
+    assert default["evictions"] == []
+    assert [r["node"] for r in default["reservations"]] == [f"worker-{i}" for i in (1, 2, 3, 5)]
