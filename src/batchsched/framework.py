@@ -266,13 +266,16 @@ class Framework:
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
         """The first post-filter that finds a way (e.g. a preemption) wins."""
         messages = []
+        retry_at = None
         for plugin in self.post_filters:
             result = plugin.post_filter(cycle, diagnosis)
             if result.nominated_node is not None or result.decisions:
                 return result
             if result.message:
                 messages.append(result.message)
-        return PostFilterResult(message=" ".join(messages))
+            if result.retry_at is not None:
+                retry_at = min(retry_at or result.retry_at, result.retry_at)
+        return PostFilterResult(message=" ".join(messages), retry_at=retry_at)
 
 
 def _run_static(

@@ -90,6 +90,8 @@ class Scheduler:
         if result.message:
             message = f"{message} {result.message}"
         decisions.extend(self._unschedulable(pod, message, now))
+        if result.retry_at is not None:
+            self.queue.wake_at(pod.key, result.retry_at.timestamp())
         return decisions
 
     def _unschedulable(self, pod: Pod, message: str, now: datetime) -> list[Decision]:

@@ -544,3 +544,15 @@ def test_daemonset_pod_binds_on_its_node_only() -> None:
     )
     assert bound(result) == {"agent-n1": "n1"}
     assert evicted(result) == []
+
+
+def test_reserved_pod_is_retried_when_the_delay_is_over_without_other_changes() -> None:
+    manifests = objects(node("n1"), running("a", "n1", "4", "8Gi"), daemon("agent-n1", "n1"))
+    state = build_state(manifests)
+    scheduler = Scheduler(state, config(preemptionStartDelaySeconds=30))
+    scheduler.schedule_pass(NOW)
+    assert scheduler.queue.next_wakeup() == (NOW + timedelta(seconds=30)).timestamp()
+    # No flush, no cluster change: only the wake-up brings the pod back.
+    assert scheduler.schedule_pass(NOW + timedelta(seconds=29)) == []
+    late = scheduler.schedule_pass(NOW + timedelta(seconds=30))
+    assert [d.pod for d in late if isinstance(d, Evict)] == ["default/a"]

@@ -25,6 +25,7 @@ from batchsched.plugins.daemonset_victims import (
     victim_order,
 )
 from batchsched.state.cluster import ClusterState
+from batchsched.state.queue import SchedulingQueue
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 OPT_OUT = {"yunikorn.apache.org/allow-preemption": "false"}
@@ -292,3 +293,27 @@ def test_example_rollout(capsys: pytest.CaptureFixture[str]) -> None:
     default = orjson.loads(capsys.readouterr().out)
     assert default["evictions"] == []
     assert [r["node"] for r in default["reservations"]] == [f"worker-{i}" for i in (1, 2, 3, 5)]
+
+
+# ---- queue wake-ups ------------------------------------------------------------------------
+
+
+def test_queue_wake_up_retries_an_unschedulable_pod_once_due() -> None:
+    queue = SchedulingQueue()
+    queue.add(pod("p", 1, 1), 0.0)
+    entry = queue.pop()
+    assert entry is not None
+    queue.mark_unschedulable("default/p", 100.0, generation=1)
+    queue.wake_at("default/p", 130.0)
+    assert queue.next_wakeup() == 130.0
+    queue.refresh(129.0, generation=1)
+    assert queue.pop() is None
+    queue.refresh(130.0, generation=1)
+    assert queue.pop() is not None
+    # A wake-up set before the pod failed again is void.
+    queue.mark_unschedulable("default/p", 131.0, generation=1)
+    queue.wake_at("default/p", 140.0)
+    queue.mark_unschedulable("default/p", 135.0, generation=1)
+    assert queue.next_wakeup() is None
+    queue.refresh(150.0, generation=1)
+    assert queue.pop() is None

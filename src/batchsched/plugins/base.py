@@ -76,6 +76,9 @@ class PostFilterResult:
     nominated_node: str | None = None
     decisions: list[Decision] = field(default_factory=list)
     message: str = ""  # appended to the pod's message, e.g. "preemption: 0/5 nodes ..."
+    # When trying again may give another answer although the cluster has not changed (e.g. a
+    # DaemonSet pod's reservation comes of age): the queue wakes the pod then.
+    retry_at: datetime | None = None
 
 
 class Plugin:

@@ -147,11 +147,13 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             decisions.append(Reserve(node, pod.key, since))
         start = since + timedelta(seconds=self.start_delay)
         if cycle.now < start:
-            return _said(
+            waiting = _said(
                 f"node {node} is reserved for this pod since {format_time(since)}; "
                 f"victims are chosen from {format_time(start)}",
                 decisions,
             )
+            waiting.retry_at = start  # nothing else may change by then
+            return waiting
         if pod.preemption_policy == "Never":
             return _said(
                 f"node {node} is reserved for this pod; preemptionPolicy Never: no victims",

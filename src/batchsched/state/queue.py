@@ -49,6 +49,8 @@ class SchedulingQueue:
         self._active: list[tuple[tuple[Any, ...], int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._unschedulable: set[str] = set()
+        # (time, version, key): unschedulable pods to retry at a time even if nothing changes.
+        self._wakeups: list[tuple[float, int, str]] = []
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -112,6 +114,22 @@ class SchedulingQueue:
         entry.version += 1
         self._unschedulable.add(key)
 
+    def wake_at(self, key: str, when: float) -> None:
+        """An unschedulable pod is retried at `when` even if the cluster does not change."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.where == "unschedulable":
+            heapq.heappush(self._wakeups, (when, entry.version, key))
+
+    def _next_wakeup_entry(self) -> tuple[float, int, str] | None:
+        """The earliest wake-up still valid (the pod has not moved since it was set)."""
+        while self._wakeups:
+            top = self._wakeups[0]
+            entry = self._entries.get(top[2])
+            if entry is not None and entry.version == top[1] and entry.where == "unschedulable":
+                return top
+            heapq.heappop(self._wakeups)
+        return None
+
     def requeue(self, key: str) -> None:
         """Back to active at once (e.g. a bind that failed for reasons of its own)."""
         entry = self._entries.get(key)
@@ -121,11 +139,14 @@ class SchedulingQueue:
 
     def refresh(self, now: float, generation: int) -> None:
         """Move pods whose wait is over to the active queue."""
+        woken: set[str] = set()
+        while (due := self._next_wakeup_entry()) is not None and due[0] <= now:
+            woken.add(heapq.heappop(self._wakeups)[2])
         for key in list(self._unschedulable):
             entry = self._entries[key]
             changed = generation > entry.failed_generation
             stale = now - entry.failed_at >= self.max_unschedulable_seconds
-            if changed or stale:
+            if changed or stale or key in woken:
                 self._unschedulable.discard(key)
                 entry.where = "backoff"
                 entry.version += 1
@@ -141,17 +162,19 @@ class SchedulingQueue:
         """Everything waiting becomes active now (one-shot mode, where time does not pass)."""
         self._unschedulable.clear()
         self._backoff.clear()
+        self._wakeups.clear()
         for entry in self._entries.values():
             if entry.where != "active":
                 self._push_active(entry)
 
     def next_wakeup(self) -> float | None:
-        """When the earliest backing-off pod becomes active (for a simulator's clock)."""
+        """When the earliest backing-off or woken pod becomes active (for a simulator's clock)."""
+        wakeup = self._next_wakeup_entry()
         for expiry, version, key in sorted(self._backoff):
             entry = self._entries.get(key)
             if entry is not None and entry.version == version:
-                return expiry
-        return None
+                return expiry if wakeup is None else min(expiry, wakeup[0])
+        return None if wakeup is None else wakeup[0]
 
     def pending_counts(self) -> dict[str, int]:
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}
