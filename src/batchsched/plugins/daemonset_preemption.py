@@ -37,7 +37,13 @@ from batchsched.plugins.base import (
     Rejection,
     RowLocalPlugin,
 )
-from batchsched.plugins.daemonset_victims import STRATEGIES, VictimChooser, VictimSettings
+from batchsched.plugins.daemonset_victims import (
+    STRATEGIES,
+    VictimChooser,
+    VictimSettings,
+    fits,
+    room_with,
+)
 from batchsched.state.cluster import BoolArray, ClusterState
 
 REASON = "node(s) were reserved for a DaemonSet pod"
@@ -175,11 +181,9 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         for other in state.node_pods[idx].values():
             (leaving if other.deletion_timestamp is not None else running).append(other)
         names = state.resources.names
-        room = {names[col]: int(state.free[idx, col]) for col in range(len(names))}
-        for gone in leaving:
-            for resource, amount in gone.requests.items():
-                room[resource] = room.get(resource, 0) + amount
-        if leaving and all(room.get(r, 0) >= a for r, a in pod.requests.items()):
+        free = {names[col]: int(state.free[idx, col]) for col in range(len(names))}
+        room = room_with(free, leaving)  # pods already told to go will free their room
+        if leaving and fits(room, pod.requests):
             return _said(
                 f"waiting for {len(leaving)} pod(s) on node {node} to terminate", decisions
             )
@@ -191,8 +195,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             return _said(f"node {node}: {selection.why_none}", decisions)
         reason = f"preempted by DaemonSet pod {pod.key} to make room on node {node}"
         decisions.extend(Evict(v.key, node, pod.key, reason) for v in selection.victims)
-        # No nomination: the reservation already holds the node for this pod, and every
-        # nomination costs each other pod's cycle a pass over the nominated pods.
+        # No nomination: the reservation already holds the node for this pod.
         return PostFilterResult(
             decisions=decisions,
             message=f"preemption: evicting {len(selection.victims)} pod(s) on node {node}.",

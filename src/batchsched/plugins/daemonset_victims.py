@@ -112,11 +112,11 @@ def deviation_percent(victim: Pod, preemptor: Pod) -> float:
     return worst
 
 
-def _fits(room: dict[str, int], need: Resources) -> bool:
+def fits(room: Resources, need: Resources) -> bool:
     return all(room.get(name, 0) >= amount for name, amount in need.items())
 
 
-def _room_with(room: Resources, pods: list[Pod]) -> dict[str, int]:
+def room_with(room: Resources, pods: list[Pod]) -> dict[str, int]:
     out = dict(room)
     for pod in pods:
         for name, amount in pod.requests.items():
@@ -222,7 +222,7 @@ class VictimChooser:
         limit = self.settings.deviation_percent
         best: tuple[float, Candidate] | None = None
         for cand in allowed:
-            if not _fits(_room_with(room, [cand.pod]), preemptor.requests):
+            if not fits(room_with(room, [cand.pod]), preemptor.requests):
                 continue
             deviation = deviation_percent(cand.pod, preemptor)
             if deviation <= limit and (best is None or deviation < best[0]):
@@ -234,14 +234,14 @@ class VictimChooser:
         taken: list[Pod] = []
         for cand in allowed:
             taken.append(cand.pod)
-            if _fits(_room_with(room, taken), need):
+            if fits(room_with(room, taken), need):
                 break
         else:
             return []
         # Reprieve the most important first: the walk took them last.
         for pod in reversed(list(taken)):
             rest = [p for p in taken if p is not pod]
-            if _fits(_room_with(room, rest), need):
+            if fits(room_with(room, rest), need):
                 taken = rest
         return taken
 
@@ -257,7 +257,7 @@ class VictimChooser:
         kept_note = f" (not eligible: {kept})" if kept else ""
         if not eligible:
             return f"no pod there may be evicted{kept_note}"
-        if not _fits(_room_with(room, [c.pod for c in eligible]), need):
+        if not fits(room_with(room, [c.pod for c in eligible]), need):
             by_class = ", ".join(
                 f"{n} {name}"
                 for name, n in (
