@@ -111,14 +111,23 @@ class Framework:
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
     ) -> _StaticVerdict:
+        if shapes is None:
+            shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
+        verdict, lead = self._cached_lead(state, cycle, shapes)
+        if lead < len(shapes):
+            verdict = _run_static(self.static_filters[lead:], cycle, verdict.passing, verdict)
+        return verdict
+
+    def _cached_lead(
+        self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...]
+    ) -> tuple[_StaticVerdict, int]:
+        """The verdict of the leading run of static filters that have a shape (all of them,
+        usually), cached per shape, and how many filters that run covers. The rest are for
+        this pod alone (e.g. NodeAffinity for a pod pinned by name)."""
         if self._cache_generation != state.node_generation:
             self._cache.clear()
             self._placements.clear()
             self._cache_generation = state.node_generation
-        if shapes is None:
-            shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
-        # The leading run of filters with a shape is cached (all of them, usually); the rest
-        # are evaluated for this pod alone (e.g. NodeAffinity for a pod pinned by name).
         lead = 0
         while lead < len(shapes) and shapes[lead] is not None:
             lead += 1
@@ -129,9 +138,23 @@ class Framework:
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[key] = verdict
-        if lead < len(shapes):
-            verdict = _run_static(self.static_filters[lead:], cycle, verdict.passing, verdict)
-        return verdict
+        return verdict, lead
+
+    def _passes_static_row(self, cycle: Cycle, row: int) -> bool:
+        """Whether one node passes every static filter, without evaluating the others where
+        the filters beyond the cached run can judge a single node."""
+        state = cycle.state
+        shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
+        verdict, lead = self._cached_lead(state, cycle, shapes)
+        if not verdict.passing[row]:
+            return False
+        for plugin in self.static_filters[lead:]:
+            passes = plugin.passes_row(state, cycle.pod, row)
+            if passes is None:
+                return bool(self._static_verdict(state, cycle, shapes).passing[row])
+            if not passes:
+                return False
+        return True
 
     def find_nodes(
         self, cycle: Cycle, allowed: BoolArray | None = None
@@ -211,7 +234,7 @@ class Framework:
             return None
         row = int(np.argmax(allowed))
         rows = np.array([row], dtype=np.intp)
-        if not self._static_verdict(cycle.state, cycle, self._shapes(cycle)).passing[row]:
+        if not self._passes_static_row(cycle, row):
             return None
         for flt in self.dynamic_filters:
             assert isinstance(flt, RowLocalPlugin)

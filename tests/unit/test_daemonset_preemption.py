@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,14 @@ from hypothesis import strategies as st
 from batchsched.cli import main
 from batchsched.config import parse_config
 from batchsched.decisions import Warn
-from batchsched.objects.records import Node, OwnerReference, Pod, PriorityClass
+from batchsched.objects.records import (
+    Node,
+    NodeSelectorTerm,
+    OwnerReference,
+    Pod,
+    PriorityClass,
+    Requirement,
+)
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.daemonset_preemption import read_args
 from batchsched.plugins.daemonset_victims import (
@@ -24,6 +32,7 @@ from batchsched.plugins.daemonset_victims import (
     victim_class,
     victim_order,
 )
+from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import SchedulingQueue
 
@@ -317,3 +326,55 @@ def test_queue_wake_up_retries_an_unschedulable_pod_once_due() -> None:
     assert queue.next_wakeup() is None
     queue.refresh(150.0, generation=1)
     assert queue.pop() is None
+
+
+# ---- the one-node NodeAffinity check agrees with the all-node one --------------------------
+
+requirements = st.one_of(
+    st.builds(
+        Requirement,
+        key=st.sampled_from(["zone", "tier"]),
+        operator=st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+        values=st.lists(st.sampled_from(["a", "b", "1", "5"]), min_size=1, max_size=2).map(tuple),
+    ),
+    st.builds(  # as the manifest reader allows them: one integer
+        Requirement,
+        key=st.sampled_from(["zone", "tier"]),
+        operator=st.sampled_from(["Gt", "Lt"]),
+        values=st.sampled_from(["0", "3"]).map(lambda v: (v,)),
+    ),
+)
+name_fields = st.builds(
+    Requirement,
+    key=st.just("metadata.name"),
+    operator=st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt"]),
+    values=st.lists(st.sampled_from(["n0", "n1", "n9"]), min_size=1, max_size=2).map(tuple),
+)
+terms = st.builds(
+    NodeSelectorTerm,
+    match_expressions=st.lists(requirements, max_size=2).map(tuple),
+    match_fields=st.lists(name_fields, max_size=2).map(tuple),
+)
+labels = st.dictionaries(st.sampled_from(["zone", "tier"]), st.sampled_from(["a", "b", "1", "5"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    node_labels=st.lists(labels, min_size=1, max_size=3),
+    selector=labels,
+    required=st.lists(terms, max_size=2).map(tuple),
+)
+def test_node_affinity_one_row_matches_all_rows(
+    node_labels: list[dict[str, str]],
+    selector: dict[str, str],
+    required: tuple[NodeSelectorTerm, ...],
+) -> None:
+    state = ClusterState()
+    for i, node_labels_i in enumerate(node_labels):
+        state.upsert_node(Node(f"n{i}", {"cpu": 1000}, labels=node_labels_i))
+    subject = Pod("default", "p", node_selector=selector, required_terms=required)
+    rejected = np.zeros(state.rows, dtype=np.bool_)
+    for rejection in NodeAffinity().evaluate(state, subject):
+        rejected |= rejection.nodes
+    for row in range(state.rows):
+        assert NodeAffinity().passes_row(state, subject, row) == (not rejected[row])

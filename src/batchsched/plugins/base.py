@@ -109,6 +109,11 @@ class StaticFilterPlugin(FilterPlugin):
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         raise NotImplementedError
 
+    def passes_row(self, state: ClusterState, pod: Pod, row: int) -> bool | None:
+        """The verdict on one node for a pod whose shape is None (so nothing is cached), when
+        the framework needs just that node; None: evaluate every node instead."""
+        return None
+
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         return [
             Rejection(r.reason, r.nodes & candidates, r.resolvable)

@@ -76,6 +76,27 @@ def _selector_holds(node: Node, selector: dict[str, str]) -> bool:
     return all(node.labels.get(k) == v for k, v in selector.items())
 
 
+def _field_holds(req: Requirement, name: str) -> bool:
+    """`_named_nodes` for one node: DoesNotExist, Gt and Lt never hold on a name."""
+    if req.operator == "In":
+        return name in req.values
+    if req.operator == "NotIn":
+        return name not in req.values
+    return req.operator == "Exists"
+
+
+def node_matches(node: Node, pod: Pod) -> bool:
+    """`evaluate`'s verdict for one node."""
+    if not _selector_holds(node, pod.node_selector):
+        return False
+    return not pod.required_terms or any(
+        (term.match_expressions or term.match_fields)
+        and all(_field_holds(r, node.name) for r in term.match_fields)
+        and all(requirement_holds(r, node.labels) for r in term.match_expressions)
+        for term in pod.required_terms
+    )
+
+
 class NodeAffinity(StaticFilterPlugin):
     name = "NodeAffinity"
 
@@ -83,6 +104,10 @@ class NodeAffinity(StaticFilterPlugin):
         if any(term.match_fields for term in pod.required_terms):
             return None  # pinned by name: cheap to compute, useless to cache
         return (tuple(sorted(pod.node_selector.items())), pod.required_terms)
+
+    def passes_row(self, state: ClusterState, pod: Pod, row: int) -> bool:
+        node = state.nodes[row]
+        return node is not None and node_matches(node, pod)
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         if not pod.node_selector and not pod.required_terms:
