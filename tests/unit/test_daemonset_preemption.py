@@ -194,7 +194,10 @@ def test_victim_with_missing_priority_class_is_kept() -> None:
         state, agent, [victim], {"cpu": 1000, "memory": 1000}, {"pods": 9}, NOW
     )
     assert selection.victims == []
-    assert "PriorityClass gone of default/v is missing" in selection.why_none
+    assert "1 pod(s) whose PriorityClass is missing (gone)" in selection.why_none
+    assert selection.warnings == [
+        Warn("Pod default/v", "PriorityClass gone not found: not a preemption victim")
+    ]
 
 
 # ---- invariants ----------------------------------------------------------------------------

@@ -134,12 +134,17 @@ class VictimChooser:
     def _policy(
         self, state: ClusterState, pod: Pod, warnings: list[Warn]
     ) -> TolerationPolicy | str | None:
-        """The victim's class policy, None without a class, or an error if the class is gone."""
+        """The victim's class policy, None without a class, or why it is kept if the class is
+        missing (its policy is unknown, so it is not evicted; section 3 skips such a node)."""
         if not pod.priority_class_name:
             return None
         pc = state.priority_classes.get(pod.priority_class_name)
         if pc is None:
-            return f"PriorityClass {pod.priority_class_name} of {pod.key} is missing"
+            name = pod.priority_class_name
+            warnings.append(
+                Warn(f"Pod {pod.key}", f"PriorityClass {name} not found: not a preemption victim")
+            )
+            return f"pod(s) whose PriorityClass is missing ({name})"
         policy, first = self.policies.get(pc)
         if first and not policy.valid:
             warnings.append(Warn(f"PriorityClass {pc.name}", policy.error))
