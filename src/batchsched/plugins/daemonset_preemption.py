@@ -193,7 +193,10 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         decisions.extend(selection.warnings)
         if not selection.victims:
             return _said(f"node {node}: {selection.why_none}", decisions)
-        reason = f"preempted by DaemonSet pod {pod.key} to make room on node {node}"
+        reason = (
+            f"{self.name}: preempted by DaemonSet pod {pod.key} (priority {pod.priority or 0}) "
+            f"to make room on node {node}"
+        )
         decisions.extend(Evict(v.key, node, pod.key, reason) for v in selection.victims)
         # No nomination: the reservation already holds the node for this pod.
         return PostFilterResult(
