@@ -558,3 +558,23 @@ def test_reserved_pod_is_retried_when_the_delay_is_over_without_other_changes() 
     assert scheduler.schedule_pass(NOW + timedelta(seconds=29)) == []
     late = scheduler.schedule_pass(NOW + timedelta(seconds=30))
     assert [d.pod for d in late if isinstance(d, Evict)] == ["default/a"]
+
+
+def test_general_preemption_leaves_reserved_nodes_and_daemonset_pods_alone() -> None:
+    manifests = (
+        node("n1"),
+        node("n2"),
+        running("low-1", "n1", "4", "8Gi", minutes_ago=30),
+        running("low-2", "n2", "4", "8Gi", minutes_ago=30),
+        daemon("agent-n1", "n1", priority=10_000),
+        pending("urgent", "1", "1Gi", priority=5000),
+    )
+    # Start delay 60 s: the agent only reserves n1 in this run.
+    result = schedule(*manifests, preemptionStartDelaySeconds=60)
+    assert [r.node for r in result.reservations.values()] == ["n1"]
+    # The urgent pod preempts through section 3, and only on n2: n1 is reserved.
+    assert {e.pod: (e.node, e.preemptor) for e in result.evictions} == {
+        "default/low-2": ("n2", "default/urgent")
+    }
+    assert bound(result) == {"urgent": "n2"}
+    assert "reserved for this pod" in message(result, "agent-n1")
