@@ -9,7 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+
+from batchsched.decisions import Bind, Decision, Evict
+from batchsched.scheduler import Scheduler
 
 Metrics = dict[str, Any]
 WORKLOADS: dict[str, Callable[[], Metrics]] = {}
@@ -38,3 +42,22 @@ def timed() -> Iterator[Stopwatch]:
         yield watch
     finally:
         watch.seconds = time.perf_counter() - start
+
+
+def settle(scheduler: Scheduler, now: datetime) -> list[list[Decision]]:
+    """Scheduling passes as `batchsched schedule` runs them (victims leave at once, time
+    stands still) until a pass binds and evicts nothing; each pass's decisions."""
+    passes: list[list[Decision]] = []
+    while True:
+        scheduler.queue.flush()
+        decisions = scheduler.schedule_pass(now)
+        passes.append(decisions)
+        changed = False
+        for decision in decisions:
+            if isinstance(decision, Evict):
+                scheduler.state.remove_pod(decision.pod)
+                changed = True
+            elif isinstance(decision, Bind):
+                changed = True
+        if not changed:
+            return passes

@@ -14,7 +14,7 @@ from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import NodeSelectorTerm, OwnerReference, Pod, Requirement
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, settle, timed, workload
 from benchmarks.workloads.scheduling_basic import GI, MI, NOW
 from benchmarks.workloads.scheduling_basic import build as build_nodes
 
@@ -64,23 +64,11 @@ def build(nodes: int, full_every: int) -> Scheduler:
 def run(nodes: int, full_every: int) -> Metrics:
     scheduler = build(nodes, full_every)
     pods = nodes * len(DAEMONSETS)
-    bound = evicted = passes = 0
     with timed() as watch:
-        while True:
-            passes += 1
-            scheduler.queue.flush()
-            decisions = scheduler.schedule_pass(NOW)
-            changed = False
-            for decision in decisions:
-                if isinstance(decision, Bind):
-                    bound += 1
-                    changed = True
-                elif isinstance(decision, Evict):
-                    scheduler.state.remove_pod(decision.pod)
-                    evicted += 1
-                    changed = True
-            if not changed:
-                break
+        passes = settle(scheduler, NOW)
+    decisions = [d for one_pass in passes for d in one_pass]
+    bound = sum(isinstance(d, Bind) for d in decisions)
+    evicted = sum(isinstance(d, Evict) for d in decisions)
     if bound != pods:
         raise RuntimeError(f"expected {pods} bindings, got {bound}")
     expected_evictions = len(range(0, nodes, full_every)) if full_every else 0
@@ -89,7 +77,7 @@ def run(nodes: int, full_every: int) -> Metrics:
     return {
         "pods": pods,
         "evictions": evicted,
-        "passes": passes,
+        "passes": len(passes),
         "seconds": round(watch.seconds, 3),
         "pods_per_second": round(bound / watch.seconds),
     }

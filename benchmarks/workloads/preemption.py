@@ -19,7 +19,7 @@ from batchsched.objects.records import Node, Pod, PodCondition, PriorityClass
 from batchsched.plugins.toleration_policy import PREFIXES
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, settle, timed, workload
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 GI = 2**30
@@ -83,24 +83,12 @@ def build(nodes: int, tolerating_share: float) -> Scheduler:
 
 def run(nodes: int, tolerating_share: float = 0.0) -> Metrics:
     scheduler = build(nodes, tolerating_share)
-    preemptions = bound = victims = passes = 0
     with timed() as watch:
-        while True:
-            passes += 1
-            scheduler.queue.flush()
-            decisions = scheduler.schedule_pass(NOW)
-            changed = False
-            for decision in decisions:
-                if isinstance(decision, Evict):
-                    scheduler.state.remove_pod(decision.pod)
-                    victims += 1
-                    changed = True
-                elif isinstance(decision, Bind):
-                    bound += 1
-                    changed = True
-            preemptions += len({d.preemptor for d in decisions if isinstance(d, Evict)})
-            if not changed:
-                break
+        passes = settle(scheduler, NOW)
+    decisions = [d for one_pass in passes for d in one_pass]
+    victims = sum(isinstance(d, Evict) for d in decisions)
+    bound = sum(isinstance(d, Bind) for d in decisions)
+    preemptions = sum(len({d.preemptor for d in p if isinstance(d, Evict)}) for p in passes)
     if bound < preemptions:
         raise RuntimeError(f"{preemptions} preemptions but only {bound} bindings")
     return {
@@ -108,7 +96,7 @@ def run(nodes: int, tolerating_share: float = 0.0) -> Metrics:
         "preemptions": preemptions,
         "victims": victims,
         "bound": bound,
-        "passes": passes,
+        "passes": len(passes),
         "seconds": round(watch.seconds, 3),
         "pods_per_second": round(bound / watch.seconds),
     }
