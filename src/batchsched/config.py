@@ -17,6 +17,7 @@ import yaml
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.base import (
     FilterPlugin,
+    GroupPlugin,
     Plugin,
     PostFilterPlugin,
     PreFilterPlugin,
@@ -50,6 +51,7 @@ _POINT_TYPES: dict[str, type[Plugin]] = {
     "filter": FilterPlugin,
     "postFilter": PostFilterPlugin,
     "score": ScorePlugin,
+    "permit": GroupPlugin,
 }
 
 

@@ -17,6 +17,7 @@ from batchsched.plugins.base import (
     Cycle,
     Diagnosis,
     FilterPlugin,
+    GroupPlugin,
     IndexArray,
     PostFilterPlugin,
     PostFilterResult,
@@ -75,6 +76,10 @@ class Framework:
             if isinstance(p := self.plugins[name], ScorePlugin) and w > 0
         ]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
+        self.group_plugin: GroupPlugin | None = next(
+            (p for p in at("permit") if isinstance(p, GroupPlugin)), None
+        )
         self.score_plugins = [p for p, _ in self.scores]
         self._cache: dict[Hashable, _StaticVerdict] = {}
         self._cache_generation = -1

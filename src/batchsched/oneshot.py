@@ -59,7 +59,15 @@ class OneShotResult:
                     "name": name,
                     "phase": update.status.phase,
                     "running": update.status.running,
+                    "succeeded": update.status.succeeded,
+                    "failed": update.status.failed,
                     "admitted": update.status.admitted,
+                    "occupiedBy": update.status.occupied_by,
+                    "scheduleStartTime": (
+                        format_time(update.status.schedule_start_time)
+                        if update.status.schedule_start_time is not None
+                        else None
+                    ),
                 }
                 for name, update in sorted(self.pod_groups.items())
             ],
@@ -104,6 +112,11 @@ def run(objects: Objects, config: SchedulerConfig, now: datetime) -> OneShotResu
         for key, pod in state.pending.items()
         if scheduler.owns(pod)
     }
+    # Every PodGroup with members is reported with its final status, changed or not.
+    for key in state.group_members:
+        group = state.pod_groups.get(key)
+        if group is not None:
+            result.pod_groups[key] = PodGroupUpdate(key, group.status)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

@@ -13,7 +13,7 @@ from batchsched.config import SchedulerConfig
 from batchsched.decisions import Bind, Decision, Evict, Nominate, Reserve, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, Diagnosis
+from batchsched.plugins.base import Cycle, Diagnosis, GroupAttempt, GroupPlugin
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
@@ -30,6 +30,12 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
         )
         self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
+        self.group_plugins: list[GroupPlugin] = []
+        for framework in self.frameworks.values():
+            plugin = framework.group_plugin
+            if plugin is not None and plugin not in self.group_plugins:
+                plugin.attach(state)
+                self.group_plugins.append(plugin)
 
     def owns(self, pod: Pod) -> bool:
         """Pods of a configured profile; a pod naming no scheduler goes to the first one."""
@@ -55,7 +61,34 @@ class Scheduler:
         self.queue.refresh(now.timestamp(), self.state.generation)
         decisions: list[Decision] = []
         while (entry := self.queue.pop()) is not None:
-            decisions.extend(self.schedule_one(entry, now))
+            framework = self.framework_for(entry.pod)
+            plugin = framework.group_plugin
+            group = plugin.group_of(entry.pod) if plugin is not None else None
+            if plugin is None or group is None:
+                decisions.extend(self.schedule_one(entry, now))
+            else:
+                decisions.extend(self.schedule_group(framework, plugin, group, now))
+        changed = self.state.drain_group_changes()
+        for plugin in self.group_plugins:
+            decisions.extend(plugin.after_pass(changed, now))
+        return decisions
+
+    def schedule_group(
+        self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime
+    ) -> list[Decision]:
+        """Schedule a group's pending members as one unit, as the group plugin decides."""
+        attempt = GroupAttempt(group, framework, self.state, now, self.queue.__contains__)
+        outcome = plugin.schedule_group(attempt)
+        decisions = self._carry_out(outcome.decisions, now)
+        for key, node in outcome.binds:
+            self.state.assume(key, node)
+            self.queue.remove(key)
+            self.messages.pop(key, None)
+            decisions.append(Bind(key, node))
+        for key, message in outcome.unschedulable.items():
+            decisions.extend(self._unschedulable(self.state.pods[key], message, now))
+            if outcome.retry_at is not None:
+                self.queue.wake_at(key, outcome.retry_at.timestamp())
         return decisions
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
@@ -75,14 +108,7 @@ class Scheduler:
             return [Bind(pod.key, node)]
         diagnosis = placed
         result = framework.post_filter(cycle, diagnosis)
-        decisions = list(result.decisions)
-        for decision in decisions:
-            if isinstance(decision, Evict):
-                state.mark_terminating(decision.pod, now)
-            elif isinstance(decision, Nominate):
-                state.nominate(decision.pod, decision.node)
-            elif isinstance(decision, Reserve):
-                state.reserve(decision.node, decision.pod, decision.since)
+        decisions = self._carry_out(result.decisions, now)
         if result.nominated_node is not None:
             state.nominate(pod.key, result.nominated_node)
             decisions.append(Nominate(pod.key, result.nominated_node))
@@ -93,6 +119,17 @@ class Scheduler:
         if result.retry_at is not None:
             self.queue.wake_at(pod.key, result.retry_at.timestamp())
         return decisions
+
+    def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
+        """Record a plugin's evictions, nominations and reservations in the state."""
+        for decision in decisions:
+            if isinstance(decision, Evict):
+                self.state.mark_terminating(decision.pod, now)
+            elif isinstance(decision, Nominate):
+                self.state.nominate(decision.pod, decision.node)
+            elif isinstance(decision, Reserve):
+                self.state.reserve(decision.node, decision.pod, decision.since)
+        return list(decisions)
 
     def _unschedulable(self, pod: Pod, message: str, now: datetime) -> list[Decision]:
         self.messages[pod.key] = message

@@ -8,10 +8,10 @@ Statuses say whether removing pods could help (`resolvable`), which is what Post
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -153,4 +153,57 @@ class PostFilterPlugin(Plugin):
 
 class QueueSortPlugin(Plugin):
     def sort_key(self, pod: Pod, enqueued: float) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+
+class PlacementFramework(Protocol):
+    """What a group plugin may ask of its profile's Framework (framework.Framework is one)."""
+
+    post_filters: list[PostFilterPlugin]
+
+    def pre_filter(self, cycle: Cycle) -> PreFilterResult: ...
+
+    def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis: ...
+
+
+@dataclass(slots=True)
+class GroupAttempt:
+    """One scheduling attempt of a whole group of pods."""
+
+    group: str
+    framework: PlacementFramework
+    state: ClusterState
+    now: datetime
+    queued: Callable[[str], bool]  # is this pending pod waiting in this scheduler's queue?
+
+
+@dataclass(slots=True)
+class GroupOutcome:
+    """What the scheduler carries out for a group attempt."""
+
+    binds: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node name)
+    unschedulable: dict[str, str] = field(default_factory=dict)  # pod key -> message
+    decisions: list[Decision] = field(default_factory=list)  # evictions, nominations, events
+    retry_at: datetime | None = None  # retry the unschedulable members then, change or not
+
+
+class GroupPlugin(Plugin):
+    """Schedules a pod's whole group as one unit (Coscheduling, at the Permit point).
+
+    When the scheduler pops a pod that `group_of` claims, it hands the group to
+    `schedule_group` instead of scheduling the pod alone; the plugin must account for every
+    queued pending member in the outcome. `after_pass` runs once per pass with the groups
+    whose object or members changed, e.g. to keep PodGroup status current.
+    """
+
+    def attach(self, state: ClusterState) -> None:
+        """Called once by the scheduler with the state it schedules."""
+
+    def group_of(self, pod: Pod) -> str | None:
+        raise NotImplementedError
+
+    def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
+        raise NotImplementedError
+
+    def after_pass(self, changed: set[str], now: datetime) -> list[Decision]:
         raise NotImplementedError

@@ -30,6 +30,7 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import Cycle, Diagnosis, PostFilterPlugin, PostFilterResult
+from batchsched.plugins.gang_victims import with_gang_victims
 from batchsched.plugins.preemption_search import PreemptionSearch
 from batchsched.plugins.preemption_victims import ClassVerdicts, VictimRule
 from batchsched.state.cluster import ClusterState
@@ -82,7 +83,14 @@ class DefaultPreemption(PostFilterPlugin):
         decisions: list[Decision] = []
         verdicts = self.class_verdicts(state, pod, priority, decisions)
         rule = VictimRule(state, pod, priority, cycle.now, verdicts)
-        found = self.search(state).evaluate(rule, cycle.demand, cycle.free, diagnosis.resolvable)
+        search = self.search(state)
+        found = with_gang_victims(
+            rule,
+            cycle.demand,
+            cycle.free,
+            diagnosis.resolvable,
+            lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows),
+        )
         if found.row is None:
             reasons = dict(found.reasons)
             unhelpful = state.node_count - int(diagnosis.resolvable.sum())
@@ -96,7 +104,8 @@ class DefaultPreemption(PostFilterPlugin):
         reason = (
             f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"
         )
-        decisions.extend(Evict(v.key, node, pod.key, reason) for v in found.victims)
+        # A victim's group goes with it (gang as victim), its members maybe on other nodes.
+        decisions.extend(Evict(v.key, v.node_name, pod.key, reason) for v in found.victims)
         for key in state.nominations.on_row(found.row):
             other = state.pods.get(key)
             if key != pod.key and other is not None and (other.priority or 0) < priority:

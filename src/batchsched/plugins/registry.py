@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from batchsched.plugins.base import Plugin
+from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonset_preemption import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
 from batchsched.plugins.node_affinity import NodeAffinity
@@ -37,6 +38,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "TaintToleration": _no_args(TaintToleration),
     "NodeAffinity": _no_args(NodeAffinity),
     "NodeResourcesFit": NodeResourcesFit,
+    "Coscheduling": Coscheduling,
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
     "DaemonSetPreemption": DaemonSetPreemption,
@@ -47,8 +49,8 @@ EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "
 # The `batchsched` profile: every plugin on, at every point it implements, in
 # kube-scheduler's order. Score entries are (name, weight).
 DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
-    "queueSort": [("PrioritySort", 0)],
-    "preFilter": [("DaemonSetPreemption", 0)],
+    "queueSort": [("Coscheduling", 0)],
+    "preFilter": [("DaemonSetPreemption", 0), ("Coscheduling", 0)],
     "filter": [
         ("NodeUnschedulable", 0),
         ("NodeName", 0),
@@ -62,5 +64,5 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0)],
     "score": [("NodeResourcesFit", 1)],
     "reserve": [],
-    "permit": [],
+    "permit": [("Coscheduling", 0)],
 }

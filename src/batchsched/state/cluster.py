@@ -14,6 +14,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import (
     Node,
     Pod,
@@ -72,6 +73,14 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pod_groups: dict[str, PodGroup] = {}
+        # PodGroup key -> keys of every known member pod (any phase), whether or not the
+        # PodGroup object exists yet.
+        self.group_members: dict[str, set[str]] = {}
+        self._member_of: dict[str, str] = {}
+        self._groups_dirty: set[str] = set()
+        # Moves whenever a pod is bound to or unbound from a node (any report of a bound pod
+        # re-binds it): results derived from the set of running pods are cached against it.
+        self.bound_version = 0
         self._demands: dict[str, Demand] = {}
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
@@ -261,12 +270,14 @@ class ClusterState:
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         self.pod_groups[group.key] = group
+        self._groups_dirty.add(group.key)
         self.generation += 1
         for pod in self.pending.values():
             self._pending_dirty.add(pod.key)
 
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
+        self._groups_dirty.add(key)
         self.generation += 1
 
     def priority_of(self, pod: Pod) -> int:
@@ -326,6 +337,7 @@ class ClusterState:
         if old_node is not None:
             self._unbind(key)
         self.pods[key] = pod
+        self._index_group(key, group_key_of(pod))
         was_pending = self.pending.pop(key, None) is not None
         if pod.terminated:
             self.nominations.pop(key, None)
@@ -355,6 +367,7 @@ class ClusterState:
         self.assumed.discard(key)
         self.nominations.pop(key, None)
         self._demands.pop(key, None)
+        self._index_group(key, None)
         if self.pending.pop(key, None) is not None:
             self._pending_dirty.add(key)
         self.generation += 1
@@ -369,6 +382,7 @@ class ClusterState:
         self._touch(idx)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
+        self.bound_version += 1
 
     def _unbind(self, key: str) -> None:
         idx = self.bound.pop(key)
@@ -376,6 +390,7 @@ class ClusterState:
         demand = self.demand(pod)
         self.free[idx, demand.cols] += demand.amounts
         self._touch(idx)
+        self.bound_version += 1
 
     def assume(self, key: str, node_name: str) -> None:
         """The scheduler decided to bind this pod: count it on the node from now on."""
@@ -387,6 +402,7 @@ class ClusterState:
         self.assumed.add(key)
         self._bind(key, pod)
         self.release(key)
+        self._touch_group(key)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending."""
@@ -399,6 +415,7 @@ class ClusterState:
         pod.node_name = ""
         self.pending[key] = pod
         self._pending_dirty.add(key)
+        self._touch_group(key)
         self.generation += 1
 
     def nominate(self, key: str, node_name: str | None) -> None:
@@ -424,6 +441,32 @@ class ClusterState:
             idx = self.bound.get(key)
             if idx is not None:
                 self._touch(idx)  # per-node pod indexes (preemption's victim table) see it
+
+    def _index_group(self, key: str, group: str | None) -> None:
+        old = self._member_of.get(key)
+        if old is not None:
+            self._groups_dirty.add(old)
+            if old != group:
+                members = self.group_members[old]
+                members.discard(key)
+                if not members:
+                    del self.group_members[old]
+                del self._member_of[key]
+        if group is not None:
+            self._member_of[key] = group
+            self.group_members.setdefault(group, set()).add(key)
+            self._groups_dirty.add(group)
+
+    def _touch_group(self, key: str) -> None:
+        group = self._member_of.get(key)
+        if group is not None:
+            self._groups_dirty.add(group)
+
+    def drain_group_changes(self) -> set[str]:
+        """PodGroup keys whose object or members changed since the last call."""
+        dirty = self._groups_dirty
+        self._groups_dirty = set()
+        return dirty
 
     def drain_pending_changes(self) -> set[str]:
         """Keys whose pending status changed since the last call (for the scheduling queue)."""
@@ -494,6 +537,17 @@ class ClusterState:
     def is_owner(self, pod: Pod) -> bool:
         """Whether another pod names this pod in an ownerReference (same namespace)."""
         return pod.key in self.owner_refs
+
+    def take_room(self, free: IntArray, idx: int, demand: Demand, sign: int = 1) -> None:
+        """Take (sign 1) or give back (sign -1) a demand's room on one row of `free`.
+
+        For tentative placements that are undone or made real within one scheduling step;
+        when `free` is the state's own room the change is logged like any other, so cached
+        per-node results are refreshed for that row.
+        """
+        free[idx, demand.cols] -= sign * demand.amounts
+        if self.is_shared_free(free):
+            self._touch(idx)
 
     def pods_on(self, node_name: str) -> list[Pod]:
         idx = self.node_index.get(node_name)

@@ -1,0 +1,257 @@
+"""Coscheduling (QueueSort, PreFilter, Permit): all-or-nothing scheduling of PodGroups.
+
+- QueueSort: higher priority first, then the group's time (the PodGroup's creation time, else
+  the pod's enqueue time), then the group key, so a group's members leave the queue together.
+- Permit (the group hook): when a member is popped, the whole group's pending members are
+  placed together on one tentative snapshot; they are bound only if bound + placed +
+  succeeded members reach minMember, otherwise nothing is bound or held and the group backs
+  off (`podGroupBackoffSeconds`, default 0 = until the cluster changes). Members beyond
+  minMember that do not fit stay pending and bind later, one by one.
+- PreFilter: the group must exist, have minMember members, and fit minResources.
+- After each pass: PodGroup status (phase, counts, scheduleStartTime, occupiedBy) as
+  PodGroupUpdate decisions; events on the group as Warn decisions on `PodGroup ns/name`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.base import (
+    Cycle,
+    GroupAttempt,
+    GroupOutcome,
+    GroupPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueSortPlugin,
+)
+from batchsched.plugins.coscheduling.admission import (
+    MISSING_GROUP,
+    existing_members,
+    member_count_message,
+    min_resources_message,
+)
+from batchsched.plugins.coscheduling.placement import (
+    ADMITTED,
+    TentativePlacement,
+    place_members,
+)
+from batchsched.plugins.coscheduling.preemption import (
+    GroupFit,
+    UnitIndex,
+    decisions_for,
+    find_victims,
+    index_key,
+    refusal_message,
+    waiting_for_victims,
+)
+from batchsched.plugins.coscheduling.status import compute_status, stranded_message
+from batchsched.plugins.default_preemption import DefaultPreemption
+from batchsched.plugins.preemption_victims import VictimRule
+from batchsched.state.cluster import ClusterState, IntArray
+
+
+class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
+    name = "Coscheduling"
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        reader = ArgsReader(self.name, args, ("podGroupBackoffSeconds",))
+        self.backoff_seconds = reader.int_in("podGroupBackoffSeconds", 0, 0)
+        self.state: ClusterState | None = None
+        self._backoff_until: dict[str, float] = {}
+        self._events: dict[str, str] = {}  # last event per group, so each is told once
+        self._units: UnitIndex | None = None  # victim units, kept while they stay valid
+
+    def attach(self, state: ClusterState) -> None:
+        self.state = state
+
+    # ---- QueueSort ---------------------------------------------------------------------
+
+    def sort_key(self, pod: Pod, enqueued: float) -> tuple[Any, ...]:
+        group = group_key_of(pod)
+        if group is None:
+            return (-(pod.priority or 0), enqueued, pod.key, pod.key)
+        created = None
+        if self.state is not None and (pg := self.state.pod_groups.get(group)) is not None:
+            created = pg.creation_timestamp
+        since = created.timestamp() if created is not None else enqueued
+        return (-(pod.priority or 0), since, group, pod.key)
+
+    # ---- PreFilter ---------------------------------------------------------------------
+
+    def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:
+        group = group_key_of(cycle.pod)
+        if group is None or cycle.scratch.get(ADMITTED) == group:
+            return None
+        members = _members(cycle.state, group)
+        message = self._admission(cycle.state, group, members, cycle.now)
+        return PreFilterResult(reject=f"PodGroup {group}: {message}") if message else None
+
+    def _admission(self, state: ClusterState, key: str, members: list[Pod], now: datetime) -> str:
+        """Why the group may not be attempted now, or "" if it may."""
+        group = state.pod_groups.get(key)
+        if group is None:
+            return MISSING_GROUP
+        existing = existing_members(members)
+        if existing < group.min_member:
+            return member_count_message(group, existing)
+        until = self._backoff_until.get(key)
+        if until is not None and now.timestamp() < until:
+            return f"backing off for {self.backoff_seconds}s after a failed attempt"
+        return min_resources_message(state, group, members)
+
+    # ---- Permit: the group as one unit -------------------------------------------------
+
+    def group_of(self, pod: Pod) -> str | None:
+        return group_key_of(pod)
+
+    def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
+        state, key, now = attempt.state, attempt.group, attempt.now
+        members = _members(state, key)
+        pending = sorted(
+            (p for p in members if p.key in state.pending and attempt.queued(p.key)),
+            key=lambda p: (-(p.priority or 0), p.key),
+        )
+        outcome = GroupOutcome()
+        if not pending:
+            return outcome
+        message = self._admission(state, key, members, now)
+        if message:
+            self._wait(key, pending, message, outcome)
+            until = self._backoff_until.get(key)
+            if until is not None and until > now.timestamp():
+                outcome.retry_at = datetime.fromtimestamp(until, now.tzinfo)
+            return outcome
+        group = state.pod_groups[key]
+        for pod in pending:
+            state.demand(pod)  # intern every resource before the snapshot is copied
+        done = sum(1 for p in members if p.phase == "Succeeded" or p.key in state.bound)
+        need = group.min_member - done
+        free = _room_for(state, pending[0], members)
+        placement = TentativePlacement(attempt.framework, state, now, free, key)
+        try:
+            placed, failures = place_members(placement, pending, need)
+        finally:
+            placement.undo()  # the scheduler binds the members that are kept
+        if len(placed) >= need:
+            self._backoff_until.pop(key, None)
+            self._events.pop(key, None)
+            outcome.binds = [(pod.key, state.node_name(idx)) for pod, idx in placed]
+            outcome.unschedulable = {pod.key: diag.message() for pod, diag in failures}
+            return outcome
+        misfit, diagnosis = failures[0]
+        message = (
+            f"{done + len(placed)}/{group.min_member} members can run "
+            f"({done} bound or succeeded, {len(placed)} fit); {misfit.key}: {diagnosis.message()}"
+        )
+        preemption = self._preempt(attempt, members, pending, need, outcome)
+        if preemption:
+            message = f"{message} {preemption}"
+        self._wait(key, pending, message, outcome)
+        if self.backoff_seconds and not any(isinstance(d, Evict) for d in outcome.decisions):
+            outcome.retry_at = now + timedelta(seconds=self.backoff_seconds)
+            self._backoff_until[key] = outcome.retry_at.timestamp()
+        return outcome
+
+    def _preempt(
+        self,
+        attempt: GroupAttempt,
+        members: list[Pod],
+        pending: list[Pod],
+        need: int,
+        outcome: GroupOutcome,
+    ) -> str:
+        """Gang preemption with the profile's preemption plugin; the message part it adds.
+
+        Victims and nominations go into `outcome.decisions` only if the whole group gets room.
+        """
+        plugin = next(
+            (p for p in attempt.framework.post_filters if isinstance(p, DefaultPreemption)), None
+        )
+        if plugin is None:
+            return ""
+        state, now = attempt.state, attempt.now
+        if any(state.preemption_policy_of(p) == "Never" for p in pending):
+            return "preemption: not eligible due to preemptionPolicy=Never."
+        priority = min(p.priority or 0 for p in pending)
+        if waiting_for_victims(state, pending, priority):
+            return "preemption: waiting for the victims of an earlier preemption to go."
+        lead = pending[0]
+        verdicts = plugin.class_verdicts(state, lead, priority, outcome.decisions)
+        rule = VictimRule(state, lead, priority, now, verdicts)
+        key = index_key(state, rule)
+        if self._units is None or self._units.key != key:
+            self._units = UnitIndex(state, rule, key)
+        index = self._units
+        usable = index.usable({m.key for m in members})
+        free = _room_for(state, lead, members)
+        fit = GroupFit(attempt.framework, state, now, attempt.group, free, pending, need, index)
+        found = find_victims(fit, usable)
+        if found is None:
+            takeable = sum(len(u.pods) for u, ok in zip(index.units, usable, strict=True) if ok)
+            return refusal_message(index.refused, takeable)
+        outcome.decisions.extend(
+            decisions_for(state, found, attempt.group, lead, priority, plugin.name)
+        )
+        return (
+            f"preemption: evicting {len(found.victims)} pod(s) to make room for "
+            f"{len(found.placements)} members."
+        )
+
+    def _wait(self, key: str, pending: list[Pod], message: str, outcome: GroupOutcome) -> None:
+        """Every pending member stays pending with the group's reason; the group is told."""
+        self._event(key, message, outcome.decisions)
+        outcome.unschedulable = {p.key: f"PodGroup {key}: {message}" for p in pending}
+
+    def _event(self, key: str, message: str, into: list[Decision]) -> None:
+        if self._events.get(key) != message:
+            self._events[key] = message
+            into.append(Warn(f"PodGroup {key}", message))
+
+    # ---- after each pass: status -------------------------------------------------------
+
+    def after_pass(self, changed: set[str], now: datetime) -> list[Decision]:
+        state = self.state
+        decisions: list[Decision] = []
+        if state is None:
+            return decisions
+        for key in sorted(changed):
+            group = state.pod_groups.get(key)
+            if group is None:
+                continue
+            members = _members(state, key)
+            status = compute_status(group, members, now)
+            if status != group.status:
+                group.status = status
+                decisions.append(PodGroupUpdate(key, status))
+            stranded = stranded_message(group, members)
+            if stranded:
+                self._event(key, stranded, decisions)
+        return decisions
+
+
+def _members(state: ClusterState, key: str) -> list[Pod]:
+    return [state.pods[k] for k in sorted(state.group_members.get(key, ()))]
+
+
+def _room_for(state: ClusterState, lead: Pod, members: list[Pod]) -> IntArray:
+    """Free room as the group sees it: nominated pods of the lead's priority or above hold
+    their room, except the group's own members, whose room is the group's to place."""
+    free = state.free_for(lead)
+    priority = lead.priority or 0
+    own = [
+        m
+        for m in members
+        if m.key != lead.key and m.key in state.nominations and (m.priority or 0) >= priority
+    ]
+    if own and not state.is_shared_free(free):
+        for m in own:
+            demand = state.demand(m)
+            free[state.nominations[m.key], demand.cols] += demand.amounts
+    return free

@@ -1,0 +1,317 @@
+"""Gang as preemptor (SPEC sections 3 and 4): room for minMember members at once, or nothing.
+
+Victims come in units: a running pod alone, or, for a member of a PodGroup, all of that
+group's running members (gang as victim: a group is never partly evicted). A unit may be
+taken when every member may be taken under section 3's rules against the group's lowest
+member priority: strictly lower priority, not already terminating, not exempt by its
+PriorityClass's toleration, class present.
+
+Units are ranked cheapest first by section 3's node-choice order applied to a unit (PDB
+violations, highest victim priority, sum of shifted priorities, number of pods, latest start
+among the highest-priority victims, then name). The smallest prefix of that ranking with which
+the pending members reach minMember, each placed with the normal filters and scores on the
+free room plus the room the prefix frees, is found by bisection (more units only add room);
+then units are reprieved, most important first and PDB-violating ones first, while the group
+still reaches minMember without them. Every check places members on one tentative snapshot,
+so the result is all or nothing: either victims for the whole group or no eviction at all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from batchsched.decisions import Decision, Evict, Nominate
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.plugins.base import PlacementFramework
+from batchsched.plugins.coscheduling.placement import TentativePlacement, place_members
+from batchsched.plugins.gang_victims import running_group
+from batchsched.plugins.preemption_victims import PRIORITY_SHIFT, VictimRule, pdb_violating
+from batchsched.plugins.victim_table import importance_key
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    pods: tuple[Pod, ...]  # importance order
+    violations: int
+
+    def cost(self) -> tuple[float | int | str, ...]:
+        priorities = [p.priority or 0 for p in self.pods]
+        highest = max(priorities)
+        starts = [
+            p.start_time.timestamp() if p.start_time is not None else float("inf")
+            for p in self.pods
+            if (p.priority or 0) == highest
+        ]
+        return (
+            self.violations,
+            highest,
+            sum(p + PRIORITY_SHIFT for p in priorities),
+            len(self.pods),
+            -min(starts),
+            self.pods[0].key,
+        )
+
+
+@dataclass(slots=True)
+class Found:
+    """Victims that make room for the group, and the node each placed member is to wait for."""
+
+    victims: list[Pod]
+    placements: list[tuple[Pod, int]]
+
+
+def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Counter[str]]:
+    """Every unit the rule lets a group take, cheapest first, and why other lower-priority
+    pods cannot go."""
+    singles: list[Pod] = []
+    groups: set[str] = set()
+    for key in state.bound:
+        pod = state.pods[key]
+        if pod.terminated or not rule.lower(pod):
+            continue
+        group = group_key_of(pod)
+        if group is not None and group in state.pod_groups:
+            groups.add(group)
+        else:
+            singles.append(pod)
+    candidates: list[tuple[Pod, ...]] = [(pod,) for pod in singles]
+    candidates += [running_group(state, group) for group in sorted(groups)]
+    violating = _pdb_violations(rule, candidates)
+    refused: Counter[str] = Counter()
+    units: list[Unit] = []
+    for members in candidates:
+        blockers = [m for m in members if not rule.may_take(m)]
+        if blockers:
+            for m in blockers:
+                refused[_refusal(rule, m)] += 1
+            if len(members) > len(blockers):
+                refused["belong to a PodGroup whose other members cannot be preempted"] += len(
+                    members
+                ) - len(blockers)
+            continue
+        ordered = tuple(sorted(members, key=importance_key))
+        units.append(Unit(ordered, sum(violating.get(m.key, False) for m in ordered)))
+    units.sort(key=Unit.cost)
+    return units, refused
+
+
+class UnitIndex:
+    """The victim units of one rule on one cluster state, with each unit's room as flat
+    (row, column, amount) arrays, so the room of any choice of units is one vector addition.
+
+    Built once and reused while the rule and the cluster's pods stay the same (`key`): a wave
+    of preempting groups in one pass shares it, each skipping units whose members an earlier
+    group already evicted.
+    """
+
+    def __init__(self, state: ClusterState, rule: VictimRule, key: tuple[object, ...]) -> None:
+        self.key = key
+        self.units, self.refused = victim_units(state, rule)
+        rows: list[int] = []
+        cols: list[int] = []
+        amounts: list[int] = []
+        sizes: list[int] = []
+        for unit in self.units:
+            before = len(rows)
+            for pod in unit.pods:
+                demand = state.demand(pod)
+                rows.extend([state.bound[pod.key]] * len(demand.cols))
+                cols.extend(demand.cols.tolist())
+                amounts.extend(demand.amounts.tolist())
+            sizes.append(len(rows) - before)
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.cols = np.asarray(cols, dtype=np.intp)
+        self.amounts = np.asarray(amounts, dtype=np.int64)
+        self.sizes = np.asarray(sizes, dtype=np.intp)
+
+    def usable(self, own: set[str]) -> BoolArray:
+        """Units still takeable: none of their members is going already, none is `own`."""
+        return np.fromiter(
+            (
+                all(p.deletion_timestamp is None and p.key not in own for p in unit.pods)
+                for unit in self.units
+            ),
+            dtype=np.bool_,
+            count=len(self.units),
+        )
+
+
+def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:
+    """What the units depend on: the rule, the pods on nodes, PodGroups, classes and PDBs."""
+    classes = tuple(
+        sorted(
+            (pc.name, pc.value, pc.resource_version, str(pc.annotations))
+            for pc in state.priority_classes.values()
+        )
+    )
+    pdbs = tuple(sorted((key, pdb.disruptions_allowed) for key, pdb in state.pdbs.items()))
+    return (
+        rule.now,
+        rule.priority,
+        state.bound_version,
+        frozenset(state.pod_groups),
+        classes,
+        pdbs,
+    )
+
+
+def _pdb_violations(rule: VictimRule, candidates: list[tuple[Pod, ...]]) -> dict[str, bool]:
+    if not rule.state.pdbs:
+        return {}
+    pods = sorted((m for members in candidates for m in members), key=importance_key)
+    return dict(zip((p.key for p in pods), pdb_violating(rule, pods), strict=True))
+
+
+def _refusal(rule: VictimRule, pod: Pod) -> str:
+    if not rule.lower(pod):
+        return "have priority not lower than the group's"
+    if rule.missing_class(pod):
+        return f"name a missing PriorityClass {pod.priority_class_name}"
+    return f"tolerate preemption ({pod.priority_class_name})"
+
+
+class GroupFit:
+    """Places the pending members on `free` plus the room a choice of units frees."""
+
+    def __init__(
+        self,
+        framework: PlacementFramework,
+        state: ClusterState,
+        now: datetime,
+        group: str,
+        free: IntArray,
+        pending: Sequence[Pod],
+        need: int,
+        index: UnitIndex,
+    ) -> None:
+        self.framework = framework
+        self.state = state
+        self.now = now
+        self.group = group
+        self.free = free
+        self.pending = pending
+        self.need = need
+        self.index = index
+
+    def room(self, chosen: BoolArray) -> IntArray:
+        """Free room with the units in `chosen` (a mask over the index's units) gone."""
+        index = self.index
+        free = self.free.copy()
+        take = np.repeat(chosen, index.sizes)
+        np.add.at(free, (index.rows[take], index.cols[take]), index.amounts[take])
+        return free
+
+    def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
+        """Where the members go with these units gone, or None if minMember is not reached."""
+        placement = TentativePlacement(
+            self.framework, self.state, self.now, self.room(chosen), self.group
+        )
+        placed, _ = place_members(placement, self.pending, self.need)
+        return placed if len(placed) >= self.need else None
+
+
+def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
+    """The fewest, cheapest usable units that let the group reach minMember, or None.
+
+    The shortest working prefix of the cost order is found by galloping (1, 2, 4, ... units,
+    then bisection between the last two tries), as a group usually needs few victims; then
+    units are reprieved one by one. Only choices that were checked are kept.
+    """
+    units = fit.index.units
+    order = np.flatnonzero(usable)  # cheapest first
+    total = int(order.size)
+
+    def prefix(k: int) -> BoolArray:
+        mask = np.zeros(len(units), dtype=np.bool_)
+        mask[order[:k]] = True
+        return mask
+
+    low, high, placements = 0, 1, None  # the first `low` units are known not to be enough
+    while low < total:
+        high = min(high, total)
+        placements = fit.place(prefix(high))
+        if placements is not None:
+            break
+        low, high = high, high * 2
+    if placements is None:
+        return None
+    while low + 1 < high:
+        mid = (low + high) // 2
+        found = fit.place(prefix(mid))
+        if found is not None:
+            high, placements = mid, found
+        else:
+            low = mid
+    chosen = prefix(high)
+    for i in sorted(order[:high].tolist(), key=lambda i: _reprieve_order(units[i])):
+        chosen[i] = False
+        found = fit.place(chosen)
+        if found is None:
+            chosen[i] = True
+        else:
+            placements = found
+    victims = sorted((p for i in np.flatnonzero(chosen) for p in units[i].pods), key=importance_key)
+    return Found(victims, placements)
+
+
+def _reprieve_order(unit: Unit) -> tuple[bool, tuple[int, float, str]]:
+    return (unit.violations == 0, importance_key(unit.pods[0]))
+
+
+def waiting_for_victims(state: ClusterState, pending: Sequence[Pod], priority: int) -> bool:
+    """A member is nominated to a node where a lower-priority pod is still terminating."""
+    for pod in pending:
+        row = state.nominations.get(pod.key)
+        if row is not None and any(
+            other.deletion_timestamp is not None and (other.priority or 0) < priority
+            for other in state.node_pods[row].values()
+        ):
+            return True
+    return False
+
+
+def decisions_for(
+    state: ClusterState,
+    found: Found,
+    group: str,
+    preemptor: Pod,
+    priority: int,
+    plugin: str,
+) -> list[Decision]:
+    """Evictions for every victim, nominations for every placed member, and the end of
+    lower-priority nominations on the nodes the members will take."""
+    reason = (
+        f"{plugin}: preempted by PodGroup {group} (priority {priority}) to make room for "
+        f"{len(found.placements)} of its members"
+    )
+    out: list[Decision] = [Evict(v.key, v.node_name, preemptor.key, reason) for v in found.victims]
+    rows = set()
+    for pod, row in found.placements:
+        rows.add(row)
+        out.append(Nominate(pod.key, state.node_name(row)))
+    members = {pod.key for pod, _ in found.placements}
+    for key in sorted(state.nominations):
+        other = state.pods.get(key)
+        if (
+            key not in members
+            and state.nominations[key] in rows
+            and other is not None
+            and (other.priority or 0) < priority
+        ):
+            out.append(Nominate(key, None))
+    return out
+
+
+def refusal_message(refused: Counter[str], takeable: int) -> str:
+    """Why preemption found no way, e.g. `preemption: 3 pod(s) may be preempted, not enough
+    for minMember; 2 pod(s) tolerate preemption (low-protected).`"""
+    parts = [f"{count} pod(s) {why}" for why, count in sorted(refused.items())]
+    head = f"{takeable} pod(s) may be preempted, not enough for minMember"
+    return "preemption: " + "; ".join([head, *parts]) + "."
