@@ -29,3 +29,12 @@ def schedule(
 @pytest.fixture
 def now() -> datetime:
     return NOW
+
+
+def same_decisions_whatever_the_order(manifests: list[dict[str, Any]], seed: int) -> bool:
+    """Whether scheduling the manifests in a shuffled order decides exactly the same."""
+    import random
+
+    shuffled = list(manifests)
+    random.Random(seed).shuffle(shuffled)
+    return schedule(*manifests).to_json() == schedule(*shuffled).to_json()

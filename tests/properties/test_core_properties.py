@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from hypothesis import given, settings
@@ -10,7 +9,7 @@ from hypothesis import strategies as st
 
 from batchsched.objects.load import Objects
 from batchsched.oneshot import OneShotResult
-from tests.conftest import objects_of, schedule
+from tests.conftest import objects_of, same_decisions_whatever_the_order, schedule
 from tests.properties.strategies import clusters
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -48,9 +47,7 @@ def test_no_node_is_ever_over_committed(manifests: list[dict[str, Any]]) -> None
 def test_same_input_same_decisions_whatever_the_order(
     manifests: list[dict[str, Any]], seed: int
 ) -> None:
-    shuffled = list(manifests)
-    random.Random(seed).shuffle(shuffled)
-    assert schedule(*manifests).to_json() == schedule(*shuffled).to_json()
+    assert same_decisions_whatever_the_order(manifests, seed)
 
 
 @SETTINGS
