@@ -116,3 +116,13 @@ def priority_class(
     if preemption_policy:
         pc["preemptionPolicy"] = preemption_policy
     return pc
+
+
+def pod_group(name: str, min_member: int, namespace: str = "ml", **spec: Any) -> Manifest:
+    """A PodGroup; members join it with the label `scheduling.x-k8s.io/pod-group: name`."""
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member, **spec},
+    }

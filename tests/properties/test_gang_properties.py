@@ -15,7 +15,7 @@ from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL
 from batchsched.oneshot import build_state
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from tests.builders import node, pod, priority_class
+from tests.builders import node, pod, pod_group, priority_class
 from tests.conftest import NOW, objects_of, same_decisions_whatever_the_order, schedule
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -36,17 +36,10 @@ def gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         name = f"g{g}"
         min_member = draw(st.integers(1, 4))
         if draw(st.integers(0, 5)):  # mostly, the PodGroup exists
-            spec: dict[str, Any] = {"minMember": min_member}
+            spec: dict[str, Any] = {}
             if draw(st.integers(0, 4)) == 0:
                 spec["minResources"] = {"cpu": draw(st.sampled_from(["2", "8", "40"]))}
-            manifests.append(
-                {
-                    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-                    "kind": "PodGroup",
-                    "metadata": {"name": name, "namespace": "ml"},
-                    "spec": spec,
-                }
-            )
+            manifests.append(pod_group(name, min_member, **spec))
         for m in range(draw(st.integers(0, 5))):
             by_label = draw(st.booleans())
             manifests.append(
@@ -126,7 +119,7 @@ def preemption_clusters(draw: st.DrawFn, single_preemptors: bool = True) -> list
         manifests.append(node(name, cpu="4", pods="10"))
     for g in range(draw(st.integers(1, 3))):
         size = draw(st.integers(1, 3))
-        manifests.append(gang(f"low{g}", draw(st.integers(1, size))))
+        manifests.append(pod_group(f"low{g}", draw(st.integers(1, size))))
         klass = draw(st.sampled_from(["low", "low", "low-protected"]))
         for m in range(size):
             cpu = draw(st.sampled_from([1, 2]))
@@ -148,7 +141,7 @@ def preemption_clusters(draw: st.DrawFn, single_preemptors: bool = True) -> list
             )
     for g in range(draw(st.integers(1, 2))):
         size = draw(st.integers(1, 3))
-        manifests.append(gang(f"high{g}", draw(st.integers(1, size))))
+        manifests.append(pod_group(f"high{g}", draw(st.integers(1, size))))
         for m in range(size):
             manifests.append(
                 pod(
@@ -170,15 +163,6 @@ def preemption_clusters(draw: st.DrawFn, single_preemptors: bool = True) -> list
                 )
             )
     return manifests
-
-
-def gang(name: str, min_member: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"minMember": min_member},
-    }
 
 
 @SETTINGS

@@ -20,18 +20,10 @@ from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.coscheduling.status import compute_status
 from batchsched.scheduler import Scheduler
 from tests.builders import node, pod
+from tests.builders import pod_group as group
 from tests.conftest import NOW, objects_of, schedule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gang"
-
-
-def group(name: str, min_member: int, namespace: str = "ml", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, **spec},
-    }
 
 
 def member(name: str, grp: str, cpu: str = "4", **kw: Any) -> dict[str, Any]:

@@ -16,16 +16,8 @@ from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.oneshot import build_state
 from batchsched.scheduler import Scheduler
 from tests.builders import node, pod, priority_class
+from tests.builders import pod_group as group
 from tests.conftest import NOW, objects_of
-
-
-def group(name: str, min_member: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"minMember": min_member},
-    }
 
 
 def cluster(**member_spec: Any) -> Scheduler:
