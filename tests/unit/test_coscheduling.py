@@ -333,3 +333,18 @@ def test_crd_matches_what_the_reader_accepts() -> None:
     assert phases["enum"] == ["Pending", "Scheduling", "Running", "Finished", "Failed"]
     with pytest.raises(Exception, match="spec.minMember: must be at least 1"):
         objects_of(group("bad", 0))
+
+
+def test_a_member_of_another_scheduler_counts_but_is_not_placed() -> None:
+    result = schedule(
+        node("n1", cpu="8"),
+        group("g", 3),
+        member("a", "g"),
+        member("b", "g"),
+        member("c", "g", scheduler="default-scheduler"),
+    )
+    assert result.bindings == []
+    assert result.unschedulable["ml/a"] == (
+        "PodGroup ml/g: 2/3 members can run (0 bound or succeeded, 2 fit); "
+        "only 2 pending member(s) are this scheduler's to place"
+    )

@@ -145,12 +145,16 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             outcome.binds = [(pod.key, state.node_name(idx)) for pod, idx in placed]
             outcome.unschedulable = {pod.key: diag.message() for pod, diag in failures}
             return outcome
-        misfit, diagnosis = failures[0]
+        if failures:
+            misfit, diagnosis = failures[0]
+            reason = f"{misfit.key}: {diagnosis.message()}"
+        else:  # e.g. members of another scheduler: they count, but are not ours to place
+            reason = f"only {len(pending)} pending member(s) are this scheduler's to place"
         message = (
             f"{done + len(placed)}/{group.min_member} members can run "
-            f"({done} bound or succeeded, {len(placed)} fit); {misfit.key}: {diagnosis.message()}"
+            f"({done} bound or succeeded, {len(placed)} fit); {reason}"
         )
-        preemption = self._preempt(attempt, members, pending, need, outcome)
+        preemption = self._preempt(attempt, members, pending, need, outcome) if failures else ""
         if preemption:
             message = f"{message} {preemption}"
         self._wait(key, pending, message, outcome)
