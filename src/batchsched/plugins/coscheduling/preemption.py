@@ -10,10 +10,11 @@ Units are ranked cheapest first by section 3's node-choice order applied to a un
 violations, highest victim priority, sum of shifted priorities, number of pods, latest start
 among the highest-priority victims, then name). The smallest prefix of that ranking with which
 the pending members reach minMember, each placed with the normal filters and scores on the
-free room plus the room the prefix frees, is found by bisection (more units only add room);
-then units are reprieved, most important first and PDB-violating ones first, while the group
-still reaches minMember without them. Every check places members on one tentative snapshot,
-so the result is all or nothing: either victims for the whole group or no eviction at all.
+free room plus the room the prefix frees, is found by galloping and bisection (more units
+only add room); then units are reprieved, most important first and PDB-violating ones
+first, while the group still reaches minMember without them. Every check places members on
+one tentative snapshot, so the result is all or nothing: victims for the whole group, or no
+eviction at all.
 """
 
 from __future__ import annotations
@@ -292,20 +293,13 @@ def decisions_for(
         f"{len(found.placements)} of its members"
     )
     out: list[Decision] = [Evict(v.key, v.node_name, preemptor.key, reason) for v in found.victims]
-    rows = set()
-    for pod, row in found.placements:
-        rows.add(row)
-        out.append(Nominate(pod.key, state.node_name(row)))
+    out.extend(Nominate(pod.key, state.node_name(row)) for pod, row in found.placements)
     members = {pod.key for pod, _ in found.placements}
-    for key in sorted(state.nominations):
-        other = state.pods.get(key)
-        if (
-            key not in members
-            and state.nominations[key] in rows
-            and other is not None
-            and (other.priority or 0) < priority
-        ):
-            out.append(Nominate(key, None))
+    for row in sorted({row for _, row in found.placements}):
+        for key in state.nominations.on_row(row):
+            other = state.pods.get(key)
+            if key not in members and other is not None and (other.priority or 0) < priority:
+                out.append(Nominate(key, None))
     return out
 
 
