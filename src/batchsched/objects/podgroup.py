@@ -14,12 +14,7 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
-def group_name_of(pod: Pod) -> str:
-    """The name of the pod's PodGroup, or "" if it belongs to none."""
-    return pod.annotations.get(GROUP_ANNOTATION) or pod.labels.get(GROUP_LABEL) or ""
-
-
 def group_key_of(pod: Pod) -> str | None:
-    """The `namespace/name` key of the pod's PodGroup, or None."""
-    name = group_name_of(pod)
+    """The `namespace/name` key of the pod's PodGroup, or None if it belongs to none."""
+    name = pod.annotations.get(GROUP_ANNOTATION) or pod.labels.get(GROUP_LABEL)
     return f"{pod.namespace}/{name}" if name else None

@@ -76,7 +76,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     def sort_key(self, pod: Pod, enqueued: float) -> tuple[Any, ...]:
         group = group_key_of(pod)
         if group is None:
-            return (-(pod.priority or 0), enqueued, pod.key, pod.key)
+            return (-(pod.priority or 0), enqueued, pod.key)
         created = None
         if self.state is not None and (pg := self.state.pod_groups.get(group)) is not None:
             created = pg.creation_timestamp
