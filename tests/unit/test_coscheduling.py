@@ -348,3 +348,23 @@ def test_a_member_of_another_scheduler_counts_but_is_not_placed() -> None:
         "PodGroup ml/g: 2/3 members can run (0 bound or succeeded, 2 fit); "
         "only 2 pending member(s) are this scheduler's to place"
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("{minMember: 0}", "PodGroup ml/bad: spec.minMember: must be at least 1, got 0"),
+        ("{minMember: 2, minResources: {cpu: lots}}", "spec.minResources.cpu: 'lots' is not"),
+        ("{}", "PodGroup ml/bad: spec.minMember: is required"),
+    ],
+)
+def test_bad_podgroup_is_a_clear_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, message: str
+) -> None:
+    manifest = tmp_path / "pg.yaml"
+    manifest.write_text(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+        f"metadata: {{name: bad, namespace: ml}}\nspec: {spec}\n"
+    )
+    assert main(["schedule", str(manifest)]) == 2
+    assert message in capsys.readouterr().err
