@@ -274,21 +274,6 @@ def test_deadlock_example_runs_one_gang_whole(capsys: pytest.CaptureFixture[str]
     assert groups == {"ml/job-a": ("Running", 4), "ml/job-b": ("Scheduling", 0)}
 
 
-def test_queue_not_before_retries_at_that_time_without_a_cluster_change() -> None:
-    from batchsched.state.queue import SchedulingQueue
-
-    queue = SchedulingQueue()
-    queue.add(Pod("ml", "a"), now=0)
-    assert queue.pop() is not None
-    queue.mark_unschedulable("ml/a", now=0, generation=3, not_before=30)
-    assert queue.next_wakeup() == 30
-    queue.refresh(now=29, generation=3)
-    assert queue.pop() is None
-    queue.refresh(now=30, generation=3)
-    entry = queue.pop()
-    assert entry is not None and entry.pod.name == "a"
-
-
 def test_training_example_starts_whole_and_second_job_waits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
