@@ -353,3 +353,26 @@ def test_bad_podgroup_is_a_clear_cli_error(
     )
     assert main(["schedule", str(manifest)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_prefilter_alone_admits_pod_by_pod_when_the_group_hook_is_off() -> None:
+    config = parse_config(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "permit": {"disabled": [{"name": "Coscheduling"}]},
+                        "preFilter": {"enabled": [{"name": "Coscheduling"}]},
+                    }
+                }
+            ]
+        }
+    )
+    manifests = [node("n1", cpu="4"), member("a", "g"), member("b", "g")]
+    waiting = schedule(*manifests, config=config)
+    assert waiting.unschedulable["ml/a"] == (
+        "PodGroup ml/g: does not exist: waiting for it to be created"
+    )
+    # Admitted, but without the hook nothing keeps the group whole: one member binds alone.
+    alone = schedule(*manifests, group("g", 2), config=config)
+    assert [b.pod for b in alone.bindings] == ["ml/a"]

@@ -50,7 +50,9 @@ EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "
 # kube-scheduler's order. Score entries are (name, weight).
 DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     "queueSort": [("Coscheduling", 0)],
-    "preFilter": [("DaemonSetPreemption", 0), ("Coscheduling", 0)],
+    # Coscheduling's PreFilter is left out: its Permit hook admits whole groups itself, so
+    # the PreFilter would only cost every other pod a call (it is for profiles without it).
+    "preFilter": [("DaemonSetPreemption", 0)],
     "filter": [
         ("NodeUnschedulable", 0),
         ("NodeName", 0),
