@@ -578,3 +578,42 @@ def test_general_preemption_leaves_reserved_nodes_and_daemonset_pods_alone() -> 
     }
     assert bound(result) == {"urgent": "n2"}
     assert "reserved for this pod" in message(result, "agent-n1")
+
+
+# ---- gangs as victims (SPEC section 4 applies to every preemption) -----------------------
+
+
+def gang_member(name: str, on: str, group: str, priority: int = 0) -> Manifest:
+    return running(
+        name, on, "3", "6Gi", priority=priority, labels={"scheduling.x-k8s.io/pod-group": group}
+    )
+
+
+def test_a_gang_member_victim_takes_its_whole_running_group_along() -> None:
+    result = schedule(
+        node("n1"),
+        node("n2"),
+        builders.pod_group("train", 2, namespace="default"),
+        gang_member("worker-0", "n1", "train"),
+        gang_member("worker-1", "n2", "train"),
+        daemon("agent-n1", "n1", cpu="2", memory="4Gi"),
+        preemptionStartDelaySeconds=0,
+    )
+    assert evicted(result) == ["worker-0", "worker-1"]
+    nodes = {e.pod: e.node for e in result.evictions}
+    assert nodes == {"default/worker-0": "n1", "default/worker-1": "n2"}
+    assert bound(result) == {"agent-n1": "n1"}
+
+
+def test_a_gang_with_a_protected_member_elsewhere_is_not_touched() -> None:
+    result = schedule(
+        node("n1"),
+        node("n2"),
+        builders.pod_group("train", 2, namespace="default"),
+        gang_member("worker-0", "n1", "train"),
+        gang_member("worker-1", "n2", "train", priority=5000),
+        daemon("agent-n1", "n1", cpu="2", memory="4Gi"),
+        preemptionStartDelaySeconds=0,
+    )
+    assert evicted(result) == []
+    assert "member(s) of a running PodGroup with protected members" in message(result, "agent-n1")

@@ -197,7 +197,9 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             f"{self.name}: preempted by DaemonSet pod {pod.key} (priority {pod.priority or 0}) "
             f"to make room on node {node}"
         )
-        decisions.extend(Evict(v.key, node, pod.key, reason) for v in selection.victims)
+        decisions.extend(
+            Evict(v.key, v.node_name or node, pod.key, reason) for v in selection.victims
+        )
         # No nomination: the reservation already holds the node for this pod.
         return PostFilterResult(
             decisions=decisions,

@@ -12,6 +12,10 @@ far the configured strategies run in order:
   requests (a resource only one of them requests deviates without bound), closest first;
 - `multiple`: walk the candidates in victim order, taking pods until the pod fits, then
   reprieve (most important first) every pod not needed; at most `max_victims` pods.
+
+A member of a running PodGroup is a candidate only if every running member of its group could
+be a victim too; choosing it evicts the whole group (SPEC section 4: no gang is partially
+evicted). Room and `max_victims` count the pods on this node.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from batchsched.decisions import Warn
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
+from batchsched.plugins.gang_victims import running_members
 from batchsched.plugins.toleration_policy import (
     PolicyCache,
     TolerationPolicy,
@@ -124,6 +129,15 @@ def room_with(room: Resources, pods: list[Pod]) -> dict[str, int]:
     return out
 
 
+def _with_groups(state: ClusterState, victims: list[Pod]) -> list[Pod]:
+    """The victims plus every running member of their PodGroups, each once, in order."""
+    out: dict[str, Pod] = {}
+    for victim in victims:
+        for pod in running_members(state, victim):
+            out.setdefault(pod.key, pod)
+    return list(out.values())
+
+
 class VictimChooser:
     """Chooses victims for DaemonSet pods; keeps parsed toleration policies between calls."""
 
@@ -150,6 +164,25 @@ class VictimChooser:
             warnings.append(Warn(f"PriorityClass {pc.name}", policy.error))
         return policy
 
+    def _protection(
+        self, state: ClusterState, preemptor: Pod, pod: Pod, now: datetime, warnings: list[Warn]
+    ) -> str | None:
+        """Why `pod` may not be a victim of `preemptor`, or None if it may."""
+        priority = preemptor.priority or 0
+        if daemonset_node(pod) is not None:
+            return "DaemonSet pod(s)"
+        if (pod.priority or 0) > priority:
+            return f"pod(s) of higher priority than {priority}"
+        policy = self._policy(state, pod, warnings)
+        if isinstance(policy, str):
+            return policy
+        if is_exempt(pod, policy, preemptor, priority, now):
+            assert policy is not None
+            until = protected_until(pod, policy, priority)
+            detail = f", until {format_time(until)}" if until is not None else ""
+            return f"pod(s) tolerating preemption ({pod.priority_class_name}{detail})"
+        return None
+
     def candidates(
         self,
         state: ClusterState,
@@ -159,30 +192,18 @@ class VictimChooser:
         now: datetime,
     ) -> tuple[list[Candidate], dict[str, int], list[Warn]]:
         """Eligible victims in victim order, and counts of the protected pods by reason."""
-        priority = preemptor.priority or 0
         eligible: list[Candidate] = []
         protected: dict[str, int] = {}
         warnings: list[Warn] = []
-
-        def protect(reason: str) -> None:
-            protected[reason] = protected.get(reason, 0) + 1
-
         for pod in pods:
-            if daemonset_node(pod) is not None:
-                protect("DaemonSet pod(s)")
-                continue
-            if (pod.priority or 0) > priority:
-                protect(f"pod(s) of higher priority than {priority}")
-                continue
-            policy = self._policy(state, pod, warnings)
-            if isinstance(policy, str):
-                protect(policy)
-                continue
-            if is_exempt(pod, policy, preemptor, priority, now):
-                assert policy is not None
-                until = protected_until(pod, policy, priority)
-                detail = f", until {format_time(until)}" if until is not None else ""
-                protect(f"pod(s) tolerating preemption ({pod.priority_class_name}{detail})")
+            reason = self._protection(state, preemptor, pod, now, warnings)
+            if reason is None:
+                # Gang as victim (SPEC section 4): the whole running group goes, or none of it.
+                others = [m for m in running_members(state, pod) if m.key != pod.key]
+                if any(self._protection(state, preemptor, m, now, warnings) for m in others):
+                    reason = "member(s) of a running PodGroup with protected members"
+            if reason is not None:
+                protected[reason] = protected.get(reason, 0) + 1
                 continue
             klass = victim_class(state, pod)
             eligible.append(Candidate(pod, klass, victim_order(pod, preemptor, allocatable)))
@@ -218,7 +239,7 @@ class VictimChooser:
                         too_many = len(victims)
                         victims = []
                 if victims:
-                    selection.victims = victims
+                    selection.victims = _with_groups(state, victims)
                     return selection
         selection.why_none = self._why_none(eligible, protected, room, need, too_many)
         return selection
