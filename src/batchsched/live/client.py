@@ -1,0 +1,257 @@
+"""A small JSON client for the Kubernetes API.
+
+The `kubernetes` package is used only to read kubeconfig / in-cluster credentials into its
+Configuration; requests go through urllib3 with those TLS and auth settings, and bodies are
+decoded with orjson into plain dicts (the official client's models are far too slow for a
+5000-pod list). Every request waits for the client-side token bucket, and failures that are
+worth retrying (429, 5xx, a dropped connection) are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+import urllib3
+from kubernetes import config as kube_config
+from kubernetes.client import Configuration
+
+from batchsched.live.ratelimit import TokenBucket
+from batchsched.objects.errors import InputError
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+ErrorHook = Callable[[str, int], None]
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (or could not be reached: status 0)."""
+
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status in (0, 429) or self.status >= 500
+
+
+class ConnectError(InputError):
+    """No usable cluster credentials (kubeconfig or in-cluster)."""
+
+
+def _error_from(status: int, body: bytes, headers: Mapping[str, str]) -> ApiError:
+    reason, message = "", body[:200].decode(errors="replace")
+    try:
+        parsed = orjson.loads(body)
+        if isinstance(parsed, dict):
+            reason = str(parsed.get("reason", ""))
+            message = str(parsed.get("message", message))
+    except orjson.JSONDecodeError:
+        pass
+    retry_after: float | None = None
+    raw = headers.get("Retry-After")
+    if raw is not None and raw.isdigit():
+        retry_after = float(raw)
+    return ApiError(status, reason, message, retry_after)
+
+
+class WatchStream:
+    """The lines of one watch response; `close()` from another thread ends the iteration."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(65536):
+                buffer += chunk
+                while (end := buffer.find(b"\n")) >= 0:
+                    line, buffer = buffer[:end], buffer[end + 1 :]
+                    if line.strip():
+                        yield line
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            raise ApiError(0, "StreamBroken", str(err)) from None
+        finally:
+            # A watch left early has unread data: its connection cannot be reused.
+            self._response.close()
+            self._response.release_conn()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # already closed
+            self._response.shutdown()
+
+
+class KubeClient:
+    def __init__(
+        self,
+        configuration: Configuration,
+        limiter: TokenBucket | None = None,
+        retries: int = 5,
+        backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        pool_size: int = 32,
+    ) -> None:
+        self.configuration = configuration
+        self.host = configuration.host.rstrip("/")
+        self.limiter = limiter or TokenBucket.unlimited()
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.error_hook: ErrorHook | None = None
+        tls: dict[str, Any] = {}
+        if self.host.startswith("https"):
+            tls = {
+                "cert_reqs": "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE",
+                "ca_certs": configuration.ssl_ca_cert,
+                "cert_file": configuration.cert_file,
+                "key_file": configuration.key_file,
+            }
+            if configuration.tls_server_name:
+                tls["server_hostname"] = configuration.tls_server_name
+            if configuration.assert_hostname is not None:
+                tls["assert_hostname"] = configuration.assert_hostname
+        self._pool: urllib3.PoolManager
+        if configuration.proxy:
+            self._pool = urllib3.ProxyManager(
+                configuration.proxy, maxsize=pool_size, retries=False, **tls
+            )
+        else:
+            self._pool = urllib3.PoolManager(maxsize=pool_size, retries=False, **tls)
+
+    def with_limiter(self, limiter: TokenBucket) -> KubeClient:
+        """A client sharing these credentials with its own rate limit (e.g. for Events)."""
+        other = KubeClient(self.configuration, limiter, self.retries, self.backoff)
+        other.error_hook = self.error_hook
+        return other
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": "batchsched"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        # Calls the configuration's refresh hook: in-cluster tokens are rotated on disk.
+        token = self.configuration.get_api_key_with_prefix("authorization")
+        if token:
+            headers["Authorization"] = str(token)
+        elif self.configuration.username and self.configuration.password:
+            headers["Authorization"] = str(self.configuration.get_basic_auth_token())
+        return headers
+
+    def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
+        return f"{self.host}{path}?{urlencode(query)}" if query else f"{self.host}{path}"
+
+    def _once(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: Any,
+        content_type: str | None,
+        timeout: float,
+    ) -> bytes:
+        self.limiter.acquire()
+        data = orjson.dumps(body) if body is not None else None
+        try:
+            response = self._pool.request(
+                method,
+                self.url(path, query),
+                body=data,
+                headers=self._headers(content_type if data is not None else None),
+                timeout=timeout,
+                preload_content=True,
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise ApiError(0, "Unreachable", str(err)) from None
+        if response.status >= 400:
+            raise _error_from(response.status, response.data, response.headers)
+        return response.data
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: float = 30.0,
+    ) -> bytes:
+        """The raw response body; retries 429, 5xx and connection failures with backoff."""
+        attempt = 0
+        while True:
+            try:
+                return self._once(method, path, query, body, content_type, timeout)
+            except ApiError as err:
+                if self.error_hook is not None:
+                    self.error_hook(method, err.status)
+                if not err.retryable or attempt >= self.retries:
+                    raise
+                delay = min(self.backoff * 2**attempt, self.max_backoff)
+                delay = err.retry_after if err.retry_after is not None else delay
+                # Jitter spreads the retries of many concurrent writers.
+                time.sleep(delay * (0.5 + random.random() / 2))
+                attempt += 1
+                log.debug("retrying %s %s after %s", method, path, err)
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return orjson.loads(self.request(method, path, **kwargs))
+
+    def watch(self, path: str, query: Mapping[str, str], read_timeout: float) -> WatchStream:
+        self.limiter.acquire()
+        try:
+            response = self._pool.request(
+                "GET",
+                self.url(path, {**query, "watch": "true"}),
+                headers=self._headers(None),
+                timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
+                preload_content=False,
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise ApiError(0, "Unreachable", str(err)) from None
+        if response.status >= 400:
+            error = _error_from(response.status, response.read(), response.headers)
+            response.release_conn()
+            raise error
+        return WatchStream(response)
+
+
+def load_configuration(kubeconfig: Path | None) -> Configuration:
+    """Credentials from a kubeconfig file, or the pod's service account when none is given."""
+    configuration = Configuration()
+    try:
+        if kubeconfig is not None:
+            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig),
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+    except kube_config.ConfigException as err:
+        where = str(kubeconfig) if kubeconfig is not None else "in-cluster config"
+        hint = "" if kubeconfig is not None else " (outside a cluster, pass --kubeconfig PATH)"
+        raise ConnectError(f"{where}: {err}{hint}") from None
+    except OSError as err:
+        raise ConnectError(f"{kubeconfig}: cannot read: {err.strerror}") from None
+    return configuration
+
+
+def connect(kubeconfig: Path | None, limiter: TokenBucket | None = None) -> KubeClient:
+    return KubeClient(load_configuration(kubeconfig), limiter)

@@ -1,0 +1,44 @@
+"""What the informers and the actuator tell the scheduling loop, as data on one queue.
+
+Only the loop thread touches ClusterState: informers and write workers put facts on the queue
+and the loop applies them between scheduling passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from batchsched.live.kinds import Kind, Record
+from batchsched.state.cluster import ClusterState
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    kind: Kind
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class Remove:
+    kind: Kind
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindFailed:
+    """A Binding POST failed: the room assumed for the pod is given back."""
+
+    pod: str
+    reason: str
+
+
+Fact = Upsert | Remove | BindFailed
+
+
+def apply_fact(state: ClusterState, fact: Fact) -> None:
+    if isinstance(fact, Upsert):
+        fact.kind.upsert(state, fact.record)
+    elif isinstance(fact, Remove):
+        fact.kind.remove(state, fact.key)
+    else:
+        state.forget(fact.pod)

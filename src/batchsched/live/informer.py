@@ -1,0 +1,176 @@
+"""List-then-watch informers feeding the scheduling loop.
+
+Each informer lists its resource, reports every object (and every object it knew that the
+list no longer has: deleted while it was not watching), then watches from the list's
+resourceVersion with bookmarks. A watch that ends is resumed from the last resourceVersion
+seen; 410 Gone (history compacted) means a full re-list; errors back off exponentially. An
+optional resource whose API is absent (the PodGroup CRD) counts as empty and is re-checked.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+from typing import Any
+
+import orjson
+
+from batchsched.live.client import ApiError, KubeClient, WatchStream
+from batchsched.live.facts import Fact, Remove, Upsert
+from batchsched.live.kinds import Kind
+from batchsched.objects.errors import ManifestError
+
+log = logging.getLogger(__name__)
+
+
+class Expired(Exception):
+    """The watch's resourceVersion is older than the server's history: re-list."""
+
+
+class Informer:
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: Kind,
+        sink: queue.Queue[Fact],
+        watch_timeout: float = 300.0,
+        initial_backoff: float = 0.8,
+        max_backoff: float = 30.0,
+        absent_recheck: float = 60.0,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self.sink = sink
+        self.watch_timeout = watch_timeout
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.absent_recheck = absent_recheck
+        self.synced = threading.Event()
+        self.resource_version = ""
+        self.lists = 0  # full lists done (the first one and every re-list)
+        self._known: dict[str, str] = {}  # key -> resourceVersion last reported
+        self._stop = threading.Event()
+        self._stream: WatchStream | None = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        listed = False
+        while not self._stop.is_set():
+            try:
+                if not listed:
+                    self._list()
+                    listed = True
+                self._watch()
+                failures = 0
+            except Expired:
+                log.info("%s: watch history expired, re-listing", self.kind.name)
+                listed = False
+            except Exception as err:
+                if self._stop.is_set():
+                    break
+                absent = isinstance(err, ApiError) and err.status == 404
+                if absent and self.kind.optional and not listed:
+                    self._absent()
+                    continue
+                if not isinstance(err, ApiError):
+                    log.exception("%s: unexpected error in informer", self.kind.name)
+                failures += 1
+                delay = min(self.initial_backoff * 2 ** (failures - 1), self.max_backoff)
+                log.warning("%s: %s; retrying in %.1fs", self.kind.name, err, delay)
+                self._stop.wait(delay * (0.5 + random.random() / 2))
+
+    def _absent(self) -> None:
+        """The resource is not served (CRD not installed): report nothing, look again later."""
+        if not self.synced.is_set():
+            log.warning(
+                "%s: the API server does not serve %s (is the CRD installed?); "
+                "treating it as empty",
+                self.kind.name,
+                self.kind.path,
+            )
+        for key in list(self._known):
+            self._emit_remove(key)
+        self.synced.set()
+        self._stop.wait(self.absent_recheck)
+
+    def _list(self) -> None:
+        body = orjson.loads(self.client.request("GET", self.kind.path))
+        seen: set[str] = set()
+        for obj in body.get("items") or []:
+            key = self.kind.key_of(obj)
+            seen.add(key)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            if self._known.get(key) != rv or not rv:
+                self._emit(key, rv, obj)
+        for key in list(self._known):
+            if key not in seen:
+                self._emit_remove(key)
+        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        self.lists += 1
+        self.synced.set()
+
+    def _watch(self) -> None:
+        query = {
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": "true",
+            # Spread reconnects of many watchers, as client-go does.
+            "timeoutSeconds": str(int(self.watch_timeout * (1 + random.random()))),
+        }
+        stream = self.client.watch(self.kind.path, query, read_timeout=self.watch_timeout * 2 + 30)
+        self._stream = stream
+        try:
+            if self._stop.is_set():
+                return
+            for line in stream:
+                self._event(orjson.loads(line))
+        finally:
+            self._stream = None
+            stream.close()
+
+    def _event(self, event: dict[str, Any]) -> None:
+        type_ = event.get("type")
+        obj = event.get("object") or {}
+        if type_ == "ERROR":
+            if obj.get("code") == 410:
+                raise Expired()
+            raise ApiError(int(obj.get("code") or 0), str(obj.get("reason", "")), str(obj))
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if type_ in ("ADDED", "MODIFIED"):
+            self._emit(self.kind.key_of(obj), rv, obj)
+        elif type_ == "DELETED":
+            self._emit_remove(self.kind.key_of(obj))
+        if rv:
+            self.resource_version = rv
+
+    def _emit(self, key: str, rv: str, obj: dict[str, Any]) -> None:
+        try:
+            record = self.kind.read(obj)
+        except ManifestError as err:
+            # One bad object must not stop the scheduler: report it and treat it as absent.
+            log.warning("ignoring %s", err.located(f"{self.kind.path} (resourceVersion {rv})"))
+            if key in self._known:
+                self._emit_remove(key)
+            return
+        self._known[key] = rv
+        self.sink.put(Upsert(self.kind, record))
+
+    def _emit_remove(self, key: str) -> None:
+        self._known.pop(key, None)
+        self.sink.put(Remove(self.kind, key))

@@ -1,0 +1,88 @@
+"""The API resources batchsched watches, and how their JSON becomes records and state facts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from batchsched.objects.parse import (
+    read_node,
+    read_pdb,
+    read_pod,
+    read_pod_group,
+    read_priority_class,
+)
+from batchsched.objects.records import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from batchsched.state.cluster import ClusterState
+
+Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    path: str  # the cluster-wide collection
+    namespaced: bool
+    read: Callable[[Mapping[str, Any]], Record]
+    upsert: Callable[[ClusterState, Any], None]
+    remove: Callable[[ClusterState, str], None]
+    optional: bool = False  # a CRD that may not be installed
+
+    def key_of(self, obj: Mapping[str, Any]) -> str:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        return f"{meta.get('namespace') or 'default'}/{name}" if self.namespaced else name
+
+
+# Applied in this order when a full list arrives, so pods find their priority classes,
+# nodes and groups already there.
+KINDS: tuple[Kind, ...] = (
+    Kind(
+        "PriorityClass",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        False,
+        read_priority_class,
+        ClusterState.upsert_priority_class,
+        ClusterState.remove_priority_class,
+    ),
+    Kind(
+        "Node",
+        "/api/v1/nodes",
+        False,
+        read_node,
+        ClusterState.upsert_node,
+        ClusterState.remove_node,
+    ),
+    Kind(
+        "PodDisruptionBudget",
+        "/apis/policy/v1/poddisruptionbudgets",
+        True,
+        read_pdb,
+        ClusterState.upsert_pdb,
+        ClusterState.remove_pdb,
+    ),
+    Kind(
+        "PodGroup",
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        True,
+        read_pod_group,
+        ClusterState.upsert_pod_group,
+        ClusterState.remove_pod_group,
+        optional=True,
+    ),
+    Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),
+)
+KIND_ORDER = {kind.name: i for i, kind in enumerate(KINDS)}
+
+
+def namespaced_path(kind_path: str, namespace: str, name: str, sub: str = "") -> str:
+    """`/api/v1/pods` + ns + name -> `/api/v1/namespaces/ns/pods/name[/sub]`."""
+    prefix, plural = kind_path.rsplit("/", 1)
+    path = f"{prefix}/namespaces/{namespace}/{plural}/{name}"
+    return f"{path}/{sub}" if sub else path
+
+
+def split_key(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name

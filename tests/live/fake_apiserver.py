@@ -1,0 +1,643 @@
+"""An in-process fake Kubernetes API server for the live tests and the live benchmark.
+
+It keeps objects in memory and behaves like kube-apiserver on what batchsched uses:
+resourceVersions, list and watch (chunked JSON lines, bookmarks, an ERROR event with 410 for a
+resourceVersion older than the kept history), create, replace with optimistic concurrency,
+merge and strategic merge patches (pod conditions merge by `type`), status subresources, the
+pod Binding subresource (409 when already bound), delete with UID/resourceVersion
+preconditions, Events and Leases. Tests inject failures (`inject`), drop watches
+(`drop_watches`) and compact history (`compact`) to exercise the client's recovery paths.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+RESOURCES = {
+    r.plural: r
+    for r in (
+        Resource("", "v1", "nodes", "Node", False),
+        Resource("", "v1", "pods", "Pod", True),
+        Resource("", "v1", "namespaces", "Namespace", False),
+        Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
+        Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+        Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
+        Resource("events.k8s.io", "v1", "events", "Event", True),
+        Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
+    )
+}
+_BY_ROUTE = {(r.group, r.version, r.plural): r for r in RESOURCES.values()}
+_PATH = re.compile(
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
+)
+
+
+class ApiFailure(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+
+
+@dataclass
+class Fault:
+    code: int
+    remaining: int
+    method: str | None
+    path: str | None  # substring of the request path
+    retry_after: int | None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_patch(target: Any, patch: Any, strategic: bool = False) -> Any:
+    """RFC 7386 merge patch; `strategic` also merges `conditions` lists by their `type`."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif strategic and key == "conditions" and isinstance(value, list):
+            merged = {c.get("type"): c for c in out.get(key) or []}
+            for cond in value:
+                merged[cond.get("type")] = merge_patch(merged.get(cond.get("type")), cond)
+            out[key] = list(merged.values())
+        else:
+            out[key] = merge_patch(out.get(key), value, strategic)
+    return out
+
+
+class FakeApiServer:
+    def __init__(self, history: int = 100_000, bookmark_interval: float = 0.5) -> None:
+        self.lock = threading.Condition()
+        self.store: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in RESOURCES}
+        self.rv = 1
+        self.history: list[tuple[int, str, str, dict[str, Any]]] = []
+        self.compacted_rv = 1  # watches must start at or after this resourceVersion
+        self.max_history = history
+        self.bookmark_interval = bookmark_interval
+        self.faults: list[Fault] = []
+        self.requests: list[tuple[str, str]] = []
+        self.watch_generation = 0  # bumped by drop_watches: open watches end
+        self.open_watches = 0
+        self.stopped = False
+        self.missing: set[str] = set()  # plurals that answer 404, as an absent CRD does
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            self.lock.notify_all()
+        self._http.shutdown()
+        self._http.server_close()
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        path.write_text(
+            orjson.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+                    "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+                    "current-context": "fake",
+                }
+            ).decode()
+        )
+        return path
+
+    # ---- test controls ---------------------------------------------------------------
+
+    def inject(
+        self,
+        code: int,
+        count: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """The next `count` requests matching method and path substring fail with `code`."""
+        with self.lock:
+            self.faults.append(Fault(code, count, method, path, retry_after))
+
+    def drop_watches(self) -> None:
+        with self.lock:
+            self.watch_generation += 1
+            self.lock.notify_all()
+
+    def compact(self) -> None:
+        """Forget all history: a watch resuming from any earlier resourceVersion gets 410."""
+        with self.lock:
+            self.rv += 1
+            self.history.clear()
+            self.compacted_rv = self.rv
+
+    def vanish(self, plural: str, name: str, namespace: str | None = None) -> None:
+        """Delete an object and compact history in one step: its DELETED event is never seen,
+        as when an object goes while a watch is down and etcd compacts meanwhile."""
+        res = RESOURCES[plural]
+        ns = (namespace or "default") if res.namespaced else None
+        with self.lock:
+            del self.store[plural][self.key(ns, name)]
+            self.rv += 1
+            self.history.clear()
+            self.compacted_rv = self.rv
+            self.lock.notify_all()
+
+    def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
+        """Wait until `predicate(server)` holds (checked after every change)."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.lock.wait(min(left, 0.05))
+        return True
+
+    # ---- direct object access (tests set up the cluster with these) -------------------
+
+    @staticmethod
+    def key(namespace: str | None, name: str) -> str:
+        return f"{namespace}/{name}" if namespace else name
+
+    def create(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        res = RESOURCES[plural]
+        ns = obj.get("metadata", {}).get("namespace") or ("default" if res.namespaced else None)
+        with self.lock:
+            return copy.deepcopy(self._create(res, ns, copy.deepcopy(obj)))
+
+    def get(self, plural: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        res = RESOURCES[plural]
+        ns = (namespace or "default") if res.namespaced else None
+        with self.lock:
+            obj = self.store[plural].get(self.key(ns, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def objects(self, plural: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [copy.deepcopy(o) for o in self.store[plural].values()]
+
+    def delete(self, plural: str, name: str, namespace: str | None = None) -> None:
+        res = RESOURCES[plural]
+        ns = (namespace or "default") if res.namespaced else None
+        with self.lock:
+            self._delete(res, ns, name, {})
+
+    def update(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        res = RESOURCES[plural]
+        meta = obj["metadata"]
+        ns = (meta.get("namespace") or "default") if res.namespaced else None
+        with self.lock:
+            return copy.deepcopy(self._replace(res, ns, meta["name"], copy.deepcopy(obj)))
+
+    # ---- the API semantics (called with the lock held) ---------------------------------
+
+    def _record(self, plural: str, type_: str, obj: dict[str, Any]) -> None:
+        # Stored objects are never changed in place (every write stores a new dict), so the
+        # history can share them.
+        self.history.append((self.rv, plural, type_, obj))
+        if len(self.history) > self.max_history:
+            drop = len(self.history) // 2
+            self.compacted_rv = self.history[drop][0]
+            del self.history[:drop]
+        self.lock.notify_all()
+
+    def _stamp(self, obj: dict[str, Any]) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+
+    def _find(self, res: Resource, ns: str | None, name: str) -> dict[str, Any]:
+        obj = self.store[res.plural].get(self.key(ns, name))
+        if obj is None:
+            raise ApiFailure(404, "NotFound", f'{res.plural} "{name}" not found')
+        return obj
+
+    def _create(self, res: Resource, ns: str | None, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name")
+        if not name:
+            raise ApiFailure(422, "Invalid", "metadata.name: Required value")
+        key = self.key(ns, name)
+        if key in self.store[res.plural]:
+            raise ApiFailure(409, "AlreadyExists", f'{res.plural} "{name}" already exists')
+        if ns:
+            meta["namespace"] = ns
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        obj["kind"] = res.kind
+        obj["apiVersion"] = res.api_version
+        if res.plural == "pods":
+            obj.setdefault("status", {}).setdefault("phase", "Pending")
+        self._stamp(obj)
+        self.store[res.plural][key] = obj
+        self._record(res.plural, "ADDED", obj)
+        return obj
+
+    def _check_version(self, current: dict[str, Any], given: dict[str, Any], name: str) -> None:
+        wanted = (given.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            raise ApiFailure(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+            )
+
+    def _replace(
+        self, res: Resource, ns: str | None, name: str, obj: dict[str, Any]
+    ) -> dict[str, Any]:
+        current = self._find(res, ns, name)
+        self._check_version(current, obj, name)
+        meta = obj.setdefault("metadata", {})
+        for kept in ("uid", "creationTimestamp", "namespace", "name"):
+            if kept in current["metadata"]:
+                meta[kept] = current["metadata"][kept]
+        obj["kind"] = res.kind
+        obj["apiVersion"] = res.api_version
+        return self._commit(res, ns, name, obj)
+
+    def _commit(
+        self, res: Resource, ns: str | None, name: str, obj: dict[str, Any]
+    ) -> dict[str, Any]:
+        self._stamp(obj)
+        self.store[res.plural][self.key(ns, name)] = obj
+        self._record(res.plural, "MODIFIED", obj)
+        return obj
+
+    def _patch(
+        self,
+        res: Resource,
+        ns: str | None,
+        name: str,
+        sub: str | None,
+        patch: Any,
+        content_type: str,
+    ) -> dict[str, Any]:
+        if content_type not in (
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+        ):
+            raise ApiFailure(415, "UnsupportedMediaType", f"unsupported patch type {content_type}")
+        if not isinstance(patch, dict):
+            raise ApiFailure(400, "BadRequest", "patch must be a JSON object")
+        current = self._find(res, ns, name)
+        self._check_version(current, patch, name)
+        strategic = content_type == "application/strategic-merge-patch+json"
+        merged = merge_patch(current, patch, strategic)
+        # A status subresource write changes only status; a main write never changes status.
+        if sub == "status":
+            result = copy.deepcopy(current)
+            result["status"] = merged.get("status", {})
+        else:
+            result = merged
+            result["status"] = copy.deepcopy(current.get("status", {}))
+        result["metadata"]["uid"] = current["metadata"]["uid"]
+        return self._commit(res, ns, name, result)
+
+    def _bind(self, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
+        res = RESOURCES["pods"]
+        pod = self._find(res, ns, name)
+        node = (binding.get("target") or {}).get("name") if isinstance(binding, dict) else None
+        if not node:
+            raise ApiFailure(422, "Invalid", "target.name: Required value")
+        uid = (binding.get("metadata") or {}).get("uid")
+        if uid and uid != pod["metadata"]["uid"]:
+            raise ApiFailure(409, "Conflict", f'pods "{name}": precondition failed: UID {uid}')
+        if pod.get("spec", {}).get("nodeName"):
+            raise ApiFailure(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is '
+                f'already assigned to node "{pod["spec"]["nodeName"]}"',
+            )
+        pod = copy.deepcopy(pod)
+        pod["spec"]["nodeName"] = node
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()})
+        status["conditions"] = conditions
+        self._commit(res, ns, name, pod)
+        return {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+
+    def _delete(self, res: Resource, ns: str | None, name: str, options: Any) -> dict[str, Any]:
+        current = self._find(res, ns, name)
+        pre = (options or {}).get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != current["metadata"]["uid"]:
+            raise ApiFailure(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {pre['uid']}, "
+                f"UID in object meta: {current['metadata']['uid']}",
+            )
+        if (
+            pre.get("resourceVersion")
+            and pre["resourceVersion"] != (current["metadata"]["resourceVersion"])
+        ):
+            raise ApiFailure(409, "Conflict", "Precondition failed: resourceVersion")
+        del self.store[res.plural][self.key(ns, name)]
+        gone = copy.deepcopy(current)
+        self._stamp(gone)
+        self._record(res.plural, "DELETED", gone)
+        return gone
+
+    def _list(self, res: Resource, ns: str | None) -> dict[str, Any]:
+        items = [
+            o
+            for o in self.store[res.plural].values()
+            if ns is None or o["metadata"].get("namespace") == ns
+        ]
+        return {
+            "kind": f"{res.kind}List",
+            "apiVersion": res.api_version,
+            "metadata": {"resourceVersion": str(self.rv)},
+            "items": items,
+        }
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.method not in (None, method):
+                continue
+            if fault.path is not None and fault.path not in path:
+                continue
+            fault.remaining -= 1
+            if fault.remaining <= 0:
+                self.faults.remove(fault)
+            return fault
+        return None
+
+    def watch_events(
+        self, res: Resource, ns: str | None, since: int, bookmarks: bool, timeout: float
+    ) -> Iterator[dict[str, Any]]:
+        """Events after resourceVersion `since`, until timeout, a drop or shutdown."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            generation = self.watch_generation
+            compacted = self.compacted_rv
+            if since >= compacted:
+                self.open_watches += 1
+        if since < compacted:
+            yield _expired(f"too old resource version: {since} ({compacted})")
+            return
+        try:
+            last = since
+            next_bookmark = time.monotonic() + self.bookmark_interval
+            while True:
+                batch: list[dict[str, Any]] = []
+                expired = False
+                with self.lock:
+                    while True:
+                        if self.stopped or self.watch_generation != generation:
+                            return
+                        if last < self.compacted_rv:
+                            # History moved past this watch while it waited: like etcd
+                            # compaction, the client must re-list.
+                            expired = True
+                            break
+                        start = bisect.bisect_right(self.history, last, key=lambda e: e[0])
+                        if start < len(self.history):
+                            for rv, plural, type_, obj in self.history[start:]:
+                                last = rv
+                                if plural != res.plural:
+                                    continue
+                                if ns is not None and obj["metadata"].get("namespace") != ns:
+                                    continue
+                                batch.append({"type": type_, "object": obj})
+                            if batch:
+                                break
+                        now = time.monotonic()
+                        if now >= deadline:
+                            return
+                        if bookmarks and now >= next_bookmark:
+                            next_bookmark = now + self.bookmark_interval
+                            last = max(last, self.rv)
+                            batch.append(
+                                {
+                                    "type": "BOOKMARK",
+                                    "object": {
+                                        "kind": res.kind,
+                                        "apiVersion": res.api_version,
+                                        "metadata": {"resourceVersion": str(last)},
+                                    },
+                                }
+                            )
+                            break
+                        self.lock.wait(min(deadline, next_bookmark) - now)
+                if expired:
+                    yield _expired(f"too old resource version: {last}")
+                    return
+                yield from batch
+        finally:
+            with self.lock:
+                self.open_watches -= 1
+                self.lock.notify_all()
+
+
+def _expired(message: str) -> dict[str, Any]:
+    return {"type": "ERROR", "object": ApiFailure(410, "Expired", message).status()}
+
+
+def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet: tests read assertions, not access logs
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+        def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = orjson.dumps(body)
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> Any:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if not raw:
+                return {}
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise ApiFailure(400, "BadRequest", "body is not JSON") from None
+
+        def _serve(self, method: str) -> None:
+            url = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            try:
+                body = self._body() if method != "GET" else {}
+                with server.lock:
+                    server.requests.append((method, url.path))
+                    fault = server._take_fault(method, url.path)
+                if fault is not None:
+                    headers = {}
+                    if fault.retry_after is not None:
+                        headers["Retry-After"] = str(fault.retry_after)
+                    reason = "TooManyRequests" if fault.code == 429 else "InternalError"
+                    failure = ApiFailure(fault.code, reason, "injected failure")
+                    self._send(fault.code, failure.status(), headers)
+                    return
+                match = _PATH.match(url.path)
+                if match is None:
+                    raise ApiFailure(404, "NotFound", f"no route for {url.path}")
+                group = match["group"] or ""
+                version = match["core"] or match["version"]
+                res = _BY_ROUTE.get((group, version, match["plural"]))
+                if res is None or res.plural in server.missing:
+                    raise ApiFailure(404, "NotFound", f"the server could not find {url.path}")
+                ns = match["ns"]
+                if res.namespaced and ns is None and method != "GET":
+                    raise ApiFailure(404, "NotFound", "namespace required")
+                name, sub = match["name"], match["sub"]
+                if method == "GET" and name is None and query.get("watch") in ("true", "1"):
+                    self._watch(res, ns, query)
+                    return
+                code, result = self._dispatch(method, res, ns, name, sub, body)
+                self._send(code, result)
+            except ApiFailure as failure:
+                self._send(failure.code, failure.status())
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+        def _dispatch(
+            self,
+            method: str,
+            res: Resource,
+            ns: str | None,
+            name: str | None,
+            sub: str | None,
+            body: Any,
+        ) -> tuple[int, Any]:
+            with server.lock:
+                if name is None:
+                    if method == "GET":
+                        return 200, server._list(res, ns)
+                    if method == "POST":
+                        return 201, server._create(res, ns, body)
+                    raise ApiFailure(405, "MethodNotAllowed", f"{method} on a collection")
+                if sub not in (None, "status", "binding"):
+                    raise ApiFailure(404, "NotFound", f"no subresource {sub}")
+                if sub == "binding":
+                    if res.plural != "pods" or method != "POST":
+                        raise ApiFailure(405, "MethodNotAllowed", "binding is POST on pods")
+                    return 201, server._bind(ns, name, body)
+                if method == "GET":
+                    return 200, server._find(res, ns, name)
+                if method == "PUT":
+                    return 200, server._replace(res, ns, name, body)
+                if method == "PATCH":
+                    ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+                    return 200, server._patch(res, ns, name, sub, body, ctype)
+                if method == "DELETE":
+                    return 200, server._delete(res, ns, name, body)
+                raise ApiFailure(405, "MethodNotAllowed", method)
+
+        def _watch(self, res: Resource, ns: str | None, query: dict[str, str]) -> None:
+            raw_rv = query.get("resourceVersion", "")
+            timeout = float(query.get("timeoutSeconds") or 300)
+            bookmarks = query.get("allowWatchBookmarks") == "true"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if raw_rv in ("", "0"):
+                with server.lock:
+                    since = server.rv
+                    initial = [
+                        {"type": "ADDED", "object": copy.deepcopy(o)}
+                        for o in server._list(res, ns)["items"]
+                    ]
+            else:
+                since, initial = int(raw_rv), []
+            for event in initial:
+                self._chunk(orjson.dumps(event) + b"\n")
+            for event in server.watch_events(res, ns, since, bookmarks, timeout):
+                self._chunk(orjson.dumps(event) + b"\n")
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+    return Handler
