@@ -13,8 +13,10 @@ from typing import Any
 import orjson
 
 from batchsched.config import load_config
+from batchsched.live.cli import add_run_parser, run_command
+from batchsched.live.snapshot import merge_objects, read_cluster
 from batchsched.objects.errors import InputError
-from batchsched.objects.load import load_files
+from batchsched.objects.load import Objects, load_files
 from batchsched.objects.parse import parse_time
 from batchsched.oneshot import OneShotResult, run
 from batchsched.policy_matrix import build_report, render_text
@@ -39,7 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         "schedule",
         help="schedule the pending pods of manifest files once and print the decisions",
     )
-    sched.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    sched.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    sched.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
+    )
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
     sched.add_argument("--now", type=_now_arg, help="the time to schedule at (RFC 3339)")
     sched.add_argument("-o", "--output", choices=("json", "text"), default="json")
@@ -47,9 +54,15 @@ def _parser() -> argparse.ArgumentParser:
         "policy",
         help="print who may preempt whom under the PriorityClasses' toleration policies",
     )
-    policy.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    policy.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    policy.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
+    )
     policy.add_argument("--now", type=_now_arg, help="the time for running pods' protection")
     policy.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    add_run_parser(sub)
     return parser
 
 
@@ -86,7 +99,7 @@ def _text(result: OneShotResult) -> str:
 
 def _schedule(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    objects = load_files(list(args.files))
+    objects = _objects(args)
     now = args.now or datetime.now(UTC)
     result = run(objects, config, now)
     for warning in result.warnings:
@@ -98,11 +111,21 @@ def _schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policy(args: argparse.Namespace) -> int:
+def _objects(args: argparse.Namespace) -> Objects:
+    """The objects of the FILEs, added to the cluster's when --kubeconfig is given."""
+    if not args.files and args.kubeconfig is None:
+        raise InputError(f"{args.command}: give manifest FILEs, --kubeconfig PATH, or both")
     objects = load_files(list(args.files))
+    if args.kubeconfig is not None:
+        objects = merge_objects(read_cluster(args.kubeconfig), objects)
+    return objects
+
+
+def _policy(args: argparse.Namespace) -> int:
+    objects = _objects(args)
     if not objects.priority_classes:
-        names = " ".join(str(f) for f in args.files)
-        raise InputError(f"no PriorityClass found in {names}")
+        where = " ".join(str(f) for f in args.files) or str(args.kubeconfig)
+        raise InputError(f"no PriorityClass found in {where}")
     report = build_report(objects, args.now or datetime.now(UTC))
     if args.output == "json":
         sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -123,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _schedule(args)
         if args.command == "policy":
             return _policy(args)
+        if args.command == "run":
+            return run_command(args)
     except InputError as err:
         print(f"batchsched: error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,330 @@
+"""Carry a scheduling pass's decisions out against the API server.
+
+`apply` runs on the loop thread: it reads what each write needs from ClusterState and hands
+the writes to worker threads (rate limited by the client's token bucket, retried by the client
+on 429/5xx). Workers never touch ClusterState: a failed bind comes back to the loop as a
+`BindFailed` fact, so the room assumed for the pod is given back and the pod requeued.
+Before every write a worker checks that this replica still leads; a replica that lost its
+lease writes nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    Nominate,
+    PodGroupUpdate,
+    Reserve,
+    Unschedulable,
+    Warn,
+)
+from batchsched.live.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, KubeClient
+from batchsched.live.events import EventRecorder, ObjectRef, ref_from_label
+from batchsched.live.facts import BindFailed, Fact
+from batchsched.live.metrics import Metrics
+from batchsched.live.workers import Workers
+from batchsched.objects.parse import format_time
+from batchsched.objects.records import Pod, PodGroupStatus
+from batchsched.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+PODS = "/api/v1/namespaces/{ns}/pods/{name}"
+PODGROUP_STATUS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/{name}/status"
+_MEMORY = 50_000  # pods whose last written condition is remembered
+
+
+@dataclass(frozen=True, slots=True)
+class _PodRef:
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def path(self) -> str:
+        return PODS.format(ns=self.namespace, name=self.name)
+
+    def object_ref(self) -> ObjectRef:
+        return ObjectRef("Pod", self.namespace, self.name, self.uid)
+
+
+def _ref(pod: Pod) -> _PodRef:
+    return _PodRef(pod.namespace, pod.name, pod.uid)
+
+
+def _now() -> str:
+    return format_time(datetime.now(UTC))
+
+
+def group_status_json(status: PodGroupStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "phase": status.phase,
+        "running": status.running,
+        "succeeded": status.succeeded,
+        "failed": status.failed,
+        "admitted": status.admitted,
+    }
+    if status.occupied_by:
+        out["occupiedBy"] = status.occupied_by
+    if status.schedule_start_time is not None:
+        out["scheduleStartTime"] = format_time(status.schedule_start_time)
+    return out
+
+
+class Actuator:
+    def __init__(
+        self,
+        client: KubeClient,
+        events: EventRecorder,
+        feedback: queue.Queue[Fact],
+        metrics: Metrics,
+        is_leading: Callable[[], bool],
+        scheduler_name: str = "batchsched",
+        dry_run: bool = False,
+        workers: int = 16,
+    ) -> None:
+        self.client = client
+        self.events = events
+        self.feedback = feedback
+        self.metrics = metrics
+        self.is_leading = is_leading
+        self.scheduler_name = scheduler_name
+        self.dry_run = dry_run
+        self._workers = Workers(workers, "actuator")
+        # What was last written, so unchanged conditions and statuses are not written again.
+        # Workers forget an entry when its write failed, hence the lock.
+        self._lock = threading.Lock()
+        self._conditions: OrderedDict[str, str] = OrderedDict()  # pod -> message
+        self._group_status: dict[str, dict[str, Any]] = {}
+
+    # ---- on the loop thread ----------------------------------------------------------
+
+    def apply(
+        self,
+        decisions: list[Decision],
+        state: ClusterState,
+        pending_since: dict[str, float],
+    ) -> None:
+        """Start the writes for one pass. `pending_since`: monotonic time each pod was first
+        seen pending (for the end-to-end latency metric)."""
+        statuses: dict[str, dict[str, Any]] = {}
+        for decision in decisions:
+            if isinstance(decision, Bind):
+                pod = state.pods.get(decision.pod)
+                if pod is not None:
+                    with self._lock:
+                        self._conditions.pop(pod.key, None)
+                    since = pending_since.get(pod.key)
+                    self._start(self._bind, _ref(pod), decision.node, since)
+            elif isinstance(decision, Unschedulable):
+                self._unschedulable(decision, state, statuses)
+            elif isinstance(decision, Nominate):
+                statuses.setdefault(decision.pod, {})["nominatedNodeName"] = decision.node
+            elif isinstance(decision, Evict):
+                victim = state.pods.get(decision.pod)
+                if victim is not None:
+                    self._start(self._evict, _ref(victim), decision)
+            elif isinstance(decision, PodGroupUpdate):
+                body = group_status_json(decision.status)
+                with self._lock:
+                    changed = self._group_status.get(decision.group) != body
+                    self._group_status[decision.group] = body
+                if changed:
+                    self._start(self._group, decision.group, body)
+            elif isinstance(decision, Warn):
+                log.warning("%s: %s", decision.obj, decision.message)
+                if not self.dry_run:
+                    ref = ref_from_label(decision.obj)
+                    self.events.record(
+                        ref, "Warning", "SchedulerWarning", "Scheduling", decision.message
+                    )
+            elif isinstance(decision, Reserve):
+                log.info("reserving node %s for %s", decision.node, decision.pod)
+        for key, status in statuses.items():
+            pod = state.pods.get(key)
+            if pod is not None:
+                self._start(self._patch_status, _ref(pod), status)
+
+    def _unschedulable(
+        self, decision: Unschedulable, state: ClusterState, statuses: dict[str, dict[str, Any]]
+    ) -> None:
+        pod = state.pods.get(decision.pod)
+        if pod is None:
+            return
+        if not self.dry_run:
+            # Aggregated by the recorder: a pod failing the same way every cycle writes once.
+            self.events.record(
+                _ref(pod).object_ref(),
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                decision.message,
+            )
+        current = pod.condition("PodScheduled")
+        shown = (
+            current is not None
+            and current.status == "False"
+            and current.reason == "Unschedulable"
+            and current.message == decision.message
+        )
+        with self._lock:
+            if shown or self._conditions.get(pod.key) == decision.message:
+                return
+            self._conditions[pod.key] = decision.message
+            self._conditions.move_to_end(pod.key)
+            while len(self._conditions) > _MEMORY:
+                self._conditions.popitem(last=False)
+        same_status = current is not None and current.status == "False"
+        since = current.last_transition_time if same_status and current is not None else None
+        statuses.setdefault(pod.key, {})["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": decision.message,
+                "lastTransitionTime": format_time(since) if since is not None else _now(),
+            }
+        ]
+
+    def _start(self, job: Callable[..., None], *args: Any) -> None:
+        if self.dry_run:
+            log.info("dry-run: would %s %s", job.__name__.strip("_"), _describe(args))
+            return
+        self._workers.submit(job, *args)
+
+    def wait(self) -> None:
+        """Until the writes started so far are done."""
+        self._workers.wait()
+        self.events.flush()
+
+    def shutdown(self) -> None:
+        self._workers.shutdown()
+
+    @property
+    def in_flight(self) -> int:
+        return self._workers.in_flight
+
+    # ---- on worker threads -----------------------------------------------------------
+
+    def _leading(self, what: str) -> bool:
+        if self.is_leading():
+            return True
+        log.info("not leading: dropping %s", what)
+        return False
+
+    def _bind(self, pod: _PodRef, node: str, pending_since: float | None) -> None:
+        if not self._leading(f"bind of {pod.key}"):
+            self.feedback.put(BindFailed(pod.key, "not leading"))
+            return
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            self.client.request("POST", f"{pod.path}/binding", body=body)
+        except ApiError as err:
+            self.metrics.binds.labels(result="failed").inc()
+            self.feedback.put(BindFailed(pod.key, str(err)))
+            log.info("bind of %s to %s failed: %s", pod.key, node, err)
+            if err.status not in (404, 409):
+                note = f"Binding rejected: {err.message}"
+                self.events.record(pod.object_ref(), "Warning", "FailedScheduling", "Binding", note)
+            return
+        self.metrics.binds.labels(result="bound").inc()
+        if pending_since is not None:
+            self.metrics.e2e_latency.observe(time.monotonic() - pending_since)
+        note = f"Successfully assigned {pod.key} to {node}"
+        self.events.record(pod.object_ref(), "Normal", "Scheduled", "Binding", note)
+
+    def _patch_status(self, pod: _PodRef, status: dict[str, Any]) -> None:
+        if not self._leading(f"status of {pod.key}"):
+            return
+        try:
+            self.client.request(
+                "PATCH", f"{pod.path}/status", body={"status": status}, content_type=STRATEGIC_PATCH
+            )
+        except ApiError as err:
+            with self._lock:
+                self._conditions.pop(pod.key, None)  # so the next pass writes it again
+            log.info("status of %s not written: %s", pod.key, err)
+
+    def _evict(self, victim: _PodRef, decision: Evict) -> None:
+        if not self._leading(f"eviction of {victim.key}"):
+            return
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": _now(),
+        }
+        try:
+            self.client.request(
+                "PATCH",
+                f"{victim.path}/status",
+                body={"status": {"conditions": [condition]}},
+                content_type=STRATEGIC_PATCH,
+            )
+            if not self._leading(f"eviction of {victim.key}"):
+                return
+            # The UID precondition: never delete a new pod that took the victim's name.
+            options = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "preconditions": {"uid": victim.uid},
+            }
+            self.client.request("DELETE", victim.path, body=options)
+        except ApiError as err:
+            if err.status == 404:
+                return  # already gone: the room is freed all the same
+            log.warning("preemption of %s for %s failed: %s", victim.key, decision.preemptor, err)
+            return
+        self.metrics.victims.inc()
+        note = f"Preempted by {decision.preemptor} on node {decision.node}"
+        self.events.record(victim.object_ref(), "Normal", "Preempted", "Preempting", note)
+
+    def _group(self, group: str, status: dict[str, Any]) -> None:
+        if not self._leading(f"status of PodGroup {group}"):
+            return
+        namespace, _, name = group.partition("/")
+        try:
+            self.client.request(
+                "PATCH",
+                PODGROUP_STATUS.format(ns=namespace, name=name),
+                body={"status": status},
+                content_type=MERGE_PATCH,
+            )
+        except ApiError as err:
+            with self._lock:
+                self._group_status.pop(group, None)
+            log.warning("status of PodGroup %s not written: %s", group, err)
+
+
+def _describe(args: tuple[Any, ...]) -> str:
+    parts = []
+    for arg in args:
+        if isinstance(arg, _PodRef):
+            parts.append(arg.key)
+        elif isinstance(arg, Evict):
+            parts.append(f"(node {arg.node}, for {arg.preemptor})")
+        elif arg is not None and not isinstance(arg, float):
+            parts.append(str(arg))
+    return " ".join(parts)

@@ -1,0 +1,84 @@
+"""Prometheus metrics of a running scheduler, on a registry of its own (one per scheduler)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from batchsched.decisions import Bind, Decision, Unschedulable
+from batchsched.state.cluster import ClusterState
+from batchsched.state.queue import SchedulingQueue
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.attempts = Counter(
+            "batchsched_schedule_attempts",
+            "Scheduling attempts by result (scheduled: a bind decided; unschedulable)",
+            ["result"],
+            registry=r,
+        )
+        self.e2e_latency = Histogram(
+            "batchsched_e2e_scheduling_duration_seconds",
+            "From a pod first seen pending to its Binding accepted by the API server",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.pending = Gauge(
+            "batchsched_pending_pods",
+            "Pending pods of this scheduler by queue (active, backoff, unschedulable)",
+            ["queue"],
+            registry=r,
+        )
+        self.victims = Counter(
+            "batchsched_preemption_victims", "Pods deleted to make room for others", registry=r
+        )
+        self.gang_attempts = Counter(
+            "batchsched_gang_attempts",
+            "Scheduling attempts of pods that belong to a PodGroup, by result",
+            ["result"],
+            registry=r,
+        )
+        self.api_errors = Counter(
+            "batchsched_api_errors",
+            "Failed API requests by verb and HTTP status (0: no answer)",
+            ["verb", "code"],
+            registry=r,
+        )
+        self.binds = Counter(
+            "batchsched_binds", "Binding requests by result (bound, failed)", ["result"], registry=r
+        )
+        self.leader = Gauge(
+            "batchsched_leader", "1 while this replica holds the leader lease", registry=r
+        )
+
+    def api_error(self, verb: str, code: int) -> None:
+        self.api_errors.labels(verb=verb, code=str(code)).inc()
+
+    def observe_pass(self, decisions: list[Decision], state: ClusterState) -> None:
+        for decision in decisions:
+            if isinstance(decision, Bind):
+                result = "scheduled"
+            elif isinstance(decision, Unschedulable):
+                result = "unschedulable"
+            else:
+                continue
+            self.attempts.labels(result=result).inc()
+            pod = state.pods.get(decision.pod)
+            if pod is not None and (
+                GROUP_ANNOTATION in pod.annotations or GROUP_LABEL in pod.labels
+            ):
+                self.gang_attempts.labels(result=result).inc()
+
+    def observe_queue(self, queue: SchedulingQueue) -> None:
+        for where, count in queue.pending_counts().items():
+            self.pending.labels(queue=where).set(count)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,208 @@
+"""`batchsched run`: the live scheduling loop.
+
+Informers feed facts into one queue; this loop alone owns ClusterState. It waits for every
+informer's first list, then (while it leads, or always with leader election off) alternates:
+apply the facts that arrived, run a scheduling pass at the real clock's `now`, hand the
+decisions to the actuator, and sleep until the next fact or the next backoff expiry.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from batchsched.config import SchedulerConfig
+from batchsched.live.actuator import Actuator
+from batchsched.live.client import KubeClient
+from batchsched.live.events import EventRecorder
+from batchsched.live.facts import Fact, Remove, Upsert, apply_fact
+from batchsched.live.informer import Informer
+from batchsched.live.kinds import KIND_ORDER, KINDS
+from batchsched.live.leader import LeaderElector
+from batchsched.live.metrics import Metrics
+from batchsched.live.ratelimit import TokenBucket
+from batchsched.live.settings import LiveSettings
+from batchsched.objects.records import Pod
+from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+_MAX_SLEEP = 1.0  # unschedulable pods are re-checked for staleness at least this often
+_STANDBY_SLEEP = 0.1
+_HEALTHY_WITHIN = 60.0  # /healthz fails if the loop has not come round for this long
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    dry_run: bool = False
+    identity: str = ""
+    watch_timeout: float = 300.0
+    event_series_interval: float = 1800.0
+    write_workers: int = 16
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+class LiveScheduler:
+    def __init__(
+        self, client: KubeClient, config: SchedulerConfig, options: LiveOptions | None = None
+    ) -> None:
+        options = options or LiveOptions()
+        settings = LiveSettings.from_config(config)
+        self.options = options
+        self.identity = options.identity or default_identity()
+        self.metrics = Metrics()
+        self.client = client
+        client.limiter = TokenBucket(settings.client.qps, settings.client.burst)
+        client.error_hook = self.metrics.api_error
+        self.facts: queue.Queue[Fact] = queue.Queue()
+        self.state = ClusterState()
+        self.scheduler = Scheduler(self.state, config)
+        self.informers = [
+            Informer(client, kind, self.facts, watch_timeout=options.watch_timeout)
+            for kind in KINDS
+        ]
+        self.elector: LeaderElector | None = None
+        if settings.leader_election.enabled and not options.dry_run:
+            # Lease calls get their own unlimited client with few retries: a renewal stuck
+            # behind thousands of binds, or retried for longer than the deadline, is lost.
+            lease_client = KubeClient(client.configuration, retries=1)
+            self.elector = LeaderElector(lease_client, settings.leader_election, self.identity)
+        # Events get a rate limit of their own (kube-scheduler has a separate events client).
+        event_client = client.with_limiter(TokenBucket(settings.client.qps, settings.client.burst))
+        self.events = EventRecorder(
+            event_client,
+            controller=config.profiles[0].scheduler_name,
+            instance=self.identity,
+            series_interval=options.event_series_interval,
+        )
+        self.actuator = Actuator(
+            client,
+            self.events,
+            self.facts,
+            self.metrics,
+            self.is_leading,
+            scheduler_name=config.profiles[0].scheduler_name,
+            dry_run=options.dry_run,
+            workers=options.write_workers,
+        )
+        self.synced = threading.Event()
+        self.passes = 0
+        self._pending_since: dict[str, float] = {}
+        self._heartbeat = time.monotonic()
+
+    # ---- status for probes -------------------------------------------------------------
+
+    def is_leading(self) -> bool:
+        return self.elector is None or self.elector.is_leading()
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self._heartbeat < _HEALTHY_WITHIN
+
+    def ready(self) -> bool:
+        """Caches synced, and leading or standing by (not a leader that lost its lease)."""
+        return self.synced.is_set() and (self.elector is None or not self.elector.lost.is_set())
+
+    # ---- the loop ----------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> int:
+        """Schedule until `stop` is set (exit code 0) or leadership is lost (exit code 1)."""
+        for informer in self.informers:
+            informer.start()
+        try:
+            if not self._sync(stop):
+                return 0
+            log.info(
+                "caches synced: %d nodes, %d pods (%d pending)",
+                self.state.node_count,
+                len(self.state.pods),
+                len(self.state.pending),
+            )
+            if self.elector is not None:
+                self.elector.start()
+            return self._loop(stop)
+        finally:
+            self._shutdown()
+
+    def _sync(self, stop: threading.Event) -> bool:
+        while not all(i.synced.is_set() for i in self.informers):
+            self._heartbeat = time.monotonic()
+            if stop.wait(0.02):
+                return False
+        # Apply the initial lists kind by kind, so pods meet their classes, nodes and groups.
+        batch = self._take(0.0)
+        batch.sort(key=lambda f: KIND_ORDER[f.kind.name] if isinstance(f, Upsert | Remove) else 0)
+        self._apply(batch)
+        self.synced.set()
+        return True
+
+    def _loop(self, stop: threading.Event) -> int:
+        while not stop.is_set():
+            self._heartbeat = time.monotonic()
+            if self.elector is not None:
+                self.metrics.leader.set(1 if self.is_leading() else 0)
+                if self.elector.lost.is_set():
+                    return 1
+            timeout = _STANDBY_SLEEP
+            if self.is_leading():
+                now = datetime.now(UTC)
+                decisions = self.scheduler.schedule_pass(now)
+                self.passes += 1
+                if decisions:
+                    self.metrics.observe_pass(decisions, self.state)
+                    self.actuator.apply(decisions, self.state, self._pending_since)
+                self.metrics.observe_queue(self.scheduler.queue)
+                timeout = self._sleep_for(now)
+            self._apply(self._take(timeout))
+        return 0
+
+    def _sleep_for(self, now: datetime) -> float:
+        wakeup = self.scheduler.queue.next_wakeup()
+        if wakeup is None:
+            return _MAX_SLEEP
+        return min(max(wakeup - now.timestamp(), 0.0), _MAX_SLEEP)
+
+    def _take(self, timeout: float) -> list[Fact]:
+        """The facts that arrived, waiting up to `timeout` for the first one."""
+        batch: list[Fact] = []
+        try:
+            batch.append(
+                self.facts.get(timeout=timeout) if timeout > 0 else self.facts.get_nowait()
+            )
+            while True:
+                batch.append(self.facts.get_nowait())
+        except queue.Empty:
+            pass
+        return batch
+
+    def _apply(self, batch: list[Fact]) -> None:
+        now = time.monotonic()
+        for fact in batch:
+            apply_fact(self.state, fact)
+            if isinstance(fact, Upsert) and isinstance(fact.record, Pod):
+                if fact.record.key in self.state.pending:
+                    self._pending_since.setdefault(fact.record.key, now)
+                else:
+                    self._pending_since.pop(fact.record.key, None)
+            elif isinstance(fact, Remove) and fact.kind.name == "Pod":
+                self._pending_since.pop(fact.key, None)
+
+    def _shutdown(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+        self.actuator.wait()
+        if self.elector is not None:
+            self.elector.stop()
+        self.actuator.shutdown()
+        self.events.close()
+        for informer in self.informers:
+            informer.join(2.0)

@@ -1,0 +1,58 @@
+"""Read the scheduling-relevant objects of a cluster once (for `schedule --kubeconfig`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from batchsched.live.client import ApiError, KubeClient, connect
+from batchsched.live.kinds import KINDS
+from batchsched.objects.errors import InputError
+from batchsched.objects.load import Objects
+
+
+class ClusterReadError(InputError):
+    """The cluster could not be read (unreachable, forbidden, ...)."""
+
+
+def list_objects(client: KubeClient) -> Objects:
+    """Nodes, pods, PriorityClasses, PDBs and PodGroups as `Objects`, as if from files.
+
+    An absent PodGroup CRD reads as no PodGroups; a malformed object is an error naming it.
+    """
+    objects = Objects()
+    for kind in KINDS:
+        try:
+            body = orjson.loads(client.request("GET", kind.path))
+        except ApiError as err:
+            if err.status == 404 and kind.optional:
+                continue
+            raise ClusterReadError(f"cannot list {kind.path}: {err}") from None
+        for item in body.get("items") or []:
+            try:
+                objects.add(kind.name, item)
+            except InputError as err:
+                raise ClusterReadError(f"{client.host}{kind.path}: {err}") from None
+    return objects
+
+
+def read_cluster(kubeconfig: Path) -> Objects:
+    return list_objects(connect(kubeconfig))
+
+
+def merge_objects(cluster: Objects, files: Objects) -> Objects:
+    """The cluster's objects with those from files added; a file's object replaces the
+    cluster's object of the same kind and name (to ask "what if this pod were changed")."""
+    merged = Objects()
+    for attr in ("nodes", "pods", "priority_classes", "pdbs", "pod_groups"):
+        extra = getattr(files, attr)
+        names = {_name(obj) for obj in extra}
+        kept = [obj for obj in getattr(cluster, attr) if _name(obj) not in names]
+        setattr(merged, attr, kept + extra)
+    return merged
+
+
+def _name(obj: object) -> str:
+    key = getattr(obj, "key", None)
+    return str(key) if key is not None else str(getattr(obj, "name", ""))

@@ -1,0 +1,119 @@
+"""Fixtures for live-mode tests: a fake API server and schedulers running against it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kubernetes.client import Configuration
+
+from batchsched.config import SchedulerConfig, parse_config
+from batchsched.live.client import KubeClient
+from batchsched.live.runner import LiveOptions, LiveScheduler
+from tests.live.fake_apiserver import FakeApiServer
+
+FAST_LEASE = {
+    "leaderElect": True,
+    "leaseDuration": "1s",
+    "renewDeadline": "600ms",
+    "retryPeriod": "100ms",
+    "resourceNamespace": "kube-system",
+}
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+    }
+
+
+def pod(
+    name: str,
+    cpu: str = "1",
+    node_name: str = "",
+    priority: int | None = None,
+    namespace: str = "default",
+    scheduler: str = "batchsched",
+    **meta: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority is not None:
+        spec["priority"] = priority
+    return {"metadata": {"name": name, "namespace": namespace, **meta}, "spec": spec}
+
+
+def client_for(api: FakeApiServer) -> KubeClient:
+    configuration = Configuration()
+    configuration.host = api.url
+    return KubeClient(configuration, backoff=0.01, max_backoff=0.05)
+
+
+def config(**top: Any) -> SchedulerConfig:
+    return parse_config({"leaderElection": {"leaderElect": False}, **top})
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = FakeApiServer(bookmark_interval=0.2).start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class Running:
+    scheduler: LiveScheduler
+    stop: threading.Event
+    thread: threading.Thread
+    result: list[int] = field(default_factory=list)
+
+    def halt(self) -> int | None:
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "scheduler did not stop"
+        return self.result[0] if self.result else None
+
+
+class Launcher:
+    def __init__(self, api: FakeApiServer) -> None:
+        self.api = api
+        self.running: list[Running] = []
+
+    def __call__(
+        self, cfg: SchedulerConfig | None = None, dry_run: bool = False, identity: str = ""
+    ) -> Running:
+        options = LiveOptions(
+            dry_run=dry_run, identity=identity, watch_timeout=5.0, event_series_interval=3600
+        )
+        scheduler = LiveScheduler(client_for(self.api), cfg or config(), options)
+        stop = threading.Event()
+        run = Running(scheduler, stop, threading.Thread(target=lambda: None))
+        run.thread = threading.Thread(
+            target=lambda: run.result.append(scheduler.run(stop)), daemon=True
+        )
+        run.thread.start()
+        self.running.append(run)
+        return run
+
+
+@pytest.fixture
+def launch(api: FakeApiServer) -> Iterator[Launcher]:
+    launcher = Launcher(api)
+    yield launcher
+    for run in launcher.running:
+        run.stop.set()
+    for run in launcher.running:
+        run.thread.join(10)
+
+
+def node_of(api: FakeApiServer, name: str, namespace: str = "default") -> str:
+    obj = api.get("pods", name, namespace)
+    return "" if obj is None else str(obj["spec"].get("nodeName", ""))
