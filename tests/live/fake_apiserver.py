@@ -128,7 +128,7 @@ class FakeApiServer:
         self.missing: set[str] = set()  # plurals that answer 404, as an absent CRD does
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
 
     # ---- lifecycle -------------------------------------------------------------------
 

@@ -1,0 +1,127 @@
+"""Informers: list then watch, resume, re-list on 410, absent CRDs, bad objects."""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator
+
+import pytest
+
+from batchsched.live.facts import Fact, Remove, Upsert
+from batchsched.live.informer import Informer
+from batchsched.live.kinds import KINDS, Kind
+from tests.live.conftest import client_for, node, pod
+from tests.live.fake_apiserver import FakeApiServer
+
+NODES = next(k for k in KINDS if k.name == "Node")
+PODS = next(k for k in KINDS if k.name == "Pod")
+GROUPS = next(k for k in KINDS if k.name == "PodGroup")
+
+
+@pytest.fixture
+def sink() -> queue.Queue[Fact]:
+    return queue.Queue()
+
+
+@pytest.fixture
+def start(api: FakeApiServer, sink: queue.Queue[Fact]) -> Iterator[object]:
+    started: list[Informer] = []
+
+    def make(kind: Kind) -> Informer:
+        informer = Informer(client_for(api), kind, sink, watch_timeout=5, initial_backoff=0.01)
+        informer.start()
+        assert informer.synced.wait(5)
+        started.append(informer)
+        return informer
+
+    yield make
+    for informer in started:
+        informer.stop()
+        informer.join(5)
+
+
+def take(sink: queue.Queue[Fact], n: int) -> list[Fact]:
+    return [sink.get(timeout=5) for _ in range(n)]
+
+
+def names(facts: list[Fact]) -> list[str]:
+    out = []
+    for fact in facts:
+        if isinstance(fact, Upsert):
+            out.append(f"+{getattr(fact.record, 'name', '')}")
+        elif isinstance(fact, Remove):
+            out.append(f"-{fact.key}")
+    return out
+
+
+def test_list_then_watch_reports_adds_changes_and_deletes(api, sink, start) -> None:
+    api.create("nodes", node("a"))
+    start(NODES)
+    assert names(take(sink, 1)) == ["+a"]
+    api.create("nodes", node("b"))
+    changed = node("a", cpu="8")
+    changed["metadata"]["resourceVersion"] = ""
+    api.update("nodes", changed)
+    api.delete("nodes", "b")
+    facts = take(sink, 3)
+    assert names(facts) == ["+b", "+a", "-b"]
+    assert isinstance(facts[1], Upsert)
+    assert facts[1].record.allocatable["cpu"] == 8000  # type: ignore[union-attr]
+
+
+def test_dropped_watch_resumes_without_relisting(api, sink, start) -> None:
+    informer = start(NODES)
+    api.create("nodes", node("a"))
+    assert names(take(sink, 1)) == ["+a"]
+    api.drop_watches()
+    api.create("nodes", node("b"))
+    assert names(take(sink, 1)) == ["+b"]
+    assert informer.lists == 1
+
+
+def test_410_relists_and_notices_objects_deleted_in_the_gap(api, sink, start) -> None:
+    api.create("nodes", node("a"))
+    api.create("nodes", node("b"))
+    informer = start(NODES)
+    assert sorted(names(take(sink, 2))) == ["+a", "+b"]
+    # b goes while the history that recorded its deletion is compacted away.
+    api.vanish("nodes", "b")
+    assert names(take(sink, 1)) == ["-b"]
+    assert informer.lists == 2
+    # Unchanged objects are not reported again by the re-list; watching goes on.
+    api.create("nodes", node("c"))
+    assert names(take(sink, 1)) == ["+c"]
+    assert sink.empty()
+
+
+def test_list_errors_back_off_and_recover(api, sink, start) -> None:
+    api.create("nodes", node("a"))
+    # The client retries 5 times itself; 8 failures make the informer back off too.
+    api.inject(503, count=8, method="GET", path="/api/v1/nodes")
+    start(NODES)
+    assert names(take(sink, 1)) == ["+a"]
+    assert not api.faults
+
+
+def test_absent_crd_counts_as_empty(api, sink, start) -> None:
+    api.missing.add("podgroups")
+    informer = start(GROUPS)
+    assert informer.synced.is_set()
+    assert sink.empty()
+
+
+def test_a_malformed_object_is_skipped_and_the_rest_flows(api, sink, start, caplog) -> None:
+    bad = pod("bad")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    api.create("pods", bad)
+    api.create("pods", pod("good"))
+    start(PODS)
+    assert names(take(sink, 1)) == ["+good"]
+    assert "Pod default/bad" in caplog.text
+    assert "'lots' is not a quantity" in caplog.text
+
+
+def test_bookmarks_advance_the_resource_version(api, sink, start) -> None:
+    informer = start(NODES)
+    api.create("pods", pod("elsewhere"))  # moves the global resourceVersion only
+    assert api.wait_for(lambda s: informer.resource_version == str(s.rv), timeout=5)
