@@ -91,7 +91,11 @@ class Launcher:
         self, cfg: SchedulerConfig | None = None, dry_run: bool = False, identity: str = ""
     ) -> Running:
         options = LiveOptions(
-            dry_run=dry_run, identity=identity, watch_timeout=5.0, event_series_interval=3600
+            dry_run=dry_run,
+            identity=identity,
+            watch_timeout=5.0,
+            event_series_interval=3600,
+            informer_backoff=0.02,
         )
         scheduler = LiveScheduler(client_for(self.api), cfg or config(), options)
         stop = threading.Event()

@@ -116,7 +116,11 @@ def test_unschedulable_writes_the_condition_and_one_event_however_often_it_repea
         ("PATCH", "/api/v1/namespaces/default/pods/p/status")
     ]
     [event] = rig.api.objects("events")
-    assert (event["reason"], event["type"], event["note"]) == ("FailedScheduling", "Warning", message)
+    assert (event["reason"], event["type"], event["note"]) == (
+        "FailedScheduling",
+        "Warning",
+        message,
+    )
     # A different reason is news: written again.
     rig.run(Unschedulable("default/p", "0/3 nodes are available: 3 node(s) had untolerated taint."))
     assert len([w for w in rig.writes() if w[1].endswith("/status")]) == 2

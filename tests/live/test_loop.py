@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tests.live.conftest import Launcher, node, node_of, pod
+import logging
+
+import pytest
+
+from tests.live.conftest import Launcher, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
 
@@ -38,3 +42,67 @@ def _condition(api: FakeApiServer, name: str) -> dict[str, str] | None:
         if cond["type"] == "PodScheduled":
             return dict(cond)
     return None
+
+
+def test_dry_run_decides_but_writes_nothing(
+    api: FakeApiServer, launch: Launcher, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="batchsched.live")
+    api.create("nodes", node("n1", cpu="1"))
+    api.create("pods", pod("fits", cpu="1"))
+    api.create("pods", pod("too-big", cpu="8"))
+    run = launch(dry_run=True)
+    assert run.scheduler.elector is None  # a dry run never takes the lease from the real one
+    assert api.wait_for(lambda s: "dry-run: default/too-big is unschedulable" in caplog.text)
+    assert "dry-run: would bind default/fits to n1" in caplog.text
+    assert run.halt() == 0
+    assert [r for r in api.requests if r[0] != "GET"] == []
+    assert node_of(api, "fits") == ""
+
+
+def test_pods_of_other_schedulers_are_left_alone_but_count(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    api.create("nodes", node("n1", cpu="2"))
+    api.create("pods", pod("theirs-bound", cpu="1", node_name="n1", scheduler="default-scheduler"))
+    api.create("pods", pod("theirs-pending", cpu="1", scheduler="default-scheduler"))
+    api.create("pods", pod("ours", cpu="1"))
+    api.create("pods", pod("ours-too", cpu="1"))
+    run = launch()
+    assert api.wait_for(lambda s: node_of(s, "ours") != "" or node_of(s, "ours-too") != "")
+    assert api.wait_for(lambda s: _condition(s, "ours-too") is not None or _condition(s, "ours"))
+    run.scheduler.actuator.wait()
+    assert node_of(api, "theirs-pending") == ""
+    assert _condition(api, "theirs-pending") is None
+    assert sorted([node_of(api, "ours"), node_of(api, "ours-too")]) == ["", "n1"]
+
+
+def test_a_deleted_pod_frees_its_room_for_a_waiting_one(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    api.create("nodes", node("n1", cpu="1"))
+    api.create("pods", pod("first", cpu="1"))
+    run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
+    assert api.wait_for(lambda s: node_of(s, "first") == "n1")
+    api.create("pods", pod("second", cpu="1"))
+    assert api.wait_for(lambda s: _condition(s, "second") is not None)
+    api.delete("pods", "first")
+    assert api.wait_for(lambda s: node_of(s, "second") == "n1")
+    assert (
+        run.scheduler.metrics.registry.get_sample_value(
+            "batchsched_schedule_attempts_total", {"result": "scheduled"}
+        )
+        == 2
+    )
+
+
+def test_the_loop_survives_an_api_server_outage(api: FakeApiServer, launch: Launcher) -> None:
+    api.create("nodes", node("n1"))
+    run = launch()
+    assert run.scheduler.synced.wait(5)
+    # Every request fails for a while and every watch drops: informers back off and resume.
+    api.inject(503, count=20)
+    api.drop_watches()
+    api.create("pods", pod("after-outage"))
+    assert api.wait_for(lambda s: node_of(s, "after-outage") == "n1", timeout=20)
+    assert run.halt() == 0

@@ -123,6 +123,9 @@ class Actuator:
     ) -> None:
         """Start the writes for one pass. `pending_since`: monotonic time each pod was first
         seen pending (for the end-to-end latency metric)."""
+        if self.dry_run:
+            self._log_dry_run(decisions)
+            return
         statuses: dict[str, dict[str, Any]] = {}
         for decision in decisions:
             if isinstance(decision, Bind):
@@ -203,10 +206,18 @@ class Actuator:
         ]
 
     def _start(self, job: Callable[..., None], *args: Any) -> None:
-        if self.dry_run:
-            log.info("dry-run: would %s %s", job.__name__.strip("_"), _describe(args))
-            return
         self._workers.submit(job, *args)
+
+    def _log_dry_run(self, decisions: list[Decision]) -> None:
+        for decision in decisions:
+            if isinstance(decision, Unschedulable):
+                # Logged when the reason changes, not every cycle.
+                if self._conditions.get(decision.pod) == decision.message:
+                    continue
+                self._conditions[decision.pod] = decision.message
+                while len(self._conditions) > _MEMORY:
+                    self._conditions.popitem(last=False)
+            log.info("dry-run: %s", describe(decision))
 
     def wait(self) -> None:
         """Until the writes started so far are done."""
@@ -318,13 +329,27 @@ class Actuator:
             log.warning("status of PodGroup %s not written: %s", group, err)
 
 
-def _describe(args: tuple[Any, ...]) -> str:
-    parts = []
-    for arg in args:
-        if isinstance(arg, _PodRef):
-            parts.append(arg.key)
-        elif isinstance(arg, Evict):
-            parts.append(f"(node {arg.node}, for {arg.preemptor})")
-        elif arg is not None and not isinstance(arg, float):
-            parts.append(str(arg))
-    return " ".join(parts)
+def describe(decision: Decision) -> str:
+    """What a decision would do, in words (for dry-run logs)."""
+    if isinstance(decision, Bind):
+        return f"would bind {decision.pod} to {decision.node}"
+    if isinstance(decision, Unschedulable):
+        return f"{decision.pod} is unschedulable: {decision.message}"
+    if isinstance(decision, Nominate):
+        if decision.node is None:
+            return f"would clear the nominated node of {decision.pod}"
+        return f"would nominate node {decision.node} for {decision.pod}"
+    if isinstance(decision, Evict):
+        return (
+            f"would preempt {decision.pod} on {decision.node} for {decision.preemptor}"
+            f" ({decision.reason})"
+        )
+    if isinstance(decision, PodGroupUpdate):
+        status = decision.status
+        return (
+            f"would set PodGroup {decision.group} status: phase {status.phase}, "
+            f"admitted {status.admitted}, running {status.running}"
+        )
+    if isinstance(decision, Reserve):
+        return f"would reserve node {decision.node} for {decision.pod}"
+    return f"warning: {decision.obj}: {decision.message}"

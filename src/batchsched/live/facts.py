@@ -32,7 +32,12 @@ class BindFailed:
     reason: str
 
 
-Fact = Upsert | Remove | BindFailed
+@dataclass(frozen=True, slots=True)
+class Wakeup:
+    """Nothing happened, but the loop should look (e.g. it was asked to stop)."""
+
+
+Fact = Upsert | Remove | BindFailed | Wakeup
 
 
 def apply_fact(state: ClusterState, fact: Fact) -> None:
@@ -40,5 +45,5 @@ def apply_fact(state: ClusterState, fact: Fact) -> None:
         fact.kind.upsert(state, fact.record)
     elif isinstance(fact, Remove):
         fact.kind.remove(state, fact.key)
-    else:
+    elif isinstance(fact, BindFailed):
         state.forget(fact.pod)

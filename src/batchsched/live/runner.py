@@ -21,7 +21,7 @@ from batchsched.config import SchedulerConfig
 from batchsched.live.actuator import Actuator
 from batchsched.live.client import KubeClient
 from batchsched.live.events import EventRecorder
-from batchsched.live.facts import Fact, Remove, Upsert, apply_fact
+from batchsched.live.facts import Fact, Remove, Upsert, Wakeup, apply_fact
 from batchsched.live.informer import Informer
 from batchsched.live.kinds import KIND_ORDER, KINDS
 from batchsched.live.leader import LeaderElector
@@ -44,6 +44,7 @@ class LiveOptions:
     dry_run: bool = False
     identity: str = ""
     watch_timeout: float = 300.0
+    informer_backoff: float = 0.8  # first retry delay of a failed list or watch, doubling
     event_series_interval: float = 1800.0
     write_workers: int = 16
 
@@ -68,7 +69,13 @@ class LiveScheduler:
         self.state = ClusterState()
         self.scheduler = Scheduler(self.state, config)
         self.informers = [
-            Informer(client, kind, self.facts, watch_timeout=options.watch_timeout)
+            Informer(
+                client,
+                kind,
+                self.facts,
+                watch_timeout=options.watch_timeout,
+                initial_backoff=options.informer_backoff,
+            )
             for kind in KINDS
         ]
         self.elector: LeaderElector | None = None
@@ -118,6 +125,12 @@ class LiveScheduler:
         """Schedule until `stop` is set (exit code 0) or leadership is lost (exit code 1)."""
         for informer in self.informers:
             informer.start()
+
+        def wake_on_stop() -> None:
+            stop.wait()
+            self.facts.put(Wakeup())
+
+        threading.Thread(target=wake_on_stop, daemon=True).start()
         try:
             if not self._sync(stop):
                 return 0
