@@ -1,0 +1,94 @@
+"""`batchsched run` and `batchsched schedule --kubeconfig` through the command line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from batchsched.cli import main
+from tests.live.conftest import node, node_of, pod
+from tests.live.fake_apiserver import FakeApiServer
+
+
+def test_schedule_reads_the_cluster_through_a_kubeconfig(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.create("nodes", node("n1", cpu="2"))
+    api.create("pods", pod("running", cpu="1", node_name="n1"))
+    api.create("pods", pod("waiting", cpu="1"))
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(
+        "kind: Pod\napiVersion: v1\nmetadata: {name: extra}\n"
+        "spec: {schedulerName: batchsched, containers: [{name: c, resources: "
+        "{requests: {cpu: '1'}}}]}\n"
+    )
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    assert main(["schedule", "--kubeconfig", str(kubeconfig), str(extra)]) == 0
+    report = orjson.loads(capsys.readouterr().out)
+    assert [b["pod"] for b in report["bindings"]] == ["default/waiting"]
+    assert [u["pod"] for u in report["unschedulable"]] == ["default/extra"]
+    assert [r for r in api.requests if r[0] != "GET"] == []  # reading only
+
+
+def test_schedule_needs_files_or_a_kubeconfig(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schedule"]) == 2
+    assert "give manifest FILEs, --kubeconfig PATH, or both" in capsys.readouterr().err
+
+
+def test_a_bad_kubeconfig_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope"
+    assert main(["run", "--kubeconfig", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("batchsched: error:") and str(missing) in err
+
+
+def test_bad_leader_election_settings_are_a_clear_error(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("leaderElection:\n  leaseDuration: 15 seconds\n")
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    assert main(["run", "--kubeconfig", str(kubeconfig), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "leaderElection.leaseDuration: '15 seconds' is not a positive duration" in err
+
+
+def test_run_binds_pods_and_releases_the_lease_on_sigterm(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    api.create("nodes", node("n1"))
+    api.create("pods", pod("p"))
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "leaderElection: {leaseDuration: 2s, renewDeadline: 1s, retryPeriod: 200ms,"
+        " resourceNamespace: kube-system}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    args = ["run", "--kubeconfig", str(kubeconfig), "--config", str(cfg)]
+    args += ["--listen", "127.0.0.1:0", "--identity", "cli"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchsched", *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert api.wait_for(lambda s: node_of(s, "p") == "n1", timeout=30)
+        lease = api.get("leases", "batchsched", "kube-system")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "cli"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "caches synced: 1 nodes, 1 pods (1 pending)" in err
+    lease = api.get("leases", "batchsched", "kube-system")
+    assert lease is not None and lease["spec"]["holderIdentity"] == ""  # released on exit
