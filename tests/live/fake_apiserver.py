@@ -114,6 +114,8 @@ def merge_patch(target: Any, patch: Any, strategic: bool = False) -> Any:
 class FakeApiServer:
     def __init__(self, history: int = 100_000, bookmark_interval: float = 0.5) -> None:
         self.lock = threading.Condition()
+        # One condition per resource, so a write wakes only the watches of its resource.
+        self.changed = {plural: threading.Condition(self.lock) for plural in RESOURCES}
         self.store: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in RESOURCES}
         self.rv = 1
         self.history: list[tuple[int, str, str, dict[str, Any]]] = []
@@ -122,6 +124,8 @@ class FakeApiServer:
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str]] = []
+        self.bindings = 0  # Binding requests accepted
+        self.last_binding = 0.0  # wall time of the last one
         self.watch_generation = 0  # bumped by drop_watches: open watches end
         self.open_watches = 0
         self.stopped = False
@@ -139,7 +143,7 @@ class FakeApiServer:
     def stop(self) -> None:
         with self.lock:
             self.stopped = True
-            self.lock.notify_all()
+            self._wake_all()
         self._http.shutdown()
         self._http.server_close()
 
@@ -186,7 +190,7 @@ class FakeApiServer:
     def drop_watches(self) -> None:
         with self.lock:
             self.watch_generation += 1
-            self.lock.notify_all()
+            self._wake_all()
 
     def compact(self) -> None:
         """Forget all history: a watch resuming from any earlier resourceVersion gets 410."""
@@ -194,6 +198,12 @@ class FakeApiServer:
             self.rv += 1
             self.history.clear()
             self.compacted_rv = self.rv
+            self._wake_all()
+
+    def _wake_all(self) -> None:
+        self.lock.notify_all()
+        for condition in self.changed.values():
+            condition.notify_all()
 
     def vanish(self, plural: str, name: str, namespace: str | None = None) -> None:
         """Delete an object and compact history in one step: its DELETED event is never seen,
@@ -205,7 +215,7 @@ class FakeApiServer:
             self.rv += 1
             self.history.clear()
             self.compacted_rv = self.rv
-            self.lock.notify_all()
+            self._wake_all()
 
     def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
         """Wait until `predicate(server)` holds (checked after every change)."""
@@ -264,6 +274,7 @@ class FakeApiServer:
             drop = len(self.history) // 2
             self.compacted_rv = self.history[drop][0]
             del self.history[:drop]
+        self.changed[plural].notify_all()
         self.lock.notify_all()
 
     def _stamp(self, obj: dict[str, Any]) -> None:
@@ -381,6 +392,8 @@ class FakeApiServer:
         conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()})
         status["conditions"] = conditions
         self._commit(res, ns, name, pod)
+        self.bindings += 1
+        self.last_binding = time.time()
         return {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
 
     def _delete(self, res: Resource, ns: str | None, name: str, options: Any) -> dict[str, Any]:
@@ -485,7 +498,7 @@ class FakeApiServer:
                                 }
                             )
                             break
-                        self.lock.wait(min(deadline, next_bookmark) - now)
+                        self.changed[res.plural].wait(min(deadline, next_bookmark) - now)
                 if expired:
                     yield _expired(f"too old resource version: {last}")
                     return
@@ -503,6 +516,9 @@ def _expired(message: str) -> dict[str, Any]:
 def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes: with Nagle's algorithm on, the client's
+        # delayed ACK would hold every response back ~40 ms.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # quiet: tests read assertions, not access logs
