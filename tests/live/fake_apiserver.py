@@ -123,7 +123,8 @@ class FakeApiServer:
         self.max_history = history
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
-        self.requests: list[tuple[str, str]] = []
+        self.requests: list[tuple[str, str]] = []  # (HTTP method, path)
+        self.verbs: list[tuple[str, str]] = []  # (Kubernetes verb: list, watch, get, ..., path)
         self.bindings = 0  # Binding requests accepted
         self.last_binding = 0.0  # wall time of the last one
         self.watch_generation = 0  # bumped by drop_watches: open watches end
@@ -509,6 +510,23 @@ class FakeApiServer:
                 self.lock.notify_all()
 
 
+def _verb(method: str, name: str | None, watch: bool) -> str:
+    if method == "GET":
+        return "watch" if watch else ("get" if name else "list")
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+def parse_path(path: str) -> dict[str, str | None] | None:
+    """group, version, ns, plural, name, sub of an API path (None if it is not one)."""
+    match = _PATH.match(path)
+    if match is None:
+        return None
+    parts = match.groupdict()
+    parts["group"] = parts["group"] or ""
+    parts["version"] = parts.pop("core") or parts["version"]
+    return parts
+
+
 def _expired(message: str) -> dict[str, Any]:
     return {"type": "ERROR", "object": ApiFailure(410, "Expired", message).status()}
 
@@ -586,7 +604,10 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 if res.namespaced and ns is None and method != "GET":
                     raise ApiFailure(404, "NotFound", "namespace required")
                 name, sub = match["name"], match["sub"]
-                if method == "GET" and name is None and query.get("watch") in ("true", "1"):
+                watch = method == "GET" and name is None and query.get("watch") in ("true", "1")
+                with server.lock:
+                    server.verbs.append((_verb(method, name, watch), url.path))
+                if watch:
                     self._watch(res, ns, query)
                     return
                 code, result = self._dispatch(method, res, ns, name, sub, body)

@@ -1,0 +1,128 @@
+"""The manifests in deploy/: the shipped config loads, and RBAC grants exactly what a live
+run uses (every request allowed, every granted verb needed)."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from batchsched.config import parse_config
+from batchsched.decisions import Evict, PodGroupUpdate, Unschedulable
+from batchsched.live.actuator import Actuator
+from batchsched.live.events import EventRecorder
+from batchsched.live.facts import Fact
+from batchsched.live.metrics import Metrics
+from batchsched.live.settings import LiveSettings
+from batchsched.objects.parse import read_node, read_pod, read_pod_group
+from batchsched.objects.records import PodGroupStatus
+from batchsched.state.cluster import ClusterState
+from tests.live.conftest import FAST_LEASE, Launcher, client_for, node, node_of, pod
+from tests.live.fake_apiserver import FakeApiServer, parse_path
+
+DEPLOY = Path(__file__).parents[2] / "deploy"
+
+
+def _docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+
+
+def _shipped_config() -> dict[str, Any]:
+    [configmap] = _docs("config.yaml")
+    return dict(yaml.safe_load(configmap["data"]["config.yaml"]))
+
+
+def test_the_shipped_config_loads() -> None:
+    settings = LiveSettings.from_config(parse_config(_shipped_config()))
+    assert settings.leader_election.namespace == "batchsched-system"
+    [deployment] = _docs("deployment.yaml")
+    assert deployment["spec"]["replicas"] == 2
+
+
+def test_the_example_priority_classes_load() -> None:
+    from batchsched.objects.parse import read_priority_class
+
+    classes = {pc.name: pc for pc in map(read_priority_class, _docs("priorityclasses.yaml"))}
+    assert {name: pc.value for name, pc in classes.items()} == {
+        "system-critical": 10000,
+        "high": 9000,
+        "low-non-preempted": 8000,
+        "low-non-preempted-10min": 8000,
+        "low": 8000,
+    }
+    prefix = "preemption-toleration.scheduling.x-k8s.io/"
+    assert classes["low-non-preempted-10min"].annotations[f"{prefix}toleration-seconds"] == "600"
+
+
+def _grants() -> set[tuple[str, str, str, str, str]]:
+    """(namespace or '*', group, resource, verb, name or '*') granted to the ServiceAccount."""
+    out = set()
+    for doc in _docs("rbac.yaml"):
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        scope = doc["metadata"].get("namespace", "*")
+        for rule in doc["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        for name in rule.get("resourceNames", ["*"]):
+                            out.add((scope, group, resource, verb, name))
+    return out
+
+
+def _allowed(grants: set[tuple[str, str, str, str, str]], request: tuple[str, ...]) -> bool:
+    namespace, group, resource, verb, name = request
+    return any(
+        g[1:4] == (group, resource, verb) and g[0] in ("*", namespace) and g[4] in ("*", name)
+        for g in grants
+    )
+
+
+def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: Launcher) -> None:
+    shipped = _shipped_config()
+    shipped["leaderElection"] = {**FAST_LEASE, "resourceNamespace": "batchsched-system"}
+    api.create("nodes", node("n1", cpu="1"))
+    api.create("pods", pod("fits"))
+    api.create("pods", pod("too-big", cpu="4"))
+    run = launch(parse_config(shipped), identity="a")
+    assert api.wait_for(lambda s: node_of(s, "fits") == "n1")
+    assert api.wait_for(lambda s: s.get("pods", "too-big")["status"].get("conditions"))  # type: ignore[index]
+    assert run.halt() == 0
+    _preempt_and_update_a_group(api)
+
+    grants = _grants()
+    used = set()
+    for verb, path in api.verbs:
+        parts = parse_path(path)
+        assert parts is not None
+        resource = parts["plural"] + (f"/{parts['sub']}" if parts["sub"] else "")  # type: ignore[operator]
+        request = (parts["ns"] or "*", parts["group"], resource, verb, parts["name"] or "*")
+        assert _allowed(grants, request), f"not granted: {verb} {path}"  # type: ignore[arg-type]
+        used.add((parts["group"], resource, verb))
+    unused = {g[1:4] for g in grants} - used
+    assert not unused, f"granted but never used: {sorted(unused)}"
+
+
+def _preempt_and_update_a_group(api: FakeApiServer) -> None:
+    client = client_for(api)
+    state = ClusterState()
+    state.upsert_node(read_node(api.get("nodes", "n1")))  # type: ignore[arg-type]
+    state.upsert_pod(read_pod(api.get("pods", "fits")))  # type: ignore[arg-type]
+    state.upsert_pod(read_pod(api.get("pods", "too-big")))  # type: ignore[arg-type]
+    group = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 1}}
+    state.upsert_pod_group(read_pod_group(api.create("podgroups", group)))
+    events = EventRecorder(client, "batchsched", "a", series_interval=0.0)
+    feedback: queue.Queue[Fact] = queue.Queue()
+    actuator = Actuator(client, events, feedback, Metrics(), lambda: True)
+    decisions = [
+        Evict("default/fits", "n1", "default/too-big", "preempted"),
+        PodGroupUpdate("default/g", PodGroupStatus(phase="Scheduling")),
+        Unschedulable("default/too-big", "0/1 nodes are available: 1 Insufficient cpu."),
+    ]
+    actuator.apply(decisions, state, {})  # type: ignore[arg-type]
+    actuator.apply(decisions[-1:], state, {})  # a repeat updates the event series
+    actuator.wait()
+    actuator.shutdown()
+    events.close()
