@@ -92,3 +92,24 @@ def test_run_binds_pods_and_releases_the_lease_on_sigterm(
     assert "caches synced: 1 nodes, 1 pods (1 pending)" in err
     lease = api.get("leases", "batchsched", "kube-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == ""  # released on exit
+
+
+def test_policy_reads_the_classes_from_the_cluster(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.create("priorityclasses", {"metadata": {"name": "high"}, "value": 9000})
+    api.create("priorityclasses", {"metadata": {"name": "low"}, "value": 8000})
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    assert main(["policy", "--kubeconfig", str(kubeconfig), "-o", "json"]) == 0
+    out = capsys.readouterr().out
+    assert '"high"' in out and '"low"' in out
+
+
+def test_an_unreachable_cluster_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = FakeApiServer().start()
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    api.stop()
+    assert main(["schedule", "--kubeconfig", str(kubeconfig)]) == 2
+    assert "cannot list /apis/scheduling.k8s.io/v1/priorityclasses" in capsys.readouterr().err

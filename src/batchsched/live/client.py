@@ -253,5 +253,7 @@ def load_configuration(kubeconfig: Path | None) -> Configuration:
     return configuration
 
 
-def connect(kubeconfig: Path | None, limiter: TokenBucket | None = None) -> KubeClient:
-    return KubeClient(load_configuration(kubeconfig), limiter)
+def connect(
+    kubeconfig: Path | None, limiter: TokenBucket | None = None, retries: int = 5
+) -> KubeClient:
+    return KubeClient(load_configuration(kubeconfig), limiter, retries=retries)

@@ -38,7 +38,8 @@ def list_objects(client: KubeClient) -> Objects:
 
 
 def read_cluster(kubeconfig: Path) -> Objects:
-    return list_objects(connect(kubeconfig))
+    # A command run by hand: fail after a couple of seconds rather than retry for long.
+    return list_objects(connect(kubeconfig, retries=2))
 
 
 def merge_objects(cluster: Objects, files: Objects) -> Objects:
