@@ -22,7 +22,7 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.load import Objects
-from batchsched.objects.parse import format_time
+from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 
@@ -55,20 +55,7 @@ class OneShotResult:
                 for pod, message in sorted(self.unschedulable.items())
             ],
             "podGroups": [
-                {
-                    "name": name,
-                    "phase": update.status.phase,
-                    "running": update.status.running,
-                    "succeeded": update.status.succeeded,
-                    "failed": update.status.failed,
-                    "admitted": update.status.admitted,
-                    "occupiedBy": update.status.occupied_by,
-                    "scheduleStartTime": (
-                        format_time(update.status.schedule_start_time)
-                        if update.status.schedule_start_time is not None
-                        else None
-                    ),
-                }
+                {"name": name, **pod_group_status_json(update.status)}
                 for name, update in sorted(self.pod_groups.items())
             ],
             "reservations": [

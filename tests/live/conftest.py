@@ -121,3 +121,12 @@ def launch(api: FakeApiServer) -> Iterator[Launcher]:
 def node_of(api: FakeApiServer, name: str, namespace: str = "default") -> str:
     obj = api.get("pods", name, namespace)
     return "" if obj is None else str(obj["spec"].get("nodeName", ""))
+
+
+def condition(api: FakeApiServer, name: str, type_: str = "PodScheduled") -> dict[str, Any] | None:
+    """A pod's condition of that type as the API server has it."""
+    obj = api.get("pods", name) or {}
+    for cond in obj.get("status", {}).get("conditions", []):
+        if cond["type"] == type_:
+            return dict(cond)
+    return None

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from tests.live.conftest import Launcher, config, node, node_of, pod
+from tests.live.conftest import Launcher, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
 
@@ -21,8 +21,8 @@ def test_pending_pods_are_bound_and_reported(api: FakeApiServer, launch: Launche
     api.create("pods", pod("p3", cpu="1"))
     api.create("pods", pod("huge", cpu="64"))
     assert api.wait_for(lambda s: node_of(s, "p3") != "")
-    assert api.wait_for(lambda s: _condition(s, "huge") is not None)
-    cond = _condition(api, "huge")
+    assert api.wait_for(lambda s: condition(s, "huge") is not None)
+    cond = condition(api, "huge")
     assert cond is not None
     assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
     assert "0/2 nodes are available" in cond["message"]
@@ -34,14 +34,6 @@ def test_pending_pods_are_bound_and_reported(api: FakeApiServer, launch: Launche
     placed = [node_of(api, f"p{i}") for i in range(4)]
     assert sorted(placed) == ["n1", "n1", "n2", "n2"]
     assert run.halt() == 0
-
-
-def _condition(api: FakeApiServer, name: str) -> dict[str, str] | None:
-    obj = api.get("pods", name)
-    for cond in (obj or {}).get("status", {}).get("conditions", []):
-        if cond["type"] == "PodScheduled":
-            return dict(cond)
-    return None
 
 
 def test_dry_run_decides_but_writes_nothing(
@@ -70,10 +62,10 @@ def test_pods_of_other_schedulers_are_left_alone_but_count(
     api.create("pods", pod("ours-too", cpu="1"))
     run = launch()
     assert api.wait_for(lambda s: node_of(s, "ours") != "" or node_of(s, "ours-too") != "")
-    assert api.wait_for(lambda s: _condition(s, "ours-too") is not None or _condition(s, "ours"))
+    assert api.wait_for(lambda s: condition(s, "ours-too") is not None or condition(s, "ours"))
     run.scheduler.actuator.wait()
     assert node_of(api, "theirs-pending") == ""
-    assert _condition(api, "theirs-pending") is None
+    assert condition(api, "theirs-pending") is None
     assert sorted([node_of(api, "ours"), node_of(api, "ours-too")]) == ["", "n1"]
 
 
@@ -85,7 +77,7 @@ def test_a_deleted_pod_frees_its_room_for_a_waiting_one(
     run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
     assert api.wait_for(lambda s: node_of(s, "first") == "n1")
     api.create("pods", pod("second", cpu="1"))
-    assert api.wait_for(lambda s: _condition(s, "second") is not None)
+    assert api.wait_for(lambda s: condition(s, "second") is not None)
     api.delete("pods", "first")
     assert api.wait_for(lambda s: node_of(s, "second") == "n1")
     assert (

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from tests.live.conftest import Launcher, node, node_of, pod
+from tests.live.conftest import Launcher, condition, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 from tests.live.test_deploy import DEPLOY
 
@@ -20,14 +20,6 @@ def _classed(name: str, cls: str, value: int, cpu: str, **kwargs: Any) -> dict[s
     obj = pod(name, cpu=cpu, priority=value, **kwargs)
     obj["spec"]["priorityClassName"] = cls  # admission would have set spec.priority too
     return obj
-
-
-def _condition(api: FakeApiServer, name: str, type_: str) -> dict[str, Any] | None:
-    obj = api.get("pods", name) or {}
-    for cond in obj.get("status", {}).get("conditions", []):
-        if cond["type"] == type_:
-            return dict(cond)
-    return None
 
 
 def test_a_high_pod_preempts_a_low_one_and_binds_once_it_is_gone(
@@ -61,7 +53,7 @@ def test_a_tolerated_pod_is_not_preempted_and_the_preemptor_is_told(
     api.create("pods", _classed("sticky", "low-non-preempted", 8000, "2", node_name="n1"))
     launch()
     api.create("pods", _classed("high", "high", 9000, "2"))
-    assert api.wait_for(lambda s: _condition(s, "high", "PodScheduled") is not None)
+    assert api.wait_for(lambda s: condition(s, "high", "PodScheduled") is not None)
     assert api.get("pods", "sticky") is not None
     assert node_of(api, "high") == ""
 
@@ -79,7 +71,7 @@ def test_a_gang_binds_whole_or_not_at_all(api: FakeApiServer, launch: Launcher) 
         api.create("pods", _member(f"job-{i}", "job", "1"))
     run = launch()
     # Room for two of three: none binds, each member says why, the group's status is written.
-    assert api.wait_for(lambda s: all(_condition(s, f"job-{i}", "PodScheduled") for i in range(3)))
+    assert api.wait_for(lambda s: all(condition(s, f"job-{i}", "PodScheduled") for i in range(3)))
     assert [node_of(api, f"job-{i}") for i in range(3)] == ["", "", ""]
     assert api.wait_for(
         lambda s: (s.get("podgroups", "job") or {}).get("status", {}).get("phase") == "Scheduling"

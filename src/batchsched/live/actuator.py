@@ -35,8 +35,8 @@ from batchsched.live.events import EventRecorder, ObjectRef, ref_from_label
 from batchsched.live.facts import BindFailed, Fact
 from batchsched.live.metrics import Metrics
 from batchsched.live.workers import Workers
-from batchsched.objects.parse import format_time
-from batchsched.objects.records import Pod, PodGroupStatus
+from batchsched.objects.parse import format_time, pod_group_status_json
+from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
@@ -70,21 +70,6 @@ def _ref(pod: Pod) -> _PodRef:
 
 def _now() -> str:
     return format_time(datetime.now(UTC))
-
-
-def group_status_json(status: PodGroupStatus) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "phase": status.phase,
-        "running": status.running,
-        "succeeded": status.succeeded,
-        "failed": status.failed,
-        "admitted": status.admitted,
-    }
-    if status.occupied_by:
-        out["occupiedBy"] = status.occupied_by
-    if status.schedule_start_time is not None:
-        out["scheduleStartTime"] = format_time(status.schedule_start_time)
-    return out
 
 
 class Actuator:
@@ -144,7 +129,7 @@ class Actuator:
                 if victim is not None:
                     self._start(self._evict, _ref(victim), decision)
             elif isinstance(decision, PodGroupUpdate):
-                body = group_status_json(decision.status)
+                body = pod_group_status_json(decision.status)
                 with self._lock:
                     changed = self._group_status.get(decision.group) != body
                     self._group_status[decision.group] = body

@@ -411,6 +411,23 @@ def read_pod_group(obj: Json) -> PodGroup:
     )
 
 
+def pod_group_status_json(status: PodGroupStatus) -> dict[str, Any]:
+    """The inverse of read_pod_group's status part: a PodGroup's `status` as the API has it."""
+    return {
+        "phase": status.phase,
+        "running": status.running,
+        "succeeded": status.succeeded,
+        "failed": status.failed,
+        "admitted": status.admitted,
+        "occupiedBy": status.occupied_by,
+        "scheduleStartTime": (
+            format_time(status.schedule_start_time)
+            if status.schedule_start_time is not None
+            else None
+        ),
+    }
+
+
 READERS: dict[str, Callable[[Json], object]] = {
     "Node": read_node,
     "Pod": read_pod,
