@@ -124,7 +124,10 @@ class FakeApiServer:
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str]] = []  # (HTTP method, path)
-        self.verbs: list[tuple[str, str]] = []  # (Kubernetes verb: list, watch, get, ..., path)
+        self.verbs: list[tuple[str, str]] = []
+        self.credentials: set[str] = (
+            set()
+        )  # Authorization headers seen  # (Kubernetes verb: list, watch, get, ..., path)
         self.bindings = 0  # Binding requests accepted
         self.last_binding = 0.0  # wall time of the last one
         self.watch_generation = 0  # bumped by drop_watches: open watches end
@@ -583,6 +586,7 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 body = self._body() if method != "GET" else {}
                 with server.lock:
                     server.requests.append((method, url.path))
+                    server.credentials.add(self.headers.get("Authorization", ""))
                     fault = server._take_fault(method, url.path)
                 if fault is not None:
                     headers = {}

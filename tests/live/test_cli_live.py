@@ -34,6 +34,7 @@ def test_schedule_reads_the_cluster_through_a_kubeconfig(
     assert [b["pod"] for b in report["bindings"]] == ["default/waiting"]
     assert [u["pod"] for u in report["unschedulable"]] == ["default/extra"]
     assert [r for r in api.requests if r[0] != "GET"] == []  # reading only
+    assert api.credentials == {"Bearer fake-token"}
 
 
 def test_schedule_needs_files_or_a_kubeconfig(capsys: pytest.CaptureFixture[str]) -> None:

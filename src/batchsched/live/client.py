@@ -144,12 +144,11 @@ class KubeClient:
         headers = {"Accept": JSON, "User-Agent": "batchsched"}
         if content_type:
             headers["Content-Type"] = content_type
-        # Calls the configuration's refresh hook: in-cluster tokens are rotated on disk.
-        token = self.configuration.get_api_key_with_prefix("authorization")
-        if token:
-            headers["Authorization"] = str(token)
-        elif self.configuration.username and self.configuration.password:
-            headers["Authorization"] = str(self.configuration.get_basic_auth_token())
+        # The configuration's own auth settings (bearer token or basic auth); reading them
+        # calls its refresh hook, so rotated in-cluster tokens and exec plugins stay current.
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"]).title()] = str(setting["value"])
         return headers
 
     def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
