@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import orjson
@@ -144,9 +144,10 @@ class KubeClient:
         headers = {"Accept": JSON, "User-Agent": "batchsched"}
         if content_type:
             headers["Content-Type"] = content_type
-        # The configuration's own auth settings (bearer token or basic auth); reading them
-        # calls its refresh hook, so rotated in-cluster tokens and exec plugins stay current.
-        for setting in self.configuration.auth_settings().values():
+        # The configuration's own auth settings (a bearer token, or basic auth as its header).
+        # Reading them calls its refresh hook: rotated in-cluster tokens stay current.
+        settings = cast(Mapping[str, Mapping[str, Any]], self.configuration.auth_settings())
+        for setting in settings.values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[str(setting["key"]).title()] = str(setting["value"])
         return headers
