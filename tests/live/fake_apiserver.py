@@ -134,7 +134,11 @@ class FakeApiServer:
         self.open_watches = 0
         self.stopped = False
         self.missing: set[str] = set()  # plurals that answer 404, as an absent CRD does
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self.down = False  # restarting: requests on open connections get no answer
+        self._listen(0)
+
+    def _listen(self, port: int) -> None:
+        self._http = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
 
@@ -150,6 +154,28 @@ class FakeApiServer:
             self._wake_all()
         self._http.shutdown()
         self._http.server_close()
+
+    def restart(self, downtime: float, while_down: Any = None) -> None:
+        """Go away for `downtime` seconds and come back on the same port with the same objects
+        but a fresh watch cache (history forgotten: resuming watches get 410, as after a real
+        kube-apiserver restart). `while_down(self)` may change objects meanwhile."""
+        port = int(self._http.server_address[1])
+        with self.lock:
+            self.down = True
+            self.watch_generation += 1
+            self._wake_all()
+        self._http.shutdown()
+        self._http.server_close()
+        if while_down is not None:
+            while_down(self)
+        time.sleep(downtime)
+        with self.lock:
+            self.rv += 1
+            self.history.clear()
+            self.compacted_rv = self.rv
+            self.down = False
+        self._listen(port)
+        self._thread.start()
 
     def __enter__(self) -> FakeApiServer:
         return self.start()
@@ -580,6 +606,9 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 raise ApiFailure(400, "BadRequest", "body is not JSON") from None
 
         def _serve(self, method: str) -> None:
+            if server.down:
+                self.close_connection = True  # the client sees the connection drop
+                return
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             try:

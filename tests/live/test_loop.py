@@ -98,3 +98,22 @@ def test_the_loop_survives_an_api_server_outage(api: FakeApiServer, launch: Laun
     api.create("pods", pod("after-outage"))
     assert api.wait_for(lambda s: node_of(s, "after-outage") == "n1", timeout=20)
     assert run.halt() == 0
+
+
+def test_the_loop_survives_an_api_server_restart(api: FakeApiServer, launch: Launcher) -> None:
+    api.create("nodes", node("n1", cpu="1"))
+    api.create("nodes", node("n2", cpu="1"))
+    api.create("pods", pod("before"))
+    run = launch()
+    assert api.wait_for(lambda s: node_of(s, "before") != "")
+    free = "n2" if node_of(api, "before") == "n1" else "n1"
+
+    def meanwhile(server: FakeApiServer) -> None:
+        server.delete("nodes", free)  # its DELETED event is lost with the watch cache
+        server.create("nodes", node("n3", cpu="2"))
+        server.create("pods", pod("after", cpu="2"))  # fits only the new node
+
+    api.restart(0.3, meanwhile)
+    assert api.wait_for(lambda s: node_of(s, "after") == "n3", timeout=20)
+    assert api.wait_for(lambda s: free not in run.scheduler.state.node_index)
+    assert run.halt() == 0
