@@ -37,7 +37,11 @@ def add_run_parser(sub: Any) -> None:
         metavar="HOST:PORT",
         help="address of /metrics, /healthz and /readyz (default 0.0.0.0:10251)",
     )
-    run.add_argument("--identity", default="", help="leader election identity (default: host)")
+    run.add_argument(
+        "--identity",
+        default="",
+        help="leader election identity (default: host name and a random suffix)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 

@@ -136,7 +136,9 @@ class KubeClient:
 
     def with_limiter(self, limiter: TokenBucket) -> KubeClient:
         """A client sharing these credentials with its own rate limit (e.g. for Events)."""
-        other = KubeClient(self.configuration, limiter, self.retries, self.backoff)
+        other = KubeClient(
+            self.configuration, limiter, self.retries, self.backoff, self.max_backoff
+        )
         other.error_hook = self.error_hook
         return other
 
