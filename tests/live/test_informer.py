@@ -125,3 +125,14 @@ def test_bookmarks_advance_the_resource_version(api, sink, start) -> None:
     informer = start(NODES)
     api.create("pods", pod("elsewhere"))  # moves the global resourceVersion only
     assert api.wait_for(lambda s: informer.resource_version == str(s.rv), timeout=5)
+
+
+def test_a_crd_removed_while_watching_empties_its_objects(api, sink, start) -> None:
+    group = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2}}
+    api.create("podgroups", group)
+    informer = start(GROUPS)
+    assert names(take(sink, 1)) == ["+g"]
+    informer.absent_recheck = 0.05
+    api.missing.add("podgroups")
+    api.drop_watches()
+    assert names(take(sink, 1)) == ["-default/g"]

@@ -86,8 +86,11 @@ class Informer:
                 if self._stop.is_set():
                     break
                 absent = isinstance(err, ApiError) and err.status == 404
-                if absent and self.kind.optional and not listed:
-                    self._absent()
+                if absent and self.kind.optional:
+                    if listed:
+                        listed = False  # the CRD went away while watching: look again
+                    else:
+                        self._absent()
                     continue
                 if not isinstance(err, ApiError):
                     log.exception("%s: unexpected error in informer", self.kind.name)
