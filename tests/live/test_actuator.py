@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from batchsched.live.actuator import Actuator
 from batchsched.live.events import EventRecorder
 from batchsched.live.facts import BindFailed, Fact, apply_fact
 from batchsched.live.metrics import Metrics
+from batchsched.live.ratelimit import TokenBucket
 from batchsched.objects.parse import read_node, read_pod, read_pod_group
 from batchsched.objects.records import PodGroupStatus
 from batchsched.state.cluster import ClusterState
@@ -204,3 +206,32 @@ def test_a_replica_that_does_not_lead_writes_nothing(rig: Rig) -> None:
     assert rig.writes() == []
     fact = rig.feedback.get(timeout=1)
     assert isinstance(fact, BindFailed)
+
+
+class _Gate(TokenBucket):
+    """A rate limiter that holds every request until the test opens it."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0, 1)
+        self.open = threading.Event()
+
+    def acquire(self) -> None:
+        self.open.wait(5)
+
+
+def test_writes_waiting_for_the_rate_limit_are_dropped_once_leadership_is_lost(
+    rig: Rig,
+) -> None:
+    rig.add_node("n1")
+    gate = _Gate()
+    rig.actuator.client.limiter = gate
+    for name in ("a", "b"):
+        rig.add_pod(name)
+        rig.state.assume(f"default/{name}", "n1")
+    rig.actuator.apply([Bind("default/a", "n1"), Bind("default/b", "n1")], rig.state, {})
+    rig.leading[0] = False  # the lease is lost while both binds wait for a token
+    gate.open.set()
+    rig.actuator.wait()
+    assert rig.writes() == []
+    failed = {rig.feedback.get(timeout=1).pod for _ in range(2)}  # type: ignore[union-attr]
+    assert failed == {"default/a", "default/b"}

@@ -4,8 +4,9 @@
 the writes to worker threads (rate limited by the client's token bucket, retried by the client
 on 429/5xx). Workers never touch ClusterState: a failed bind comes back to the loop as a
 `BindFailed` fact, so the room assumed for the pod is given back and the pod requeued.
-Before every write a worker checks that this replica still leads; a replica that lost its
-lease writes nothing more.
+Every write is guarded: right before it is sent (after any wait for the rate limit or a
+retry) the client asks whether this replica still leads; a replica that lost its lease writes
+nothing more.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from batchsched.decisions import (
     Unschedulable,
     Warn,
 )
-from batchsched.live.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, KubeClient
+from batchsched.live.client import (
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    ApiError,
+    GuardRefused,
+    KubeClient,
+)
 from batchsched.live.events import EventRecorder, ObjectRef, ref_from_label
 from batchsched.live.facts import BindFailed, Fact
 from batchsched.live.metrics import Metrics
@@ -218,16 +225,7 @@ class Actuator:
 
     # ---- on worker threads -----------------------------------------------------------
 
-    def _leading(self, what: str) -> bool:
-        if self.is_leading():
-            return True
-        log.info("not leading: dropping %s", what)
-        return False
-
     def _bind(self, pod: _PodRef, node: str, pending_since: float | None) -> None:
-        if not self._leading(f"bind of {pod.key}"):
-            self.feedback.put(BindFailed(pod.key, "not leading"))
-            return
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -235,7 +233,11 @@ class Actuator:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            self.client.request("POST", f"{pod.path}/binding", body=body)
+            self.client.request("POST", f"{pod.path}/binding", body=body, guard=self.is_leading)
+        except GuardRefused:
+            log.info("not leading: dropping bind of %s", pod.key)
+            self.feedback.put(BindFailed(pod.key, "not leading"))
+            return
         except ApiError as err:
             self.metrics.binds.labels(result="failed").inc()
             self.feedback.put(BindFailed(pod.key, str(err)))
@@ -251,20 +253,20 @@ class Actuator:
         self.events.record(pod.object_ref(), "Normal", "Scheduled", "Binding", note)
 
     def _patch_status(self, pod: _PodRef, status: dict[str, Any]) -> None:
-        if not self._leading(f"status of {pod.key}"):
-            return
         try:
             self.client.request(
-                "PATCH", f"{pod.path}/status", body={"status": status}, content_type=STRATEGIC_PATCH
+                "PATCH",
+                f"{pod.path}/status",
+                body={"status": status},
+                content_type=STRATEGIC_PATCH,
+                guard=self.is_leading,
             )
-        except ApiError as err:
+        except (GuardRefused, ApiError) as err:
             with self._lock:
                 self._conditions.pop(pod.key, None)  # so the next pass writes it again
             log.info("status of %s not written: %s", pod.key, err)
 
     def _evict(self, victim: _PodRef, decision: Evict) -> None:
-        if not self._leading(f"eviction of {victim.key}"):
-            return
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -278,16 +280,18 @@ class Actuator:
                 f"{victim.path}/status",
                 body={"status": {"conditions": [condition]}},
                 content_type=STRATEGIC_PATCH,
+                guard=self.is_leading,
             )
-            if not self._leading(f"eviction of {victim.key}"):
-                return
             # The UID precondition: never delete a new pod that took the victim's name.
             options = {
                 "apiVersion": "v1",
                 "kind": "DeleteOptions",
                 "preconditions": {"uid": victim.uid},
             }
-            self.client.request("DELETE", victim.path, body=options)
+            self.client.request("DELETE", victim.path, body=options, guard=self.is_leading)
+        except GuardRefused:
+            log.info("not leading: dropping eviction of %s", victim.key)
+            return
         except ApiError as err:
             if err.status == 404:
                 return  # already gone: the room is freed all the same
@@ -298,8 +302,6 @@ class Actuator:
         self.events.record(victim.object_ref(), "Normal", "Preempted", "Preempting", note)
 
     def _group(self, group: str, status: dict[str, Any]) -> None:
-        if not self._leading(f"status of PodGroup {group}"):
-            return
         namespace, _, name = group.partition("/")
         try:
             self.client.request(
@@ -307,8 +309,9 @@ class Actuator:
                 PODGROUP_STATUS.format(ns=namespace, name=name),
                 body={"status": status},
                 content_type=MERGE_PATCH,
+                guard=self.is_leading,
             )
-        except ApiError as err:
+        except (GuardRefused, ApiError) as err:
             with self._lock:
                 self._group_status.pop(group, None)
             log.warning("status of PodGroup %s not written: %s", group, err)

@@ -50,6 +50,10 @@ class ApiError(Exception):
         return self.status in (0, 429) or self.status >= 500
 
 
+class GuardRefused(Exception):
+    """The request's guard said no just before sending (e.g. this replica no longer leads)."""
+
+
 class ConnectError(InputError):
     """No usable cluster credentials (kubeconfig or in-cluster)."""
 
@@ -165,8 +169,12 @@ class KubeClient:
         body: Any,
         content_type: str | None,
         timeout: float,
+        guard: Callable[[], bool] | None,
     ) -> bytes:
         self.limiter.acquire()
+        # Checked after the rate limiter's wait, which can be long, right before sending.
+        if guard is not None and not guard():
+            raise GuardRefused(f"{method} {path}")
         data = orjson.dumps(body) if body is not None else None
         try:
             response = self._pool.request(
@@ -192,12 +200,18 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         timeout: float = 30.0,
+        guard: Callable[[], bool] | None = None,
     ) -> bytes:
-        """The raw response body; retries 429, 5xx and connection failures with backoff."""
+        """The raw response body; retries 429, 5xx and connection failures with backoff.
+
+        `guard` is asked before every attempt is sent; if it says no, GuardRefused is raised
+        and nothing is sent (a write that waited for the rate limit or a retry must not land
+        after this replica lost its lease).
+        """
         attempt = 0
         while True:
             try:
-                return self._once(method, path, query, body, content_type, timeout)
+                return self._once(method, path, query, body, content_type, timeout, guard)
             except ApiError as err:
                 if self.error_hook is not None:
                     self.error_hook(method, err.status)

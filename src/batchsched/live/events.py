@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from batchsched.live.client import MERGE_PATCH, ApiError, KubeClient
+from batchsched.live.client import MERGE_PATCH, ApiError, GuardRefused, KubeClient
 from batchsched.live.workers import Workers
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class EventRecorder:
         workers: int = 2,
         capacity: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
+        guard: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.controller = controller
@@ -86,6 +87,7 @@ class EventRecorder:
         self.series_interval = series_interval
         self.capacity = capacity
         self._clock = clock
+        self._guard = guard  # asked before each write (only a leader writes events)
         self._lock = threading.Lock()
         self._series: OrderedDict[tuple[ObjectRef, str, str, str], _Series] = OrderedDict()
         self._workers = Workers(workers, "events")
@@ -128,7 +130,11 @@ class EventRecorder:
 
     def _create(self, namespace: str, body: dict[str, object]) -> None:
         try:
-            self.client.request("POST", PATH.format(namespace=namespace), body=body)
+            self.client.request(
+                "POST", PATH.format(namespace=namespace), body=body, guard=self._guard
+            )
+        except GuardRefused:
+            pass
         except ApiError as err:
             log.warning("could not write event %s: %s", body["reason"], err)
 
@@ -140,7 +146,10 @@ class EventRecorder:
                 f"{PATH.format(namespace=namespace)}/{name}",
                 body=patch,
                 content_type=MERGE_PATCH,
+                guard=self._guard,
             )
+        except GuardRefused:
+            pass
         except ApiError as err:
             log.warning("could not update event %s: %s", name, err)
 

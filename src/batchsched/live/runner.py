@@ -91,6 +91,7 @@ class LiveScheduler:
             controller=config.profiles[0].scheduler_name,
             instance=self.identity,
             series_interval=options.event_series_interval,
+            guard=self.is_leading,
         )
         self.actuator = Actuator(
             client,
