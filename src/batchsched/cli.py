@@ -20,6 +20,7 @@ from batchsched.objects.load import Objects, load_files
 from batchsched.objects.parse import parse_time
 from batchsched.oneshot import OneShotResult, run
 from batchsched.policy_matrix import build_report, render_text
+from batchsched.sim.workload import parse_duration
 
 
 def _now_arg(value: str) -> datetime:
@@ -29,6 +30,13 @@ def _now_arg(value: str) -> datetime:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)"
         ) from None
+
+
+def _duration_arg(value: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,6 +71,23 @@ def _parser() -> argparse.ArgumentParser:
     policy.add_argument("--now", type=_now_arg, help="the time for running pods' protection")
     policy.add_argument("-o", "--output", choices=("json", "text"), default="text")
     add_run_parser(sub)
+    sim = sub.add_parser(
+        "simulate",
+        help="replay scenarios on a virtual clock through the scheduler and compare them",
+    )
+    sim.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    sim.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        default=[],
+        help="KubeSchedulerConfiguration YAML; repeat to compare configs",
+    )
+    sim.add_argument("--seed", type=int, help="seed for generated workloads (default: scenario's)")
+    sim.add_argument("--until", type=_duration_arg, help="stop at this virtual time, e.g. 12h")
+    sim.add_argument(
+        "--report", type=Path, metavar="DIR", help="write summary.json, jobs.csv, report.html"
+    )
     return parser
 
 
@@ -148,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _policy(args)
         if args.command == "run":
             return run_command(args)
+        if args.command == "simulate":
+            from batchsched.sim.command import main as simulate
+
+            return simulate(args.scenarios, args.config, args.seed, args.until, args.report)
     except InputError as err:
         print(f"batchsched: error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,415 @@
+"""The discrete-event loop: a virtual clock, the scheduling core, and a world that obeys it.
+
+The clock is a number of seconds since the scenario's start. Events (job submitted, work
+finished, a terminating pod gone, a job's pods recreated) are applied in time order; after each
+batch of events at one time the very same Scheduler that runs in a cluster makes a pass, and
+its decisions are carried out here as a cluster would: a bound pod starts running, a victim
+terminates after its grace period and its job loses the work since its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import IntEnum
+
+from batchsched.config import SchedulerConfig
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    Nominate,
+    PodGroupUpdate,
+    Reserve,
+    Unschedulable,
+    Warn,
+)
+from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
+from batchsched.scheduler import Scheduler
+from batchsched.sim.metrics import JobRecord, RunResult, Timeline, tracked_resources
+from batchsched.sim.workload import GROUP_ANNOTATION, JOB_LABEL, JobSpec
+from batchsched.state.cluster import ClusterState
+
+
+class Kind(IntEnum):
+    SUBMIT = 0
+    FINISH = 1
+    GONE = 2
+    RECREATE = 3
+
+
+@dataclass(eq=False)
+class Unit:
+    """Pods that run and restart together: a whole gang, or one pod of an ordinary job."""
+
+    job: JobRun
+    index: int
+    pod_indices: range
+    needed: int  # bound pods needed before work progresses
+    done: float = 0.0  # work saved by checkpoints
+    running_since: float | None = None
+    token: int = 0  # bumped when a scheduled finish no longer holds
+    attempt: int = 0
+    pods: list[str] = field(default_factory=list)
+    bound: set[str] = field(default_factory=set)
+    terminating: set[str] = field(default_factory=set)
+    restarting: bool = False
+    finished: bool = False
+
+
+@dataclass(eq=False)
+class JobRun:
+    spec: JobSpec
+    record: JobRecord
+    units: list[Unit] = field(default_factory=list)
+    unfinished: int = 0
+
+
+ProgressHook = Callable[[float], None]
+
+
+class Simulation:
+    def __init__(
+        self,
+        name: str,
+        nodes: Iterable[Node],
+        priority_classes: Iterable[PriorityClass],
+        jobs: Iterable[JobSpec],
+        config: SchedulerConfig,
+        start: datetime,
+        seed: int = 0,
+        until: float | None = None,
+    ) -> None:
+        self.name = name
+        self.seed = seed
+        self.start = start
+        self.until = until
+        self.state = ClusterState()
+        for pc in priority_classes:
+            self.state.upsert_priority_class(pc)
+        for node in nodes:
+            self.state.upsert_node(node)
+        self.scheduler = Scheduler(self.state, config)
+        self.now = 0.0
+        self._events: list[tuple[float, int, Kind, object]] = []
+        self._seq = 0
+        self.jobs: list[JobRun] = []
+        for spec in jobs:
+            run = JobRun(spec, _record(spec))
+            self.jobs.append(run)
+            self._push(spec.submit, Kind.SUBMIT, run)
+        self._unit_of: dict[str, Unit] = {}
+        # When each unschedulable pod last failed: the queue retries a pod after
+        # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
+        self._failed_at: dict[str, float] = {}
+        self._stale: list[tuple[float, float, str]] = []
+        classes = sorted({s.spec.priority_class or "(none)" for s in self.jobs})
+        self._class_col = {c: i for i, c in enumerate(classes)}
+        self._pending_by_class = [0] * len(classes)
+        self._resources = tracked_resources(list(self.state.resources.names))
+        self._resource_cols = [self.state.resources.intern(r) for r in self._resources]
+        self.timeline = Timeline(self._resources, classes)
+        self.decisions: dict[str, int] = {}
+        self.warnings: list[str] = []
+        self._warned: set[tuple[str, str]] = set()
+        self.reservations: dict[str, Reserve] = {}
+
+    # ---- the loop ----------------------------------------------------------------------
+
+    def run(self, progress: ProgressHook | None = None) -> RunResult:
+        began = time.perf_counter()
+        self._sample()
+        while (t := self._next_time()) is not None:
+            if self.until is not None and t > self.until:
+                self.now = self.until
+                break
+            self.now = t
+            while self._events and self._events[0][0] <= t:
+                _, _, kind, payload = heapq.heappop(self._events)
+                self._handle(kind, payload)
+            self._schedule()
+            self._sample()
+            if progress is not None:
+                progress(t)
+        return RunResult(
+            name=self.name,
+            seed=self.seed,
+            jobs=[j.record for j in self.jobs],
+            timeline=self.timeline,
+            capacity=self._capacity(),
+            end_time=self.now,
+            decisions=self.decisions,
+            warnings=self.warnings,
+            wall_seconds=time.perf_counter() - began,
+        )
+
+    def step(self) -> list[Decision]:
+        """One scheduling pass at the current time, its decisions applied (for tests)."""
+        return self._schedule()
+
+    def _next_time(self) -> float | None:
+        """The next event, or an earlier queue wakeup while events remain.
+
+        With no event left nothing can change any more: pods still pending stay pending.
+        """
+        if not self._events:
+            return None
+        t = self._events[0][0]
+        wakeup = self.scheduler.queue.next_wakeup()
+        if wakeup is not None:
+            # A wakeup the last pass did not reach is a rounding artefact: step past it.
+            t = min(t, max(self._virtual(wakeup), self.now + 1e-6))
+        while self._stale:
+            due, failed, key = self._stale[0]
+            if due > self.now and self._failed_at.get(key) == failed and key in self.state.pending:
+                t = min(t, due)
+                break
+            heapq.heappop(self._stale)
+        return max(t, self.now)
+
+    def _schedule(self) -> list[Decision]:
+        """Passes at `now` until a pass leaves the cluster as it found it.
+
+        A pass that evicts changes the cluster; the next pass lets the queue see that change
+        at once (pods it woke start their backoff now, as in a cluster), not at the next event.
+        Each pod fails at most once per instant, so this ends.
+        """
+        applied: list[Decision] = []
+        while True:
+            generation = self.state.generation
+            decisions = self.scheduler.schedule_pass(self._clock(self.now))
+            self._apply(decisions)
+            applied.extend(decisions)
+            if self.state.generation == generation:
+                return applied
+
+    # ---- events ------------------------------------------------------------------------
+
+    def _push(self, t: float, kind: Kind, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, payload))
+
+    def _handle(self, kind: Kind, payload: object) -> None:
+        if kind is Kind.SUBMIT:
+            assert isinstance(payload, JobRun)
+            self._submit(payload)
+        elif kind is Kind.FINISH:
+            assert isinstance(payload, tuple)
+            unit, token = payload
+            if unit.token == token:
+                self._finish(unit)
+        elif kind is Kind.GONE:
+            assert isinstance(payload, str)
+            self._gone(payload)
+        elif kind is Kind.RECREATE:
+            assert isinstance(payload, Unit)
+            payload.restarting = False
+            payload.attempt += 1
+            self._create_pods(payload)
+
+    def _submit(self, job: JobRun) -> None:
+        spec = job.spec
+        if spec.gang:
+            assert spec.min_member is not None
+            self.state.upsert_pod_group(
+                PodGroup(
+                    namespace=spec.namespace,
+                    name=spec.name,
+                    min_member=spec.min_member,
+                    creation_timestamp=self._clock(self.now),
+                )
+            )
+            job.units = [Unit(job, 0, range(spec.pods), spec.min_member)]
+        else:
+            job.units = [Unit(job, i, range(i, i + 1), 1) for i in range(spec.pods)]
+        job.unfinished = len(job.units)
+        for unit in job.units:
+            self._create_pods(unit)
+
+    def _create_pods(self, unit: Unit) -> None:
+        spec = unit.job.spec
+        created = self._clock(self.now)
+        unit.pods = []
+        unit.bound = set()
+        annotations = {GROUP_ANNOTATION: spec.name} if spec.gang else {}
+        for i in unit.pod_indices:
+            name = f"{spec.name}-{i}" if unit.attempt == 0 else f"{spec.name}-{i}-r{unit.attempt}"
+            pod = Pod(
+                namespace=spec.namespace,
+                name=name,
+                uid=f"{spec.namespace}/{name}",
+                requests=dict(spec.requests),
+                scheduler_name=spec.scheduler_name,
+                priority_class_name=spec.priority_class,
+                labels={JOB_LABEL: spec.name},
+                annotations=dict(annotations),
+                node_selector=spec.node_selector,
+                tolerations=spec.tolerations,
+                creation_timestamp=created,
+                termination_grace_period_seconds=spec.grace_seconds,
+            )
+            unit.pods.append(pod.key)
+            self._unit_of[pod.key] = unit
+            self.state.upsert_pod(pod)
+            self._pending_by_class[self._class_col[spec.priority_class or "(none)"]] += 1
+
+    def _finish(self, unit: Unit) -> None:
+        job = unit.job
+        unit.finished = True
+        unit.done = job.spec.work
+        unit.running_since = None
+        for key in unit.pods:
+            self._remove(key)
+        job.unfinished -= 1
+        if job.unfinished == 0:
+            job.record.end = self.now
+            if job.spec.gang:
+                self.state.remove_pod_group(f"{job.spec.namespace}/{job.spec.name}")
+
+    def _gone(self, key: str) -> None:
+        unit = self._unit_of.get(key)
+        self._remove(key)
+        if unit is None:
+            return
+        unit.terminating.discard(key)
+        if unit.restarting and not unit.terminating:
+            self._push(self.now + unit.job.spec.restart_delay, Kind.RECREATE, unit)
+
+    def _remove(self, key: str) -> None:
+        pod = self.state.pods.get(key)
+        if pod is None:
+            return
+        if not pod.node_name:
+            spec = self._unit_of[key].job.spec
+            self._pending_by_class[self._class_col[spec.priority_class or "(none)"]] -= 1
+        self.state.remove_pod(key)
+        self._unit_of.pop(key, None)
+        self._failed_at.pop(key, None)
+
+    # ---- decisions ---------------------------------------------------------------------
+
+    def _apply(self, decisions: list[Decision]) -> None:
+        for decision in decisions:
+            kind = type(decision).__name__
+            self.decisions[kind] = self.decisions.get(kind, 0) + 1
+            if isinstance(decision, Bind):
+                self._bind(decision)
+            elif isinstance(decision, Evict):
+                self._evict(decision.pod)
+            elif isinstance(decision, Unschedulable):
+                self._failed_at[decision.pod] = self.now
+                # A millisecond late, so that float rounding cannot leave the pod unretried.
+                due = self.now + self.scheduler.queue.max_unschedulable_seconds + 1e-3
+                heapq.heappush(self._stale, (due, self.now, decision.pod))
+            elif isinstance(decision, PodGroupUpdate):
+                group = self.state.pod_groups.get(decision.group)
+                if group is not None:
+                    group.status = decision.status
+            elif isinstance(decision, Reserve):
+                self.reservations[decision.node] = decision
+            elif isinstance(decision, Warn):
+                if (decision.obj, decision.message) not in self._warned:
+                    self._warned.add((decision.obj, decision.message))
+                    self.warnings.append(f"{decision.obj}: {decision.message}")
+            elif isinstance(decision, Nominate):
+                pass  # the scheduler keeps nominations in ClusterState itself
+
+    def _bind(self, decision: Bind) -> None:
+        pod = self.state.pods[decision.pod]
+        unit = self._unit_of[decision.pod]
+        record = unit.job.record
+        bound_at = self._clock(self.now)
+        pod.node_name = decision.node
+        pod.phase = "Running"
+        pod.start_time = bound_at
+        pod.conditions = (PodCondition("PodScheduled", "True", bound_at),)
+        self.state.upsert_pod(pod)
+        self._failed_at.pop(decision.pod, None)
+        self._pending_by_class[self._class_col[unit.job.spec.priority_class or "(none)"]] -= 1
+        unit.bound.add(decision.pod)
+        if record.first_bind is None:
+            record.first_bind = self.now
+        if unit.running_since is None and not unit.restarting and len(unit.bound) >= unit.needed:
+            self._run(unit)
+
+    def _run(self, unit: Unit) -> None:
+        job = unit.job
+        unit.running_since = self.now
+        if job.record.start is None:
+            job.record.start = self.now
+            if job.spec.gang and job.record.first_bind is not None:
+                job.record.gang_start_delay = self.now - job.record.first_bind
+        unit.token += 1
+        self._push(self.now + job.spec.work - unit.done, Kind.FINISH, (unit, unit.token))
+
+    def _evict(self, key: str) -> None:
+        unit = self._unit_of.get(key)
+        if unit is None or unit.restarting or unit.finished:
+            return  # already going (e.g. another member of a gang that restarts whole)
+        job = unit.job
+        job.record.preemptions += 1
+        self._interrupt(unit)
+        unit.restarting = True
+        when = self._clock(self.now)
+        for pod_key in unit.pods:
+            pod = self.state.pods.get(pod_key)
+            if pod is None:
+                continue
+            if pod.node_name:
+                # The victim's controller deletes the rest of a gang too; all get their grace.
+                self.state.mark_terminating(pod_key, when)
+                unit.terminating.add(pod_key)
+                self._push(self.now + pod.termination_grace_period_seconds, Kind.GONE, pod_key)
+            else:
+                self._remove(pod_key)
+
+    def _interrupt(self, unit: Unit) -> None:
+        """Stop the unit's work; keep what the last checkpoint saved, count the rest as lost."""
+        unit.token += 1
+        if unit.running_since is None:
+            return
+        spec = unit.job.spec
+        total = unit.done + (self.now - unit.running_since)
+        interval = spec.checkpoint_interval
+        kept = math.floor(total / interval) * interval if interval else 0.0
+        kept = min(max(kept, unit.done), spec.work)
+        unit.job.record.lost_gpu_seconds += (total - kept) * spec.gpus_per_pod * len(unit.bound)
+        unit.done = kept
+        unit.running_since = None
+
+    # ---- measurement -------------------------------------------------------------------
+
+    def _clock(self, t: float) -> datetime:
+        return self.start + timedelta(seconds=t)
+
+    def _virtual(self, stamp: float) -> float:
+        return stamp - self.start.timestamp()
+
+    def _capacity(self) -> dict[str, float]:
+        rows = self.state.rows
+        alloc = self.state.allocatable[:rows][self.state.valid[:rows]]
+        return {
+            r: float(alloc[:, c].sum())
+            for r, c in zip(self._resources, self._resource_cols, strict=True)
+        }
+
+    def _sample(self) -> None:
+        rows = self.state.rows
+        used = self.state.allocatable[:rows] - self.state.free[:rows]
+        totals = used[:, self._resource_cols].sum(axis=0)
+        self.timeline.record(self.now, [float(v) for v in totals], list(self._pending_by_class))
+
+
+def _record(spec: JobSpec) -> JobRecord:
+    return JobRecord(
+        name=f"{spec.namespace}/{spec.name}",
+        priority_class=spec.priority_class or "(none)",
+        pods=spec.pods,
+        gpus=spec.gpus_per_pod * spec.pods,
+        gang=spec.gang,
+        submit=spec.submit,
+    )

@@ -1,0 +1,175 @@
+"""What a run measured: per job, per priority class and for the cluster over time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from batchsched.sim.workload import GPU, GPU_MILLI
+
+
+@dataclass(slots=True)
+class JobRecord:
+    name: str
+    priority_class: str
+    pods: int
+    gpus: float  # all pods together
+    gang: bool
+    submit: float
+    start: float | None = None  # first time any of its work ran
+    end: float | None = None
+    preemptions: int = 0  # interruptions: a gang counts once however many members went
+    lost_gpu_seconds: float = 0.0  # GPU time of work lost since the last checkpoint
+    first_bind: float | None = None
+    gang_start_delay: float | None = None  # first member bound -> minMember bound (first run)
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def completion(self) -> float | None:
+        return None if self.end is None else self.end - self.submit
+
+
+@dataclass
+class Timeline:
+    """Step functions sampled whenever they changed: resource use and pending pods per class."""
+
+    resources: list[str]
+    classes: list[str]
+    times: list[float] = field(default_factory=list)
+    used: list[list[float]] = field(default_factory=list)
+    pending: list[list[int]] = field(default_factory=list)
+
+    def record(self, t: float, used: list[float], pending: list[int]) -> None:
+        if self.times and self.used[-1] == used and self.pending[-1] == pending:
+            return
+        if self.times and self.times[-1] == t:
+            self.used[-1] = used
+            self.pending[-1] = pending
+            return
+        self.times.append(t)
+        self.used.append(used)
+        self.pending.append(pending)
+
+
+@dataclass
+class RunResult:
+    name: str
+    seed: int
+    jobs: list[JobRecord]
+    timeline: Timeline
+    capacity: dict[str, float]  # allocatable per tracked resource, whole cluster
+    end_time: float
+    decisions: dict[str, int]
+    warnings: list[str]
+    wall_seconds: float = 0.0
+
+
+def tracked_resources(names: list[str]) -> list[str]:
+    """The resources worth plotting: cpu, memory, GPUs and any other extended resource."""
+    return [n for n in names if n != "pods"]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method="linear"))
+
+
+def time_average(
+    times: list[float], values: np.ndarray[Any, Any], end: float
+) -> np.ndarray[Any, Any]:
+    """The time-weighted mean of a step function from times[0] to `end`, per column."""
+    if not times or end <= times[0]:
+        return np.zeros(values.shape[1] if values.ndim == 2 else 0)
+    t = np.asarray([*times, end], dtype=np.float64)
+    widths = np.clip(np.diff(t), 0.0, None)
+    mean: np.ndarray[Any, Any] = (values * widths[:, None]).sum(axis=0) / (end - times[0])
+    return mean
+
+
+def _stat(values: list[float]) -> dict[str, float | None]:
+    return {
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "mean": float(np.mean(values)) if values else None,
+    }
+
+
+def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
+    by_class: dict[str, list[JobRecord]] = {}
+    for job in jobs:
+        by_class.setdefault(job.priority_class or "(none)", []).append(job)
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(by_class):
+        group = by_class[name]
+        waits = [w for j in group if (w := j.wait) is not None]
+        completions = [c for j in group if (c := j.completion) is not None]
+        out[name] = {
+            "jobs": len(group),
+            "started": len(waits),
+            "finished": len(completions),
+            "wait_seconds": _stat(waits),
+            "completion_seconds": _stat(completions),
+            "preemptions": sum(j.preemptions for j in group),
+            "lost_gpu_hours": sum(j.lost_gpu_seconds for j in group) / 3600.0,
+        }
+    return out
+
+
+def cluster_summary(result: RunResult) -> dict[str, Any]:
+    tl = result.timeline
+    end = result.end_time
+    used = np.asarray(tl.used, dtype=np.float64).reshape(len(tl.times), len(tl.resources))
+    pending = np.asarray(tl.pending, dtype=np.float64).reshape(len(tl.times), len(tl.classes))
+    avg_used = time_average(tl.times, used, end)
+    utilisation = {
+        r: (float(avg_used[i]) / result.capacity[r] if result.capacity.get(r) else 0.0)
+        for i, r in enumerate(tl.resources)
+    }
+    delays = [d for j in result.jobs if (d := j.gang_start_delay) is not None]
+    total_pending = pending.sum(axis=1) if pending.size else np.zeros(0)
+    return {
+        "utilisation": utilisation,
+        "pending_pods_mean": float(time_average(tl.times, total_pending[:, None], end)[0])
+        if total_pending.size
+        else 0.0,
+        "pending_pods_max": int(total_pending.max()) if total_pending.size else 0,
+        "gang_jobs": sum(1 for j in result.jobs if j.gang),
+        "gang_start_delay_seconds": _stat(delays),
+    }
+
+
+def run_summary(result: RunResult) -> dict[str, Any]:
+    jobs = result.jobs
+    finished = [j for j in jobs if j.end is not None]
+    return {
+        "name": result.name,
+        "seed": result.seed,
+        "simulated_seconds": result.end_time,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "jobs": {
+            "total": len(jobs),
+            "started": sum(1 for j in jobs if j.start is not None),
+            "finished": len(finished),
+        },
+        "preemptions": sum(j.preemptions for j in jobs),
+        "lost_gpu_hours": sum(j.lost_gpu_seconds for j in jobs) / 3600.0,
+        "classes": class_summary(jobs),
+        "cluster": cluster_summary(result),
+        "decisions": dict(sorted(result.decisions.items())),
+        "warnings": result.warnings,
+    }
+
+
+def gpu_resource(resources: list[str]) -> str | None:
+    """The resource that stands for GPUs in this cluster, if any."""
+    for name in (GPU, GPU_MILLI):
+        if name in resources:
+            return name
+    return None

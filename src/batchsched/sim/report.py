@@ -1,0 +1,302 @@
+"""Run results as files: summary.json, jobs.csv and report.html (one self-contained page)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+
+PLOT_BINS = 400
+
+
+def write_reports(directory: Path, results: list[RunResult]) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    summary = directory / "summary.json"
+    summary.write_bytes(
+        orjson.dumps({"runs": [run_summary(r) for r in results]}, option=orjson.OPT_INDENT_2)
+    )
+    jobs = directory / "jobs.csv"
+    write_jobs_csv(jobs, results)
+    page = directory / "report.html"
+    page.write_text(render_html(results), encoding="utf-8")
+    return [summary, jobs, page]
+
+
+JOB_COLUMNS = (
+    "run",
+    "job",
+    "class",
+    "pods",
+    "gpus",
+    "gang",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "wait_s",
+    "completion_s",
+    "preemptions",
+    "lost_gpu_hours",
+)
+
+
+def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
+    def cell(value: float | None) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(JOB_COLUMNS)
+        for result in results:
+            for job in result.jobs:
+                out.writerow(
+                    [
+                        result.name,
+                        job.name,
+                        job.priority_class,
+                        job.pods,
+                        f"{job.gpus:g}",
+                        int(job.gang),
+                        cell(job.submit),
+                        cell(job.start),
+                        cell(job.end),
+                        cell(job.wait),
+                        cell(job.completion),
+                        job.preemptions,
+                        f"{job.lost_gpu_seconds / 3600:.4f}",
+                    ]
+                )
+
+
+# ---- plots -------------------------------------------------------------------------------
+
+
+def binned(
+    times: list[float], values: np.ndarray[Any, Any], end: float, bins: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Time-weighted means of a step function over equal bins: (bin centres, means per column)."""
+    t = np.asarray(times, dtype=np.float64)
+    if t.size == 0 or end <= t[0]:
+        return np.zeros(0), np.zeros((0, values.shape[1]))
+    edges = np.linspace(t[0], end, bins + 1)
+    widths = np.diff(np.append(t, end))
+    cumulative = np.vstack([np.zeros(values.shape[1]), np.cumsum(values * widths[:, None], axis=0)])
+    k = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
+    area = cumulative[k] + values[k] * (edges - t[k])[:, None]
+    means = np.diff(area, axis=0) / np.diff(edges)[:, None]
+    return (edges[:-1] + edges[1:]) / 2, means
+
+
+def _figure_png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots: list[tuple[str, str]] = []
+    resources = sorted(
+        {r for res in results for r in res.timeline.resources},
+        key=lambda r: (r != gpu_resource([r]), r),
+    )
+    fig, axes = plt.subplots(len(resources), 1, figsize=(10, 2.4 * len(resources)), squeeze=False)
+    for ax, resource in zip(axes[:, 0], resources, strict=True):
+        for result in results:
+            tl = result.timeline
+            if resource not in tl.resources or not result.capacity.get(resource):
+                continue
+            col = tl.resources.index(resource)
+            used = np.asarray(tl.used, dtype=np.float64).reshape(len(tl.times), -1)[:, [col]]
+            x, y = binned(tl.times, used, result.end_time, PLOT_BINS)
+            ax.plot(x / 3600, 100 * y[:, 0] / result.capacity[resource], label=result.name)
+        ax.set_ylabel(f"{resource} %")
+        ax.set_ylim(0, 105)
+        ax.legend(fontsize="small", loc="lower right")
+    axes[-1, 0].set_xlabel("hours")
+    fig.suptitle("Utilisation (allocated share of allocatable)")
+    plots.append(("Utilisation over time", _figure_png(fig)))
+    plt.close(fig)
+
+    fig, axes = plt.subplots(len(results), 1, figsize=(10, 2.4 * len(results)), squeeze=False)
+    for ax, result in zip(axes[:, 0], results, strict=True):
+        tl = result.timeline
+        pending = np.asarray(tl.pending, dtype=np.float64).reshape(len(tl.times), -1)
+        x, y = binned(tl.times, pending, result.end_time, PLOT_BINS)
+        for i, cls in enumerate(tl.classes):
+            ax.plot(x / 3600, y[:, i], label=cls)
+        ax.set_title(result.name, fontsize="medium")
+        ax.set_ylabel("pending pods")
+        ax.legend(fontsize="small", loc="upper right")
+    axes[-1, 0].set_xlabel("hours")
+    plots.append(("Pending pods over time, per priority class", _figure_png(fig)))
+    plt.close(fig)
+
+    classes = sorted({j.priority_class for r in results for j in r.jobs})
+    fig, axes = plt.subplots(1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False)
+    for ax, cls in zip(axes[0], classes, strict=True):
+        for result in results:
+            waits = np.sort(
+                [
+                    w / 60
+                    for j in result.jobs
+                    if j.priority_class == cls and (w := j.wait) is not None
+                ]
+            )
+            if waits.size:
+                ax.step(
+                    waits,
+                    np.arange(1, waits.size + 1) / waits.size,
+                    where="post",
+                    label=result.name,
+                )
+        ax.set_title(cls, fontsize="medium")
+        ax.set_xlabel("wait (minutes)")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize="x-small", loc="lower right")
+    axes[0, 0].set_ylabel("share of started jobs")
+    plots.append(("Wait-time CDF per priority class", _figure_png(fig)))
+    plt.close(fig)
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2))
+    width = 0.8 / max(1, len(results))
+    positions = np.arange(len(classes))
+    for i, result in enumerate(results):
+        preemptions = [
+            sum(j.preemptions for j in result.jobs if j.priority_class == c) for c in classes
+        ]
+        lost = [
+            sum(j.lost_gpu_seconds for j in result.jobs if j.priority_class == c) / 3600
+            for c in classes
+        ]
+        left.bar(positions + i * width, preemptions, width, label=result.name)
+        right.bar(positions + i * width, lost, width, label=result.name)
+    for ax, title in ((left, "preemptions"), (right, "lost GPU-hours")):
+        ax.set_xticks(positions + width * (len(results) - 1) / 2, classes)
+        ax.set_title(title, fontsize="medium")
+        ax.legend(fontsize="x-small")
+    plots.append(("Preemptions and lost work, per priority class", _figure_png(fig)))
+    plt.close(fig)
+    return plots
+
+
+# ---- page --------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
+    return "–" if value is None else f"{value / scale:.{digits}f}"
+
+
+def summary_rows(
+    results: list[RunResult],
+) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    """The comparison as text cells: per run, then per (class, run). Shared by HTML and terminal."""
+    run_head = [
+        "run",
+        "jobs finished",
+        "GPU util %",
+        "CPU util %",
+        "preemptions",
+        "lost GPU-h",
+        "gang start delay p95 (min)",
+        "max pending pods",
+    ]
+    runs = []
+    for result in results:
+        s = run_summary(result)
+        util = s["cluster"]["utilisation"]
+        gpu = gpu_resource(list(util))
+        runs.append(
+            [
+                result.name,
+                f"{s['jobs']['finished']}/{s['jobs']['total']}",
+                _fmt(util[gpu] * 100 if gpu else None),
+                _fmt(util["cpu"] * 100 if util.get("cpu") is not None else None),
+                str(s["preemptions"]),
+                _fmt(s["lost_gpu_hours"]),
+                _fmt(s["cluster"]["gang_start_delay_seconds"]["p95"], 60),
+                str(s["cluster"]["pending_pods_max"]),
+            ]
+        )
+    class_head = [
+        "class",
+        "run",
+        "jobs",
+        "wait p50 (min)",
+        "wait p95 (min)",
+        "wait p99 (min)",
+        "completion p50 (h)",
+        "preemptions",
+        "lost GPU-h",
+    ]
+    per_class: dict[str, list[list[str]]] = {}
+    for result in results:
+        for cls, c in run_summary(result)["classes"].items():
+            per_class.setdefault(cls, []).append(
+                [
+                    cls,
+                    result.name,
+                    f"{c['finished']}/{c['jobs']}",
+                    _fmt(c["wait_seconds"]["p50"], 60),
+                    _fmt(c["wait_seconds"]["p95"], 60),
+                    _fmt(c["wait_seconds"]["p99"], 60),
+                    _fmt(c["completion_seconds"]["p50"], 3600, 2),
+                    str(c["preemptions"]),
+                    _fmt(c["lost_gpu_hours"]),
+                ]
+            )
+    classes = [row for cls in sorted(per_class) for row in per_class[cls]]
+    return run_head, runs, class_head, classes
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(results: list[RunResult]) -> str:
+    run_head, runs, class_head, classes = summary_rows(results)
+    figures = "".join(
+        f"<h2>{html.escape(title)}</h2>"
+        f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png}">'
+        for title, png in _plots(results)
+    )
+    warnings = sorted({w for r in results for w in r.warnings})
+    warning_list = (
+        "<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings) + "</ul>"
+        if warnings
+        else ""
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>batchsched simulation report</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 75em; }}
+table {{ border-collapse: collapse; margin-bottom: 1.5em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }}
+th:first-child, td:first-child, td:nth-child(2) {{ text-align: left; }}
+img {{ max-width: 100%; }}
+</style></head><body>
+<h1>batchsched simulation report</h1>
+<p>Times are virtual: seconds after each scenario's start. Waits run from a job's submission to
+the first moment its work ran (a gang: minMember pods bound); lost GPU-hours are work done since
+the job's last checkpoint when it was preempted.</p>
+<h2>Runs</h2>{_table(run_head, runs)}
+<h2>Per priority class</h2>{_table(class_head, classes)}
+{figures}
+{warning_list}
+</body></html>
+"""

@@ -1,0 +1,361 @@
+"""Scenario files: the cluster, the PriorityClasses and the work of one simulation.
+
+```yaml
+name: ml-cluster                  # default: the file name
+start: "2026-11-22T00:00:00Z"     # the virtual clock's origin (default: this instant)
+until: 2d                         # optional horizon
+seed: 1                           # default seed (--seed overrides)
+config: scheduler.yaml            # optional KubeSchedulerConfiguration (relative to this file)
+cluster:
+  nodes: [Node manifests]
+  pools: [{name, count, allocatable, labels, taints}]
+priorityClasses: [PriorityClass manifests]
+work:
+  jobs: [{name, submit, pods, requests, class, duration, gang | minMember, ...}]
+  generators: [{name, arrivalsPerHour, from, to | count, duration, pods, requests, class, ...}]
+  trace: {format: philly | openb, path, ...importer options}
+variants: [{name, classes: {old: new}, config}]   # the same work, run several ways
+```
+
+Every error names the file and the field (`work.generators[0].duration: ...`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
+from batchsched.objects.quantity import PODS, resource_amount
+from batchsched.objects.records import Node, PriorityClass, Toleration
+from batchsched.sim.distributions import Distribution
+from batchsched.sim.fields import (
+    REQUIRED,
+    Fields,
+    ScenarioError,
+    boolean,
+    class_name,
+    class_table,
+    non_negative_int,
+    positive_duration,
+    positive_int,
+    positive_number,
+    string,
+)
+from batchsched.sim.traces import TRACE_FORMATS
+from batchsched.sim.workload import JobSpec, parse_duration
+
+_TOP = (
+    "name",
+    "start",
+    "until",
+    "seed",
+    "config",
+    "cluster",
+    "priorityClasses",
+    "work",
+    "variants",
+)
+_TEMPLATE = (
+    "name",
+    "pods",
+    "requests",
+    "class",
+    "duration",
+    "gang",
+    "minMember",
+    "checkpointInterval",
+    "restartDelay",
+    "terminationGracePeriodSeconds",
+    "namespace",
+    "schedulerName",
+    "nodeSelector",
+    "tolerations",
+)
+_JOB = (*_TEMPLATE, "submit")
+_GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    classes: dict[str, str] = field(default_factory=dict)
+    config: Path | None = None
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Path
+    start: datetime
+    until: float | None
+    seed: int
+    config: Path | None
+    nodes: list[Node]
+    priority_classes: list[PriorityClass]
+    sources: list[Callable[[random.Random], list[JobSpec]]]
+    variants: list[Variant]
+
+    def jobs(self, seed: int) -> list[JobSpec]:
+        """The workload for a seed: generated, listed and imported jobs in submit order."""
+        rng = random.Random(seed)
+        jobs: list[JobSpec] = []
+        for source in self.sources:
+            jobs.extend(source(rng))
+        seen: set[str] = set()
+        for job in jobs:
+            key = f"{job.namespace}/{job.name}"
+            if key in seen:
+                raise ScenarioError(f"{self.path}: work: job {key} is defined more than once")
+            seen.add(key)
+        classes = {pc.name for pc in self.priority_classes}
+        for job in jobs:
+            if job.priority_class and job.priority_class not in classes:
+                raise ScenarioError(
+                    f"{self.path}: work: job {job.name}: priority class {job.priority_class!r} "
+                    f"is not among priorityClasses ({', '.join(sorted(classes)) or 'none'})"
+                )
+        jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))
+        return jobs
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+    top = Fields(path, raw, "", _TOP)
+    base = path.parent
+    name = top.value("name", string, path.stem)
+    start = top.value("start", _time, datetime.now(UTC).replace(microsecond=0))
+    until = top.value("until", positive_duration)
+    seed = top.value("seed", non_negative_int, 0)
+    config = top.value("config", lambda v: base / string(v))
+    nodes = _cluster(path, raw.get("cluster"))
+    classes = _priority_classes(path, top.items("priorityClasses"))
+    work = raw.get("work")
+    if work is None:
+        raise top.fail("work", "is required (jobs, generators or a trace)")
+    w = Fields(path, work, "work", ("jobs", "generators", "trace"))
+    sources: list[Callable[[random.Random], list[JobSpec]]] = []
+    for i, job in enumerate(w.items("jobs")):
+        sources.append(_explicit_job(Fields(path, job, f"work.jobs[{i}]", _JOB)))
+    for i, gen in enumerate(w.items("generators")):
+        sources.append(_generator(Fields(path, gen, f"work.generators[{i}]", _GENERATOR)))
+    if w.has("trace"):
+        trace_jobs, trace_nodes = _trace(path, w.raw["trace"])
+        nodes.extend(trace_nodes)
+        sources.append(lambda _rng: list(trace_jobs))
+    if not sources:
+        raise w.fail("", "needs jobs, generators or a trace")
+    if not nodes:
+        raise top.fail("cluster", "has no nodes (give nodes or pools, or a trace with nodes)")
+    names = [n.name for n in nodes]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise top.fail("cluster", f"node {dup} is defined more than once")
+    variants = _variants(path, top.items("variants"), base)
+    return Scenario(name, path, start, until, seed, config, nodes, classes, sources, variants)
+
+
+def _time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise ValueError(f"must be an RFC 3339 time, got {value!r}")
+    return parse_time(value)
+
+
+def _cluster(path: Path, raw: Any) -> list[Node]:
+    if raw is None:
+        return []
+    c = Fields(path, raw, "cluster", ("nodes", "pools"))
+    nodes: list[Node] = []
+    for i, manifest in enumerate(c.items("nodes")):
+        try:
+            nodes.append(read_node(manifest if isinstance(manifest, Mapping) else {}))
+        except ManifestError as err:
+            raise c.fail(f"nodes[{i}]", str(err)) from None
+    for i, pool_raw in enumerate(c.items("pools")):
+        pool = Fields(
+            path,
+            pool_raw,
+            f"cluster.pools[{i}]",
+            ("name", "count", "allocatable", "labels", "taints"),
+        )
+        name = pool.value("name", string, REQUIRED)
+        count = pool.value("count", positive_int, REQUIRED)
+        if not pool.has("allocatable"):
+            raise pool.fail("allocatable", "is required")
+        width = max(3, len(str(count - 1)))
+        for n in range(count):
+            manifest = {
+                "metadata": {
+                    "name": f"{name}-{n:0{width}d}",
+                    "labels": pool.raw.get("labels") or {},
+                },
+                "spec": {"taints": pool.raw.get("taints") or []},
+                "status": {"allocatable": {"pods": 110, **pool.raw["allocatable"]}},
+            }
+            try:
+                nodes.append(read_node(manifest))
+            except ManifestError as err:
+                raise pool.fail(err.field, err.what) from None
+    return nodes
+
+
+def _priority_classes(path: Path, raw: list[Any]) -> list[PriorityClass]:
+    out = []
+    for i, manifest in enumerate(raw):
+        try:
+            out.append(read_priority_class(manifest if isinstance(manifest, Mapping) else {}))
+        except ManifestError as err:
+            raise ScenarioError(f"{path}: priorityClasses[{i}]: {err}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A job's fields, each a distribution (a constant is a distribution too)."""
+
+    pods: Distribution[int]
+    requests: dict[str, Distribution[int]]
+    priority_class: Distribution[str]
+    duration: Distribution[float]
+    gang: bool
+    min_member: int | None
+    checkpoint_interval: float | None
+    restart_delay: float
+    grace: int
+    namespace: str
+    scheduler_name: str
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
+
+    def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
+        pods = self.pods.draw(rng)
+        requests = {r: d.draw(rng) for r, d in self.requests.items()}
+        requests[PODS] = 1
+        min_member = (
+            self.min_member if self.min_member is not None else (pods if self.gang else None)
+        )
+        if min_member is not None:
+            min_member = min(min_member, pods)
+        return JobSpec(
+            name=name,
+            submit=submit,
+            pods=pods,
+            requests=requests,
+            work=self.duration.draw(rng),
+            priority_class=self.priority_class.draw(rng),
+            namespace=self.namespace,
+            min_member=min_member,
+            checkpoint_interval=self.checkpoint_interval,
+            restart_delay=self.restart_delay,
+            grace_seconds=self.grace,
+            scheduler_name=self.scheduler_name,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+        )
+
+
+def _template(f: Fields) -> _Template:
+    requests_raw = f.raw.get("requests")
+    if not isinstance(requests_raw, Mapping) or not requests_raw:
+        raise f.fail("requests", "is required: a mapping of resource to quantity (or distribution)")
+    requests: dict[str, Distribution[int]] = {}
+    for resource, raw in requests_raw.items():
+        res = str(resource)
+        sub = Fields(f.source, {res: raw}, f.path("requests"), (res,))
+        requests[res] = sub.dist(res, functools.partial(resource_amount, res))
+    pod_spec: dict[str, Any] = {"containers": [{"name": "main"}]}
+    for key in ("nodeSelector", "tolerations"):
+        if f.has(key):
+            pod_spec[key] = f.raw[key]
+    try:
+        shape = read_pod({"metadata": {"name": "job"}, "spec": pod_spec})
+    except ManifestError as err:
+        field_name = err.field.removeprefix("spec.")
+        raise f.fail(field_name, err.what) from None
+    min_member = f.value("minMember", positive_int)
+    return _Template(
+        pods=f.dist("pods", positive_int, 1),
+        requests=requests,
+        priority_class=f.dist("class", class_name, "", numeric=False),
+        duration=f.dist("duration", parse_duration),
+        gang=f.value("gang", boolean, False) or min_member is not None,
+        min_member=min_member,
+        checkpoint_interval=f.value("checkpointInterval", positive_duration),
+        restart_delay=f.value("restartDelay", parse_duration, 0.0),
+        grace=f.value("terminationGracePeriodSeconds", non_negative_int, 30),
+        namespace=f.value("namespace", string, "default"),
+        scheduler_name=f.value("schedulerName", string, "batchsched"),
+        node_selector=shape.node_selector,
+        tolerations=shape.tolerations,
+    )
+
+
+def _explicit_job(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
+    name = f.value("name", string, REQUIRED)
+    template = _template(f)
+    submit = f.dist("submit", parse_duration, 0.0)
+    return lambda rng: [template.make(rng, name, submit.draw(rng))]
+
+
+def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
+    prefix = f.value("name", string, REQUIRED)
+    template = _template(f)
+    rate = f.value("arrivalsPerHour", positive_number, REQUIRED) / 3600.0
+    begin = f.value("from", parse_duration, 0.0)
+    end = f.value("to", parse_duration, math.inf)
+    count = f.value("count", positive_int, None)
+    if count is None and math.isinf(end):
+        raise f.fail("to", "give `to` (a duration) or `count` so that arrivals stop")
+    if end <= begin:
+        raise f.fail("to", "must be after `from`")
+
+    def generate(rng: random.Random) -> list[JobSpec]:
+        jobs: list[JobSpec] = []
+        t = begin
+        while count is None or len(jobs) < count:
+            t += rng.expovariate(rate)
+            if t >= end:
+                break
+            jobs.append(template.make(rng, f"{prefix}-{len(jobs):05d}", t))
+        return jobs
+
+    return generate
+
+
+def _trace(path: Path, raw: Any) -> tuple[list[JobSpec], list[Node]]:
+    fmt = raw.get("format") if isinstance(raw, Mapping) else None
+    trace_format = TRACE_FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if trace_format is None:
+        known = ", ".join(sorted(TRACE_FORMATS))
+        raise ScenarioError(f"{path}: work.trace.format: {fmt!r} is not one of {known}")
+    options = Fields(path, raw, "work.trace", ("format", *trace_format.options))
+    return trace_format.load(options)
+
+
+def _variants(path: Path, raw: list[Any], base: Path) -> list[Variant]:
+    out = []
+    for i, item in enumerate(raw):
+        v = Fields(path, item, f"variants[{i}]", ("name", "classes", "config"))
+        name = v.value("name", string, REQUIRED)
+        classes = v.value("classes", class_table, {})
+        out.append(Variant(name, classes, v.value("config", lambda c: base / string(c))))
+    names = [v.name for v in out]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"{path}: variants: names must be unique, got {names}")
+    return out or [Variant("")]

@@ -1,0 +1,90 @@
+"""What every trace importer shares: its options and CSV reading with located errors."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batchsched.objects.records import Node
+from batchsched.sim.fields import (
+    Fields,
+    ScenarioError,
+    positive_duration,
+    positive_int,
+    string,
+)
+from batchsched.sim.workload import JobSpec, parse_duration
+
+# Options of every format: which file, how many jobs, and how the jobs behave when preempted.
+COMMON_OPTIONS = ("path", "limit", "checkpointInterval", "restartDelay", "namespace")
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    name: str
+    options: tuple[str, ...]
+    load: Callable[[Fields], tuple[list[JobSpec], list[Node]]]
+
+
+@dataclass(frozen=True)
+class JobBehaviour:
+    """The job fields a trace does not carry, from the scenario's trace options."""
+
+    limit: int | None
+    checkpoint_interval: float | None
+    restart_delay: float
+    namespace: str
+
+    @classmethod
+    def read(cls, options: Fields) -> JobBehaviour:
+        return cls(
+            limit=options.value("limit", positive_int),
+            checkpoint_interval=options.value("checkpointInterval", positive_duration),
+            restart_delay=options.value("restartDelay", parse_duration, 0.0),
+            namespace=options.value("namespace", string, "default"),
+        )
+
+
+class CsvRows:
+    """Rows of a CSV file as dicts; errors name the file, the line and the column."""
+
+    def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
+        self.path = path
+        self.columns = columns
+        self.line = 1
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        try:
+            with self.path.open(newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
+                missing = [c for c in self.columns if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise ScenarioError(
+                        f"{self.path}: missing column(s) {', '.join(missing)} "
+                        f"(expected {', '.join(self.columns)})"
+                    )
+                for row in reader:
+                    self.line = reader.line_num
+                    yield row
+        except OSError as err:
+            raise ScenarioError(f"{self.path}: cannot read: {err.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{self.path}: not a UTF-8 CSV file") from None
+
+    def fail(self, column: str, what: str) -> ScenarioError:
+        return ScenarioError(f"{self.path}: line {self.line}: {column}: {what}")
+
+    def number(
+        self, row: dict[str, str], column: str, convert: Callable[[str], Any] = float
+    ) -> Any:
+        raw = row.get(column) or ""
+        try:
+            value = convert(raw)
+        except ValueError:
+            raise self.fail(column, f"{raw!r} is not a number") from None
+        if value < 0:
+            raise self.fail(column, f"{raw!r} is negative")
+        return value

@@ -1,0 +1,98 @@
+"""What the simulator runs: jobs as a controller would create them.
+
+A job is N pods with the same requests and priority class, an amount of work (seconds of run
+time) and optionally a checkpoint interval. A gang job (a PodGroup with minMember) makes
+progress only while at least minMember of its pods run, and restarts whole when one is
+preempted; the pods of any other job are independent workers that restart one by one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from batchsched.objects.records import Toleration
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+JOB_LABEL = "batchsched.sim/job"
+GPU = "nvidia.com/gpu"
+# Shared GPUs (the Alibaba trace's gpu_milli): thousandths of a GPU as an extended resource.
+GPU_MILLI = "alibaba.com/gpu-milli"
+
+_DURATION = re.compile(
+    r"^(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    name: str
+    submit: float  # seconds after the simulation start
+    pods: int
+    requests: dict[str, int]  # per pod, in base units (CPU in millicores), `pods` included
+    work: float  # seconds of run time the job needs
+    priority_class: str = ""
+    namespace: str = "default"
+    min_member: int | None = None  # set: a gang job with a PodGroup of this minMember
+    checkpoint_interval: float | None = None  # None: no checkpoints, a preemption loses all
+    restart_delay: float = 0.0  # from the last pod gone to the new pods created
+    grace_seconds: int = 30  # terminationGracePeriodSeconds
+    scheduler_name: str = "batchsched"
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def gang(self) -> bool:
+        return self.min_member is not None
+
+    @property
+    def gpus_per_pod(self) -> float:
+        return gpus_of(self.requests)
+
+    def with_class(self, classes: dict[str, str]) -> JobSpec:
+        """The same job under a renamed priority class (a scenario variant's class map)."""
+        renamed = classes.get(self.priority_class)
+        return self if renamed is None else replace(self, priority_class=renamed)
+
+
+def gpus_of(requests: dict[str, int]) -> float:
+    """GPUs a request holds: whole GPUs, else shared thousandths."""
+    whole = requests.get(GPU, 0)
+    return float(whole) if whole else requests.get(GPU_MILLI, 0) / 1000.0
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a string like `90`, `45s`, `10m`, `1h30m`, `2d`."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r} is negative")
+        return float(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{value!r} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)")
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        match = _DURATION.match(text)
+        if match is None or not any(match.groups()):
+            raise ValueError(
+                f"{value!r} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)"
+            ) from None
+        d, h, m, s = (float(g) if g else 0.0 for g in match.groups())
+        return d * 86400 + h * 3600 + m * 60 + s
+    if seconds < 0:
+        raise ValueError(f"{value!r} is negative")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """A short human form: 45s, 12m, 3.5h, 2.1d."""
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
