@@ -107,7 +107,7 @@ class Simulation:
         # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
         self._failed_at: dict[str, float] = {}
         self._stale: list[tuple[float, float, str]] = []
-        classes = sorted({s.spec.priority_class or "(none)" for s in self.jobs})
+        classes = sorted({j.record.priority_class for j in self.jobs})
         self._class_col = {c: i for i, c in enumerate(classes)}
         self._pending_by_class = [0] * len(classes)
         self._resources = tracked_resources(list(self.state.resources.names))
@@ -122,19 +122,7 @@ class Simulation:
 
     def run(self, progress: ProgressHook | None = None) -> RunResult:
         began = time.perf_counter()
-        self._sample()
-        while (t := self._next_time()) is not None:
-            if self.until is not None and t > self.until:
-                self.now = self.until
-                break
-            self.now = t
-            while self._events and self._events[0][0] <= t:
-                _, _, kind, payload = heapq.heappop(self._events)
-                self._handle(kind, payload)
-            self._schedule()
-            self._sample()
-            if progress is not None:
-                progress(t)
+        self.advance(self.until, progress)
         return RunResult(
             name=self.name,
             seed=self.seed,
@@ -147,9 +135,30 @@ class Simulation:
             wall_seconds=time.perf_counter() - began,
         )
 
+    def advance(self, horizon: float | None, progress: ProgressHook | None = None) -> None:
+        """Process events in time order, with a scheduling pass after each instant's batch,
+        until nothing can change any more or the clock would pass `horizon`."""
+        self._sample()
+        while (t := self._next_time()) is not None:
+            if horizon is not None and t > horizon:
+                self.now = max(self.now, horizon)
+                return
+            self.now = t
+            while self._events and self._events[0][0] <= t:
+                _, _, kind, payload = heapq.heappop(self._events)
+                self._handle(kind, payload)
+            self._schedule()
+            self._sample()
+            if progress is not None:
+                progress(t)
+
     def step(self) -> list[Decision]:
-        """One scheduling pass at the current time, its decisions applied (for tests)."""
+        """The scheduling passes of the current instant, their decisions carried out."""
         return self._schedule()
+
+    def add_pod(self, pod: Pod) -> None:
+        """A pod that is no job's (e.g. from a snapshot): scheduled and evicted like any."""
+        self.state.upsert_pod(pod)
 
     def _next_time(self) -> float | None:
         """The next event, or an earlier queue wakeup while events remain.
@@ -182,7 +191,7 @@ class Simulation:
         while True:
             generation = self.state.generation
             decisions = self.scheduler.schedule_pass(self._clock(self.now))
-            self._apply(decisions)
+            self.apply(decisions)
             applied.extend(decisions)
             if self.state.generation == generation:
                 return applied
@@ -255,7 +264,10 @@ class Simulation:
             unit.pods.append(pod.key)
             self._unit_of[pod.key] = unit
             self.state.upsert_pod(pod)
-            self._pending_by_class[self._class_col[spec.priority_class or "(none)"]] += 1
+            self._count_pending(unit, 1)
+
+    def _count_pending(self, unit: Unit, change: int) -> None:
+        self._pending_by_class[self._class_col[unit.job.record.priority_class]] += change
 
     def _finish(self, unit: Unit) -> None:
         job = unit.job
@@ -283,16 +295,17 @@ class Simulation:
         pod = self.state.pods.get(key)
         if pod is None:
             return
-        if not pod.node_name:
-            spec = self._unit_of[key].job.spec
-            self._pending_by_class[self._class_col[spec.priority_class or "(none)"]] -= 1
+        unit = self._unit_of.get(key)
+        if unit is not None and not pod.node_name:
+            self._count_pending(unit, -1)
         self.state.remove_pod(key)
         self._unit_of.pop(key, None)
         self._failed_at.pop(key, None)
 
     # ---- decisions ---------------------------------------------------------------------
 
-    def _apply(self, decisions: list[Decision]) -> None:
+    def apply(self, decisions: list[Decision]) -> None:
+        """Carry out decisions as a cluster would (the passes' own, or injected by a test)."""
         for decision in decisions:
             kind = type(decision).__name__
             self.decisions[kind] = self.decisions.get(kind, 0) + 1
@@ -320,8 +333,6 @@ class Simulation:
 
     def _bind(self, decision: Bind) -> None:
         pod = self.state.pods[decision.pod]
-        unit = self._unit_of[decision.pod]
-        record = unit.job.record
         bound_at = self._clock(self.now)
         pod.node_name = decision.node
         pod.phase = "Running"
@@ -329,8 +340,12 @@ class Simulation:
         pod.conditions = (PodCondition("PodScheduled", "True", bound_at),)
         self.state.upsert_pod(pod)
         self._failed_at.pop(decision.pod, None)
-        self._pending_by_class[self._class_col[unit.job.spec.priority_class or "(none)"]] -= 1
+        unit = self._unit_of.get(decision.pod)
+        if unit is None:
+            return
+        self._count_pending(unit, -1)
         unit.bound.add(decision.pod)
+        record = unit.job.record
         if record.first_bind is None:
             record.first_bind = self.now
         if unit.running_since is None and not unit.restarting and len(unit.bound) >= unit.needed:
@@ -348,10 +363,15 @@ class Simulation:
 
     def _evict(self, key: str) -> None:
         unit = self._unit_of.get(key)
-        if unit is None or unit.restarting or unit.finished:
+        if unit is None:
+            pod = self.state.pods.get(key)
+            if pod is not None:
+                self.state.mark_terminating(key, self._clock(self.now))
+                self._push(self.now + pod.termination_grace_period_seconds, Kind.GONE, key)
+            return
+        if unit.restarting or unit.finished:
             return  # already going (e.g. another member of a gang that restarts whole)
-        job = unit.job
-        job.record.preemptions += 1
+        unit.job.record.preemptions += 1
         self._interrupt(unit)
         unit.restarting = True
         when = self._clock(self.now)

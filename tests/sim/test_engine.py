@@ -1,0 +1,76 @@
+"""The event loop: jobs start when they fit, finish after their work, wait in order."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchsched.sim.metrics import cluster_summary
+from batchsched.sim.workload import GPU
+from tests.sim.simkit import START, gpu_node, job, simulation
+
+
+def test_a_job_runs_at_submit_and_ends_after_its_work() -> None:
+    result = simulation([gpu_node("n1")], [job("a", work=100, submit=10)]).run()
+    (a,) = result.jobs
+    assert (a.submit, a.start, a.end, a.wait) == (10, 10, 110, 0)
+    assert result.end_time == 110
+
+
+def test_a_job_that_does_not_fit_waits_for_room() -> None:
+    jobs = [job("a", gpus=6, work=100), job("b", gpus=4, work=50, submit=5)]
+    result = simulation([gpu_node("n1")], jobs).run()
+    a, b = result.jobs
+    assert (a.start, a.end) == (0, 100)
+    assert (b.start, b.end, b.wait) == (100, 150, 95)
+
+
+def test_higher_priority_waiting_job_goes_first() -> None:
+    jobs = [
+        job("running", work=100),
+        job("low-early", submit=1, priority_class="low"),
+        job("high-late", submit=2, priority_class="high"),
+    ]
+    result = simulation([gpu_node("n1")], jobs).run()
+    by_name = {j.name: j for j in result.jobs}
+    assert by_name["default/high-late"].start == 100
+    assert by_name["default/low-early"].start == 200
+
+
+def test_bound_pods_carry_pod_scheduled_at_bind_time() -> None:
+    sim = simulation([gpu_node("n1")], [job("a", work=100, submit=30)])
+    sim.advance(50)
+    pod = sim.state.pods["default/a-0"]
+    cond = pod.condition("PodScheduled")
+    assert cond is not None and cond.status == "True"
+    assert cond.last_transition_time == pod.start_time
+    assert (pod.start_time - START).total_seconds() == 30
+    assert pod.node_name == "n1"
+
+
+def test_until_stops_the_clock_and_leaves_jobs_unfinished() -> None:
+    result = simulation([gpu_node("n1")], [job("a", work=1000)], until=300).run()
+    assert result.end_time == 300
+    assert result.jobs[0].start == 0 and result.jobs[0].end is None
+
+
+def test_a_job_that_never_fits_stays_pending_and_the_run_ends() -> None:
+    result = simulation([gpu_node("n1")], [job("huge", gpus=16), job("ok", work=10)]).run()
+    huge, ok = result.jobs
+    assert huge.start is None and ok.end == 10
+    assert result.decisions["Unschedulable"] >= 1
+
+
+def test_utilisation_and_pending_are_time_weighted() -> None:
+    # a: 4 GPUs over [0, 100); b: 8 GPUs waits over [0, 100), runs over [100, 200).
+    jobs = [job("a", gpus=4, work=100), job("b", gpus=8, work=100)]
+    result = simulation([gpu_node("n1")], jobs).run()
+    summary = cluster_summary(result)
+    assert summary["utilisation"][GPU] == pytest.approx((4 * 100 + 8 * 100) / (8 * 200))
+    assert summary["pending_pods_mean"] == pytest.approx(0.5)
+    assert summary["pending_pods_max"] == 1
+
+
+def test_independent_pods_of_one_job_run_as_room_allows() -> None:
+    result = simulation([gpu_node("n1")], [job("w", gpus=4, pods=3, work=100)]).run()
+    (w,) = result.jobs
+    assert (w.start, w.end) == (0, 200)  # two pods at once, the third after them
