@@ -14,11 +14,22 @@ START = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def gpu_node(name: str, gpus: int = 8) -> Node:
-    return Node(name=name, allocatable={"cpu": 64_000, "memory": 512 * 2**30, "pods": 110, GPU: gpus})
+    return Node(
+        name=name, allocatable={"cpu": 64_000, "memory": 512 * 2**30, "pods": 110, GPU: gpus}
+    )
 
 
-def job(name: str, gpus: int = 8, work: float = 100.0, submit: float = 0.0, **extra: Any) -> JobSpec:
-    return JobSpec(name=name, submit=submit, pods=extra.pop("pods", 1), requests={GPU: gpus, "pods": 1}, work=work, **extra)
+def job(
+    name: str, gpus: int = 8, work: float = 100.0, submit: float = 0.0, **extra: Any
+) -> JobSpec:
+    return JobSpec(
+        name=name,
+        submit=submit,
+        pods=extra.pop("pods", 1),
+        requests={GPU: gpus, "pods": 1},
+        work=work,
+        **extra,
+    )
 
 
 def classes() -> list[PriorityClass]:
@@ -31,4 +42,6 @@ def simulation(
     until: float | None = None,
     config: SchedulerConfig | None = None,
 ) -> Simulation:
-    return Simulation("test", nodes, classes(), jobs, config or default_config(), START, until=until)
+    return Simulation(
+        "test", nodes, classes(), jobs, config or default_config(), START, until=until
+    )
