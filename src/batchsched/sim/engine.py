@@ -112,6 +112,7 @@ class Simulation:
         self._pending_by_class = [0] * len(classes)
         self._resources = tracked_resources(list(self.state.resources.names))
         self._resource_cols = [self.state.resources.intern(r) for r in self._resources]
+        self._used = [0.0] * len(self._resources)
         self.timeline = Timeline(self._resources, classes)
         self.decisions: dict[str, int] = {}
         self.warnings: list[str] = []
@@ -159,6 +160,8 @@ class Simulation:
     def add_pod(self, pod: Pod) -> None:
         """A pod that is no job's (e.g. from a snapshot): scheduled and evicted like any."""
         self.state.upsert_pod(pod)
+        if pod.key in self.state.bound:
+            self._account(pod, 1)
 
     def _next_time(self) -> float | None:
         """The next event, or an earlier queue wakeup while events remain.
@@ -298,6 +301,8 @@ class Simulation:
         unit = self._unit_of.get(key)
         if unit is not None and not pod.node_name:
             self._count_pending(unit, -1)
+        if key in self.state.bound:
+            self._account(pod, -1)
         self.state.remove_pod(key)
         self._unit_of.pop(key, None)
         self._failed_at.pop(key, None)
@@ -339,6 +344,7 @@ class Simulation:
         pod.start_time = bound_at
         pod.conditions = (PodCondition("PodScheduled", "True", bound_at),)
         self.state.upsert_pod(pod)
+        self._account(pod, 1)
         self._failed_at.pop(decision.pod, None)
         unit = self._unit_of.get(decision.pod)
         if unit is None:
@@ -417,11 +423,15 @@ class Simulation:
             for r, c in zip(self._resources, self._resource_cols, strict=True)
         }
 
+    def _account(self, pod: Pod, sign: int) -> None:
+        """Keep the cluster's allocated totals as pods bind and leave (cheaper than summing
+        the node arrays at every instant)."""
+        requests = pod.requests
+        for i, resource in enumerate(self._resources):
+            self._used[i] += sign * requests.get(resource, 0)
+
     def _sample(self) -> None:
-        rows = self.state.rows
-        used = self.state.allocatable[:rows] - self.state.free[:rows]
-        totals = used[:, self._resource_cols].sum(axis=0)
-        self.timeline.record(self.now, [float(v) for v in totals], list(self._pending_by_class))
+        self.timeline.record(self.now, list(self._used), list(self._pending_by_class))
 
 
 def _record(spec: JobSpec) -> JobRecord:

@@ -1,0 +1,85 @@
+"""TraceReplay: real traces through the simulator (the scheduling core on a virtual clock).
+
+`TraceReplay/philly`: the Philly trace's 82,247 jobs on 300 nodes of 8 GPUs.
+`TraceReplay/openb`: Alibaba's openb pods on the trace's own 1,213 GPU nodes.
+Trace files come from `BATCHSCHED_TRACES` (default `../shared/traces` from the repository
+root); without them the workload reports a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from batchsched.config import default_config
+from batchsched.objects.records import Node, PriorityClass
+from batchsched.sim.engine import Simulation
+from batchsched.sim.fields import Fields
+from batchsched.sim.traces import TRACE_FORMATS
+from batchsched.sim.workload import GPU, JobSpec
+from benchmarks.harness import Metrics, timed, workload
+
+ROOT = Path(__file__).resolve().parents[2]
+START = datetime(2026, 11, 22, tzinfo=UTC)
+CLASSES = [PriorityClass("high", 9000), PriorityClass("medium", 8500), PriorityClass("low", 8000)]
+
+
+def traces_dir() -> Path:
+    return Path(os.environ.get("BATCHSCHED_TRACES", ROOT.parent / "shared" / "traces"))
+
+
+def load(fmt: str, **options: Any) -> tuple[list[JobSpec], list[Node]]:
+    trace_format = TRACE_FORMATS[fmt]
+    anchor = traces_dir() / "benchmark.yaml"  # trace paths are relative to it
+    raw = {"format": fmt, **options}
+    return trace_format.load(Fields(anchor, raw, "trace", ("format", *trace_format.options)))
+
+
+def replay(name: str, jobs: list[JobSpec], nodes: list[Node]) -> Metrics:
+    sim = Simulation(name, nodes, CLASSES, jobs, default_config(), START)
+    with timed() as watch:
+        result = sim.run()
+    finished = sum(1 for j in result.jobs if j.end is not None)
+    return {
+        "jobs": len(jobs),
+        "finished": finished,
+        "nodes": len(nodes),
+        "simulated_days": round(result.end_time / 86400, 1),
+        "wall_seconds": round(watch.seconds, 2),
+        "jobs_per_second": round(len(jobs) / watch.seconds),
+    }
+
+
+def missing(*files: str) -> Metrics | None:
+    absent = [f for f in files if not (traces_dir() / f).is_file()]
+    if not absent:
+        return None
+    return {
+        "skipped": f"trace files not found: {', '.join(absent)} in {traces_dir()} (set BATCHSCHED_TRACES)"
+    }
+
+
+@workload("TraceReplay/philly")
+def philly() -> Metrics:
+    if (skip := missing("philly_2017_jobs.csv")) is not None:
+        return skip
+    jobs, _ = load("philly", path="philly_2017_jobs.csv", priorityClass="low")
+    nodes = [
+        Node(
+            name=f"gpu-{i:03d}",
+            allocatable={"cpu": 64_000, "memory": 512 * 2**30, "pods": 110, GPU: 8},
+        )
+        for i in range(300)
+    ]
+    return replay("philly", jobs, nodes)
+
+
+@workload("TraceReplay/openb")
+def openb() -> Metrics:
+    pods, node_list = "openb_pod_list_default.csv", "openb_node_list_gpu_node.csv"
+    if (skip := missing(pods, node_list)) is not None:
+        return skip
+    jobs, nodes = load("openb", path=pods, nodes=node_list)
+    return replay("openb", jobs, nodes)
