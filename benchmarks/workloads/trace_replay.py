@@ -56,9 +56,8 @@ def missing(*files: str) -> Metrics | None:
     absent = [f for f in files if not (traces_dir() / f).is_file()]
     if not absent:
         return None
-    return {
-        "skipped": f"trace files not found: {', '.join(absent)} in {traces_dir()} (set BATCHSCHED_TRACES)"
-    }
+    where = f"{traces_dir()} (set BATCHSCHED_TRACES)"
+    return {"skipped": f"trace files not found: {', '.join(absent)} in {where}"}
 
 
 @workload("TraceReplay/philly")
