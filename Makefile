@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/batchsched schedule examples/basic/cluster.yaml -o text
+	$(BIN)/batchsched simulate examples/ml-cluster/scenario.yaml --report reports/demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -15,6 +15,7 @@ def record(
     return JobRecord(
         name=name,
         priority_class=cls,
+        group=cls,
         pods=1,
         gpus=8,
         gang=False,

@@ -113,6 +113,8 @@ def test_variants_rename_classes_and_default_to_one_unnamed(tmp_path: Path) -> N
     assert b.classes == {"low": "high"}
     renamed = [j.with_class(b.classes) for j in scenario.jobs(1)]
     assert {j.priority_class for j in renamed} == {"high"}
+    was_low = [j for j in renamed if j.workload_class]
+    assert was_low and {j.workload_class for j in was_low} == {"low"}
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,7 @@ class Simulation:
         # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
         self._failed_at: dict[str, float] = {}
         self._stale: list[tuple[float, float, str]] = []
-        classes = sorted({j.record.priority_class for j in self.jobs})
+        classes = sorted({j.record.group for j in self.jobs})
         self._class_col = {c: i for i, c in enumerate(classes)}
         self._pending_by_class = [0] * len(classes)
         self._resources = tracked_resources(list(self.state.resources.names))
@@ -270,7 +270,7 @@ class Simulation:
             self._count_pending(unit, 1)
 
     def _count_pending(self, unit: Unit, change: int) -> None:
-        self._pending_by_class[self._class_col[unit.job.record.priority_class]] += change
+        self._pending_by_class[self._class_col[unit.job.record.group]] += change
 
     def _finish(self, unit: Unit) -> None:
         job = unit.job
@@ -438,6 +438,7 @@ def _record(spec: JobSpec) -> JobRecord:
     return JobRecord(
         name=f"{spec.namespace}/{spec.name}",
         priority_class=spec.priority_class or "(none)",
+        group=spec.workload_class or spec.priority_class or "(none)",
         pods=spec.pods,
         gpus=spec.gpus_per_pod * spec.pods,
         gang=spec.gang,

@@ -14,6 +14,7 @@ from batchsched.sim.workload import GPU, GPU_MILLI
 class JobRecord:
     name: str
     priority_class: str
+    group: str  # the workload's class for this job, the same in every variant of a scenario
     pods: int
     gpus: float  # all pods together
     gang: bool
@@ -102,15 +103,17 @@ def _stat(values: list[float]) -> dict[str, float | None]:
 
 
 def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
+    """Per workload class (see JobRecord.group), naming the PriorityClass(es) the jobs had."""
     by_class: dict[str, list[JobRecord]] = {}
     for job in jobs:
-        by_class.setdefault(job.priority_class or "(none)", []).append(job)
+        by_class.setdefault(job.group, []).append(job)
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(by_class):
         group = by_class[name]
         waits = [w for j in group if (w := j.wait) is not None]
         completions = [c for j in group if (c := j.completion) is not None]
         out[name] = {
+            "priority_classes": sorted({j.priority_class for j in group}),
             "jobs": len(group),
             "started": len(waits),
             "finished": len(completions),

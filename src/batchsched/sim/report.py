@@ -34,6 +34,7 @@ JOB_COLUMNS = (
     "run",
     "job",
     "class",
+    "workload_class",
     "pods",
     "gpus",
     "gang",
@@ -61,6 +62,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         result.name,
                         job.name,
                         job.priority_class,
+                        job.group,
                         job.pods,
                         f"{job.gpus:g}",
                         int(job.gang),
@@ -143,16 +145,12 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plots.append(("Pending pods over time, per priority class", _figure_png(fig)))
     plt.close(fig)
 
-    classes = sorted({j.priority_class for r in results for j in r.jobs})
+    classes = sorted({j.group for r in results for j in r.jobs})
     fig, axes = plt.subplots(1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False)
     for ax, cls in zip(axes[0], classes, strict=True):
         for result in results:
             waits = np.sort(
-                [
-                    w / 60
-                    for j in result.jobs
-                    if j.priority_class == cls and (w := j.wait) is not None
-                ]
+                [w / 60 for j in result.jobs if j.group == cls and (w := j.wait) is not None]
             )
             if waits.size:
                 ax.step(
@@ -173,12 +171,9 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     width = 0.8 / max(1, len(results))
     positions = np.arange(len(classes))
     for i, result in enumerate(results):
-        preemptions = [
-            sum(j.preemptions for j in result.jobs if j.priority_class == c) for c in classes
-        ]
+        preemptions = [sum(j.preemptions for j in result.jobs if j.group == c) for c in classes]
         lost = [
-            sum(j.lost_gpu_seconds for j in result.jobs if j.priority_class == c) / 3600
-            for c in classes
+            sum(j.lost_gpu_seconds for j in result.jobs if j.group == c) / 3600 for c in classes
         ]
         left.bar(positions + i * width, preemptions, width, label=result.name)
         right.bar(positions + i * width, lost, width, label=result.name)
@@ -245,7 +240,7 @@ def summary_rows(
         for cls, c in run_summary(result)["classes"].items():
             per_class.setdefault(cls, []).append(
                 [
-                    cls,
+                    _class_label(cls, c["priority_classes"]),
                     result.name,
                     f"{c['finished']}/{c['jobs']}",
                     _fmt(c["wait_seconds"]["p50"], 60),
@@ -258,6 +253,11 @@ def summary_rows(
             )
     classes = [row for cls in sorted(per_class) for row in per_class[cls]]
     return run_head, runs, class_head, classes
+
+
+def _class_label(group: str, classes: list[str]) -> str:
+    """`low`, or `low as low-non-preempted-10min` where a variant renamed the class."""
+    return group if classes == [group] else f"{group} as {', '.join(classes)}"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

@@ -40,6 +40,9 @@ class JobSpec:
     scheduler_name: str = "batchsched"
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    # The class the workload gave the job, when a scenario variant renamed it: results are
+    # compared across variants by this name.
+    workload_class: str = ""
 
     @property
     def gang(self) -> bool:
@@ -52,7 +55,11 @@ class JobSpec:
     def with_class(self, classes: dict[str, str]) -> JobSpec:
         """The same job under a renamed priority class (a scenario variant's class map)."""
         renamed = classes.get(self.priority_class)
-        return self if renamed is None else replace(self, priority_class=renamed)
+        if renamed is None:
+            return self
+        return replace(
+            self, priority_class=renamed, workload_class=self.workload_class or self.priority_class
+        )
 
 
 def gpus_of(requests: dict[str, int]) -> float:
