@@ -403,7 +403,10 @@ class Simulation:
         interval = spec.checkpoint_interval
         kept = math.floor(total / interval) * interval if interval else 0.0
         kept = min(max(kept, unit.done), spec.work)
-        unit.job.record.lost_gpu_seconds += (total - kept) * spec.gpus_per_pod * len(unit.bound)
+        record = unit.job.record
+        record.lost_gpu_seconds += (total - kept) * spec.gpus_per_pod * len(unit.bound)
+        if kept == unit.done:
+            record.fruitless_preemptions += 1
         unit.done = kept
         unit.running_since = None
 

@@ -22,6 +22,9 @@ class JobRecord:
     start: float | None = None  # first time any of its work ran
     end: float | None = None
     preemptions: int = 0  # interruptions: a gang counts once however many members went
+    # Preemptions of a run that had saved no checkpoint yet: that run made no progress at all
+    # (the preemption-toleration KEP's "preempted before the first epoch").
+    fruitless_preemptions: int = 0
     lost_gpu_seconds: float = 0.0  # GPU time of work lost since the last checkpoint
     first_bind: float | None = None
     gang_start_delay: float | None = None  # first member bound -> minMember bound (first run)
@@ -120,6 +123,7 @@ def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
             "wait_seconds": _stat(waits),
             "completion_seconds": _stat(completions),
             "preemptions": sum(j.preemptions for j in group),
+            "fruitless_preemptions": sum(j.fruitless_preemptions for j in group),
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in group) / 3600.0,
         }
     return out
@@ -162,6 +166,7 @@ def run_summary(result: RunResult) -> dict[str, Any]:
             "finished": len(finished),
         },
         "preemptions": sum(j.preemptions for j in jobs),
+        "fruitless_preemptions": sum(j.fruitless_preemptions for j in jobs),
         "lost_gpu_hours": sum(j.lost_gpu_seconds for j in jobs) / 3600.0,
         "classes": class_summary(jobs),
         "cluster": cluster_summary(result),

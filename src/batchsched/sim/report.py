@@ -44,6 +44,7 @@ JOB_COLUMNS = (
     "wait_s",
     "completion_s",
     "preemptions",
+    "fruitless_preemptions",
     "lost_gpu_hours",
 )
 
@@ -72,6 +73,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         cell(job.wait),
                         cell(job.completion),
                         job.preemptions,
+                        job.fruitless_preemptions,
                         f"{job.lost_gpu_seconds / 3600:.4f}",
                     ]
                 )
@@ -171,13 +173,26 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     width = 0.8 / max(1, len(results))
     positions = np.arange(len(classes))
     for i, result in enumerate(results):
-        preemptions = [sum(j.preemptions for j in result.jobs if j.group == c) for c in classes]
-        lost = [
-            sum(j.lost_gpu_seconds for j in result.jobs if j.group == c) / 3600 for c in classes
-        ]
-        left.bar(positions + i * width, preemptions, width, label=result.name)
+        mine = [[j for j in result.jobs if j.group == c] for c in classes]
+        preemptions = [sum(j.preemptions for j in jobs) for jobs in mine]
+        fruitless = [sum(j.fruitless_preemptions for j in jobs) for jobs in mine]
+        lost = [sum(j.lost_gpu_seconds for j in jobs) / 3600 for jobs in mine]
+        bars = left.bar(positions + i * width, preemptions, width, label=result.name)
+        left.bar(
+            positions + i * width,
+            fruitless,
+            width,
+            color=bars.patches[0].get_facecolor() if bars.patches else None,
+            hatch="//",
+            edgecolor="black",
+            label=f"{result.name}: before any checkpoint",
+        )
         right.bar(positions + i * width, lost, width, label=result.name)
-    for ax, title in ((left, "preemptions"), (right, "lost GPU-hours")):
+    titles = (
+        (left, "preemptions (hatched: the run had no checkpoint yet)"),
+        (right, "lost GPU-hours"),
+    )
+    for ax, title in titles:
         ax.set_xticks(positions + width * (len(results) - 1) / 2, classes)
         ax.set_title(title, fontsize="medium")
         ax.legend(fontsize="x-small")
@@ -203,6 +218,7 @@ def summary_rows(
         "GPU util %",
         "CPU util %",
         "preemptions",
+        "no progress",
         "lost GPU-h",
         "gang start delay p95 (min)",
         "max pending pods",
@@ -219,6 +235,7 @@ def summary_rows(
                 _fmt(util[gpu] * 100 if gpu else None),
                 _fmt(util["cpu"] * 100 if util.get("cpu") is not None else None),
                 str(s["preemptions"]),
+                str(s["fruitless_preemptions"]),
                 _fmt(s["lost_gpu_hours"]),
                 _fmt(s["cluster"]["gang_start_delay_seconds"]["p95"], 60),
                 str(s["cluster"]["pending_pods_max"]),
@@ -233,6 +250,7 @@ def summary_rows(
         "wait p99 (min)",
         "completion p50 (h)",
         "preemptions",
+        "no progress",
         "lost GPU-h",
     ]
     per_class: dict[str, list[list[str]]] = {}
@@ -248,6 +266,7 @@ def summary_rows(
                     _fmt(c["wait_seconds"]["p99"], 60),
                     _fmt(c["completion_seconds"]["p50"], 3600, 2),
                     str(c["preemptions"]),
+                    str(c["fruitless_preemptions"]),
                     _fmt(c["lost_gpu_hours"]),
                 ]
             )
@@ -293,7 +312,8 @@ img {{ max-width: 100%; }}
 <h1>batchsched simulation report</h1>
 <p>Times are virtual: seconds after each scenario's start. Waits run from a job's submission to
 the first moment its work ran (a gang: minMember pods bound); lost GPU-hours are work done since
-the job's last checkpoint when it was preempted.</p>
+the job's last checkpoint when it was preempted; "no progress" counts preemptions of a run that
+had saved no checkpoint yet (all of that run's work was lost).</p>
 <h2>Runs</h2>{_table(run_head, runs)}
 <h2>Per priority class</h2>{_table(class_head, classes)}
 {figures}
