@@ -32,8 +32,19 @@ def job(
     )
 
 
+TOLERATION = "preemption-toleration.scheduling.x-k8s.io"
+
+
 def classes() -> list[PriorityClass]:
-    return [PriorityClass("high", 9000), PriorityClass("low", 8000)]
+    tolerant = {
+        f"{TOLERATION}/minimum-preemptable-priority": "10000",
+        f"{TOLERATION}/toleration-seconds": "600",
+    }
+    return [
+        PriorityClass("high", 9000),
+        PriorityClass("low", 8000),
+        PriorityClass("low-non-preempted-10min", 8000, annotations=tolerant),
+    ]
 
 
 def simulation(

@@ -26,7 +26,7 @@ def test_a_job_that_does_not_fit_waits_for_room() -> None:
 
 def test_higher_priority_waiting_job_goes_first() -> None:
     jobs = [
-        job("running", work=100),
+        job("running", work=100, priority_class="high"),  # nothing may preempt it
         job("low-early", submit=1, priority_class="low"),
         job("high-late", submit=2, priority_class="high"),
     ]
