@@ -106,7 +106,7 @@ class Simulation:
         # When each unschedulable pod last failed: the queue retries a pod after
         # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
         self._failed_at: dict[str, float] = {}
-        self._stale: list[tuple[float, float, str]] = []
+        self._stale: list[tuple[float, float, str, int]] = []
         classes = sorted({j.record.group for j in self.jobs})
         self._class_col = {c: i for i, c in enumerate(classes)}
         self._pending_by_class = [0] * len(classes)
@@ -176,11 +176,18 @@ class Simulation:
             # A wakeup the last pass did not reach is a rounding artefact: step past it.
             t = min(t, max(self._virtual(wakeup), self.now + 1e-6))
         while self._stale:
-            due, failed, key = self._stale[0]
-            if due > self.now and self._failed_at.get(key) == failed and key in self.state.pending:
+            due, failed, key, nudges = self._stale[0]
+            if self._failed_at.get(key) != failed or key not in self.state.pending:
+                heapq.heappop(self._stale)  # retried since, or gone
+            elif due <= self.now:
+                # Float rounding of the clock kept the queue from seeing the pod as stale at
+                # `due`: look again a microsecond later (a few times at most).
+                heapq.heappop(self._stale)
+                if nudges < 3:
+                    heapq.heappush(self._stale, (self.now + 1e-6, failed, key, nudges + 1))
+            else:
                 t = min(t, due)
                 break
-            heapq.heappop(self._stale)
         return max(t, self.now)
 
     def _schedule(self) -> list[Decision]:
@@ -320,9 +327,9 @@ class Simulation:
                 self._evict(decision.pod)
             elif isinstance(decision, Unschedulable):
                 self._failed_at[decision.pod] = self.now
-                # A millisecond late, so that float rounding cannot leave the pod unretried.
-                due = self.now + self.scheduler.queue.max_unschedulable_seconds + 1e-3
-                heapq.heappush(self._stale, (due, self.now, decision.pod))
+                stale = self.now + self.scheduler.queue.max_unschedulable_seconds
+                due = math.ceil(stale * 1e6) / 1e6  # the clock's resolution is a microsecond
+                heapq.heappush(self._stale, (due, self.now, decision.pod, 0))
             elif isinstance(decision, PodGroupUpdate):
                 group = self.state.pod_groups.get(decision.group)
                 if group is not None:
