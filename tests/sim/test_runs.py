@@ -103,10 +103,10 @@ def test_another_seed_another_workload(tmp_path: Path) -> None:
 def test_reports_hold_every_run_and_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(tmp_path, "r") == 0
     out = capsys.readouterr().out
-    assert "small/plain" in out and "small/tolerant" in out and "Per priority class" in out
+    assert "plain" in out and "tolerant" in out and "Per priority class" in out
     summary = orjson.loads((tmp_path / "r" / "summary.json").read_bytes())
     names = [r["name"] for r in summary["runs"]]
-    assert names == ["small/plain", "small/tolerant"]
+    assert names == ["plain", "tolerant"]
     plain = summary["runs"][0]
     assert set(plain["classes"]) == {"high", "low"}
     tolerant = summary["runs"][1]["classes"]
@@ -118,7 +118,7 @@ def test_reports_hold_every_run_and_job(tmp_path: Path, capsys: pytest.CaptureFi
     with (tmp_path / "r" / "jobs.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 2 * plain["jobs"]["total"]
-    assert {r["run"] for r in rows} == {"small/plain", "small/tolerant"}
+    assert {r["run"] for r in rows} == {"plain", "tolerant"}
     page = (tmp_path / "r" / "report.html").read_text()
     images = page.split('src="data:image/png;base64,')[1:]
     assert len(images) == 4
@@ -164,10 +164,10 @@ def test_until_and_configs_side_by_side(tmp_path: Path) -> None:
     )
     summary = orjson.loads((tmp_path / "r" / "summary.json").read_bytes())
     assert [r["name"] for r in summary["runs"]] == [
-        "small/plain/most",
-        "small/plain/least",
-        "small/tolerant/most",
-        "small/tolerant/least",
+        "plain/most",
+        "plain/least",
+        "tolerant/most",
+        "tolerant/least",
     ]
     assert all(r["simulated_seconds"] <= 7200 for r in summary["runs"])
 
@@ -177,3 +177,16 @@ def test_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     bad.write_text("profiles: 3\n")
     assert run_cli(tmp_path, "r", "--config", str(bad)) == 2
     assert "profiles: must be a non-empty list" in capsys.readouterr().err
+
+
+def test_several_scenarios_side_by_side_are_named_by_scenario(tmp_path: Path) -> None:
+    paths = []
+    for name in ("first", "second"):
+        scenario = {**SCENARIO, "name": name}
+        scenario.pop("variants")
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(scenario))
+        paths.append(str(path))
+    assert main(["simulate", *paths, "--until", "1h", "--report", str(tmp_path / "r")]) == 0
+    summary = orjson.loads((tmp_path / "r" / "summary.json").read_bytes())
+    assert [r["name"] for r in summary["runs"]] == ["first", "second"]

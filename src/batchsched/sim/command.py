@@ -36,15 +36,16 @@ def plan(scenario_paths: list[Path], config_paths: list[Path]) -> list[Run]:
     """Every scenario x variant x config, validated before anything runs."""
     runs: list[Run] = []
     configs = {p: load_config(p) for p in config_paths}
-    for path in scenario_paths:
-        scenario = load_scenario(path)
+    scenarios = [load_scenario(path) for path in scenario_paths]
+    for scenario in scenarios:
         for variant in scenario.variants:
             chosen: list[Path | None] = list(config_paths) or [variant.config or scenario.config]
             for config_path in chosen:
                 config = configs.get(config_path) if config_path else None
                 if config is None:
                     config = load_config(config_path)
-                parts = [scenario.name]
+                # Name a run by what sets it apart from the others in this comparison.
+                parts = [scenario.name] if len(scenarios) > 1 or not variant.name else []
                 if variant.name:
                     parts.append(variant.name)
                 if len(chosen) > 1 and config_path is not None:

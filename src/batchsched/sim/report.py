@@ -258,7 +258,7 @@ def summary_rows(
         for cls, c in run_summary(result)["classes"].items():
             per_class.setdefault(cls, []).append(
                 [
-                    _class_label(cls, c["priority_classes"]),
+                    cls,
                     result.name,
                     f"{c['finished']}/{c['jobs']}",
                     _fmt(c["wait_seconds"]["p50"], 60),
@@ -272,11 +272,6 @@ def summary_rows(
             )
     classes = [row for cls in sorted(per_class) for row in per_class[cls]]
     return run_head, runs, class_head, classes
-
-
-def _class_label(group: str, classes: list[str]) -> str:
-    """`low`, or `low as low-non-preempted-10min` where a variant renamed the class."""
-    return group if classes == [group] else f"{group} as {', '.join(classes)}"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
