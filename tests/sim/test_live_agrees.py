@@ -36,6 +36,10 @@ def gpu_pod(name: str, gpus: str, cls: str, **kw: Any) -> dict[str, Any]:
     )
 
 
+def running_gpu_pod(name: str, gpus: str, cls: str, node_name: str, since: str) -> dict[str, Any]:
+    return gpu_pod(name, gpus, cls, node_name=node_name, phase="Running", scheduled_at=since)
+
+
 SNAPSHOTS = {
     "ordinary": [
         priority_class("high", 9000),
@@ -49,14 +53,7 @@ SNAPSHOTS = {
             taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
         ),
         node("cpu-1", cpu="16", memory="64Gi"),
-        gpu_pod(
-            "running",
-            "4",
-            "low",
-            node_name="gpu-a",
-            phase="Running",
-            scheduled_at="2026-11-22T09:00:00Z",
-        ),
+        running_gpu_pod("running", "4", "low", "gpu-a", "2026-11-22T09:00:00Z"),
         gpu_pod("fits", "4", "low"),
         gpu_pod("too-big", "16", "high"),
         gpu_pod("tolerates", "8", "low", tolerations=[{"key": "gpu", "operator": "Exists"}]),
@@ -68,21 +65,9 @@ SNAPSHOTS = {
         priority_class("low-non-preempted-10min", 8000, annotations=TOLERANT),
         node("gpu-a", cpu="32", memory="256Gi", nvidia__com_gpu="8"),
         node("gpu-b", cpu="32", memory="256Gi", nvidia__com_gpu="8"),
-        gpu_pod(
-            "old-low",
-            "8",
-            "low",
-            node_name="gpu-a",
-            phase="Running",
-            scheduled_at="2026-11-22T09:00:00Z",
-        ),
-        gpu_pod(
-            "fresh-tolerant",
-            "8",
-            "low-non-preempted-10min",
-            node_name="gpu-b",
-            phase="Running",
-            scheduled_at="2026-11-22T09:55:00Z",
+        running_gpu_pod("old-low", "8", "low", "gpu-a", "2026-11-22T09:00:00Z"),
+        running_gpu_pod(
+            "fresh-tolerant", "8", "low-non-preempted-10min", "gpu-b", "2026-11-22T09:55:00Z"
         ),
         gpu_pod("urgent", "8", "high"),
     ],
