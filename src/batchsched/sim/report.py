@@ -115,7 +115,9 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
         {r for res in results for r in res.timeline.resources},
         key=lambda r: (r != gpu_resource([r]), r),
     )
-    fig, axes = plt.subplots(len(resources), 1, figsize=(10, 2.4 * len(resources)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(resources), 1, figsize=(10, 2.4 * len(resources)), squeeze=False, layout="constrained"
+    )
     for ax, resource in zip(axes[:, 0], resources, strict=True):
         for result in results:
             tl = result.timeline
@@ -133,7 +135,9 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plots.append(("Utilisation over time", _figure_png(fig)))
     plt.close(fig)
 
-    fig, axes = plt.subplots(len(results), 1, figsize=(10, 2.4 * len(results)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(results), 1, figsize=(10, 2.4 * len(results)), squeeze=False, layout="constrained"
+    )
     for ax, result in zip(axes[:, 0], results, strict=True):
         tl = result.timeline
         pending = np.asarray(tl.pending, dtype=np.float64).reshape(len(tl.times), -1)
@@ -148,7 +152,9 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plt.close(fig)
 
     classes = sorted({j.group for r in results for j in r.jobs})
-    fig, axes = plt.subplots(1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False, layout="constrained"
+    )
     for ax, cls in zip(axes[0], classes, strict=True):
         for result in results:
             waits = np.sort(
@@ -169,7 +175,7 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plots.append(("Wait-time CDF per priority class", _figure_png(fig)))
     plt.close(fig)
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
     width = 0.8 / max(1, len(results))
     positions = np.arange(len(classes))
     for i, result in enumerate(results):
