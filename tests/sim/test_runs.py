@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 from pathlib import Path
 
 import orjson
@@ -190,3 +191,20 @@ def test_several_scenarios_side_by_side_are_named_by_scenario(tmp_path: Path) ->
     assert main(["simulate", *paths, "--until", "1h", "--report", str(tmp_path / "r")]) == 0
     summary = orjson.loads((tmp_path / "r" / "summary.json").read_bytes())
     assert [r["name"] for r in summary["runs"]] == ["first", "second"]
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from batchsched.sim import command
+
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    (run, *_) = command.plan([scenario], [])
+    monkeypatch.setattr(command, "PROGRESS_AFTER_SECONDS", 0.0)
+    terminal = io.StringIO()
+    command.simulate(run, None, None, Console(file=terminal, force_terminal=True, width=100))
+    assert "simulated" in terminal.getvalue()
+    piped = io.StringIO()
+    command.simulate(run, None, None, Console(file=piped, force_terminal=False))
+    assert piped.getvalue() == ""

@@ -204,3 +204,13 @@ def test_durations(text: object, seconds: float) -> None:
 def test_bad_durations(text: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_generator_with_a_count_stops_after_that_many_jobs(tmp_path: Path) -> None:
+    raw = base()
+    gen = raw["work"]["generators"][0]
+    gen.pop("to")
+    gen.update(count=7, **{"from": "1h"})
+    jobs = [j for j in load_scenario(write(tmp_path, raw)).jobs(1) if j.name.startswith("gen-")]
+    assert [j.name for j in jobs] == [f"gen-{i:05d}" for i in range(7)]
+    assert all(j.submit > 3600 for j in jobs)
