@@ -30,6 +30,7 @@ def test_order_is_priority_then_enqueue_time_then_name() -> None:
 def test_backoff_doubles_from_one_second_to_ten() -> None:
     queue = SchedulingQueue()
     assert [queue.backoff_seconds(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+    assert queue.backoff_seconds(5000) == 10  # however often a pod failed
 
 
 def test_unschedulable_pod_waits_for_a_cluster_change_then_backs_off() -> None:

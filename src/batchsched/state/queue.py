@@ -91,7 +91,10 @@ class SchedulingQueue:
     def backoff_seconds(self, attempts: int) -> float:
         if attempts <= 0:
             return 0.0
-        return float(min(self.initial_backoff * 2 ** (attempts - 1), self.max_backoff))
+        # The exponent is capped: a pod that failed a thousand times (a long simulation) would
+        # overflow a float, and the cap is reached long before that anyway.
+        doublings = min(attempts - 1, 62)
+        return float(min(self.initial_backoff * 2**doublings, self.max_backoff))
 
     def pop(self) -> QueuedPod | None:
         while self._active:
