@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from batchsched.config import default_config
+from batchsched.objects.records import PriorityClass
+from batchsched.sim.engine import Simulation
 from batchsched.sim.metrics import cluster_summary
 from batchsched.sim.workload import GPU
 from tests.sim.simkit import START, gpu_node, job, simulation
@@ -74,3 +77,17 @@ def test_independent_pods_of_one_job_run_as_room_allows() -> None:
     result = simulation([gpu_node("n1")], [job("w", gpus=4, pods=3, work=100)]).run()
     (w,) = result.jobs
     assert (w.start, w.end) == (0, 200)  # two pods at once, the third after them
+
+
+def test_waiting_pods_are_retried_every_five_minutes_only_if_a_rule_reads_the_clock() -> None:
+    jobs = [job("long", work=86400), job("waits", submit=1)]
+    plain = Simulation(
+        "plain", [gpu_node("n1")], [PriorityClass("low", 8000)], jobs, default_config(), START
+    )
+    # Nothing changes for a day and no rule depends on time: one attempt, then one at the end.
+    result = plain.run()
+    assert result.decisions["Unschedulable"] == 1
+    # A class with a toleration makes time matter: the queue's 5-minute retry is simulated.
+    timed = simulation([gpu_node("n1")], jobs).run()
+    assert timed.decisions["Unschedulable"] == 1 + ((86400 - 1) // 300)
+    assert timed.jobs[1].start == result.jobs[1].start == 86400

@@ -29,6 +29,7 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
+from batchsched.plugins.toleration_policy import parse_policy
 from batchsched.scheduler import Scheduler
 from batchsched.sim.metrics import JobRecord, RunResult, Timeline, tracked_resources
 from batchsched.sim.workload import GROUP_ANNOTATION, JOB_LABEL, JobSpec
@@ -91,6 +92,14 @@ class Simulation:
         self.state = ClusterState()
         for pc in priority_classes:
             self.state.upsert_priority_class(pc)
+        # A pod that failed while nothing changed is retried after max_unschedulable_seconds
+        # (as kube-scheduler does). Only a rule that reads the clock can then decide otherwise:
+        # a toleration that runs out, a node reservation that ages into preemption. Without
+        # one the retry repeats the same answer, so it is skipped, which keeps a saturated
+        # cluster with thousands of waiting pods fast.
+        self._clock_rules = any(
+            parse_policy(pc).toleration_seconds > 0 for pc in self.state.priority_classes.values()
+        )
         for node in nodes:
             self.state.upsert_node(node)
         self.scheduler = Scheduler(self.state, config)
@@ -326,6 +335,8 @@ class Simulation:
             elif isinstance(decision, Evict):
                 self._evict(decision.pod)
             elif isinstance(decision, Unschedulable):
+                if not self._clock_rules:
+                    continue
                 self._failed_at[decision.pod] = self.now
                 stale = self.now + self.scheduler.queue.max_unschedulable_seconds
                 due = math.ceil(stale * 1e6) / 1e6  # the clock's resolution is a microsecond
@@ -336,6 +347,7 @@ class Simulation:
                     group.status = decision.status
             elif isinstance(decision, Reserve):
                 self.reservations[decision.node] = decision
+                self._clock_rules = True
             elif isinstance(decision, Warn):
                 if (decision.obj, decision.message) not in self._warned:
                     self._warned.add((decision.obj, decision.message))
