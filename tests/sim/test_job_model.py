@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from batchsched.config import parse_config
 from batchsched.decisions import Evict
-from batchsched.plugins.registry import REGISTRY
 from batchsched.sim.engine import Simulation
 from tests.sim.simkit import gpu_node, job, simulation
 
 MIN = 60.0
-GANG_SCHEDULING = "Coscheduling" in REGISTRY
 
 
 def evict(sim: Simulation, pod: str) -> None:
@@ -103,13 +102,12 @@ def test_gang_job_restarts_whole_when_one_member_is_preempted() -> None:
 
 
 def test_gang_makes_no_progress_below_min_member() -> None:
-    # Room for one of two members only: the job never starts (with gang scheduling nothing
-    # binds; without it one member binds and idles).
+    # Room for one of two members only: all or nothing, so nothing binds and nothing idles.
     spec = job("gang", gpus=8, pods=2, min_member=2, work=10 * MIN)
     result = simulation([gpu_node("n1")], [spec, job("tail", gpus=1, work=5, submit=MIN)]).run()
     gang = result.jobs[0]
     assert gang.start is None and gang.end is None
-    assert gang.first_bind == (None if GANG_SCHEDULING else 0)
+    assert gang.first_bind is None
 
 
 def test_gang_start_delay_runs_from_first_bind_to_min_member() -> None:
@@ -118,5 +116,26 @@ def test_gang_start_delay_runs_from_first_bind_to_min_member() -> None:
     result = simulation([gpu_node("n1"), gpu_node("n2")], [blocker, spec]).run()
     gang = result.jobs[1]
     assert gang.start == 10 * MIN
-    # All or nothing binds both members together; without it one member waits idle.
-    assert gang.gang_start_delay == (0 if GANG_SCHEDULING else 10 * MIN - 1)
+    # All or nothing binds both members together, so none waits idle for the other.
+    assert gang.first_bind == 10 * MIN and gang.gang_start_delay == 0
+
+
+def test_without_gang_scheduling_a_bound_member_idles_until_the_rest_fit() -> None:
+    config = parse_config(
+        {
+            "profiles": [
+                {
+                    "schedulerName": "batchsched",
+                    "plugins": {
+                        "multiPoint": {"disabled": [{"name": "Coscheduling"}]},
+                        "queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                    },
+                }
+            ]
+        }
+    )
+    blocker = job("blocker", gpus=8, work=10 * MIN)
+    spec = job("gang", gpus=8, pods=2, min_member=2, work=MIN, submit=1)
+    result = simulation([gpu_node("n1"), gpu_node("n2")], [blocker, spec], config=config).run()
+    gang = result.jobs[1]
+    assert (gang.first_bind, gang.start, gang.gang_start_delay) == (1, 10 * MIN, 10 * MIN - 1)

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from batchsched.plugins.registry import REGISTRY
 from tests.sim.simkit import gpu_node, job, simulation
 
-pytestmark = pytest.mark.skipif(
-    "PreemptionToleration" not in REGISTRY, reason="needs the preemption plugins (issue 3)"
-)
 MIN = 60.0
 
 
