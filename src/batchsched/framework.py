@@ -113,6 +113,16 @@ class Framework:
         shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
         return shapes if all(s is not None for s in shapes) else None
 
+    def shape_key(self, cycle: Cycle) -> Hashable | None:
+        """What the filters and scores read of the pod: equal keys, equal placements."""
+        return self._shape_key(cycle, self._shapes(cycle))
+
+    @staticmethod
+    def _shape_key(cycle: Cycle, shapes: tuple[Hashable, ...] | None) -> Hashable | None:
+        if shapes is None:
+            return None
+        return (shapes, cycle.demand.cols.tobytes(), cycle.demand.amounts.tobytes())
+
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
     ) -> _StaticVerdict:
@@ -253,9 +263,9 @@ class Framework:
             return None
         shapes = self._shapes(cycle)
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        if shapes is None:
+        key = self._shape_key(cycle, shapes)
+        if key is None:
             return None
-        key = (shapes, cycle.demand.cols.tobytes(), cycle.demand.amounts.tobytes())
         placement = self._placements.get(key)
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:

@@ -7,6 +7,7 @@ carry out.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import datetime
 
 from batchsched.config import SchedulerConfig
@@ -30,6 +31,10 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
         )
         self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
+        # Within a pass: pod shapes that found no way, and the state version they saw. A twin
+        # of such a pod against the same state would be told the same, so it is told at once.
+        self._failed_shapes: dict[Hashable, str] = {}
+        self._failed_at: tuple[int, int, int] | None = None
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             plugin = framework.group_plugin
@@ -59,6 +64,7 @@ class Scheduler:
         """Try every pod that is ready now, once, in queue order."""
         self.sync_queue(now)
         self.queue.refresh(now.timestamp(), self.state.generation)
+        self._failed_shapes.clear()
         decisions: list[Decision] = []
         while (entry := self.queue.pop()) is not None:
             framework = self.framework_for(entry.pod)
@@ -99,6 +105,9 @@ class Scheduler:
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now)
+        twin = self._twin_key(framework, cycle, pre.allowed_nodes is None)
+        if twin is not None and twin in self._failed_shapes:
+            return self._unschedulable(pod, self._failed_shapes[twin], now)
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
@@ -118,7 +127,28 @@ class Scheduler:
         decisions.extend(self._unschedulable(pod, message, now))
         if result.retry_at is not None:
             self.queue.wake_at(pod.key, result.retry_at.timestamp())
+        elif twin is not None and len(decisions) == 1:  # only the Unschedulable itself
+            self._failed_shapes[twin] = message
         return decisions
+
+    def _twin_key(self, framework: Framework, cycle: Cycle, unrestricted: bool) -> Hashable | None:
+        """A key shared by pods that must get the same answer in the current state.
+
+        It covers what the attempt reads of the pod: its profile, filter shapes and demand,
+        priority and preemption policy. Pods with a nomination are left out (their own
+        nomination changes what they see), as are pods a pre-filter restricted to some nodes.
+        """
+        pod = cycle.pod
+        if not unrestricted or pod.key in self.state.nominations:
+            return None
+        version = self.state.version()
+        if version != self._failed_at:
+            self._failed_shapes.clear()
+            self._failed_at = version
+        shape = framework.shape_key(cycle)
+        if shape is None:
+            return None
+        return (id(framework), shape, pod.priority, pod.preemption_policy)
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

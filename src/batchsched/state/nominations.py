@@ -28,11 +28,15 @@ class Nominations(MutableMapping[str, int]):
         self._counts: dict[int, int] = {}  # priority -> nominations holding room at it
         self._pod_of = pod_of
         self._demand_of = demand_of
+        # Moves on every change: results computed against the nominations stay valid while
+        # it stands still.
+        self.version = 0
 
     def __getitem__(self, key: str) -> int:
         return self._rows[key]
 
     def __setitem__(self, key: str, row: int) -> None:
+        self.version += 1
         self._release(key)
         self._forget_row(key)
         self._rows[key] = row
@@ -48,6 +52,7 @@ class Nominations(MutableMapping[str, int]):
         level[row, demand.cols] += demand.amounts
 
     def __delitem__(self, key: str) -> None:
+        self.version += 1
         self._forget_row(key)
         del self._rows[key]
         self._release(key)
