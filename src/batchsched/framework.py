@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from batchsched.config import Profile
+from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
     Cycle,
     Diagnosis,
@@ -29,7 +30,7 @@ from batchsched.plugins.base import (
     ScorePlugin,
     StaticFilterPlugin,
 )
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 _CACHE_LIMIT = 4096
 
@@ -108,20 +109,20 @@ class Framework:
 
     # ---- filter ------------------------------------------------------------------------
 
-    def _shapes(self, cycle: Cycle) -> tuple[Hashable, ...] | None:
+    def _shapes(self, pod: Pod) -> tuple[Hashable, ...] | None:
         """The pod's shape for every static filter, or None if any says 'do not cache'."""
-        shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
+        shapes = tuple(f.shape(pod) for f in self.static_filters)
         return shapes if all(s is not None for s in shapes) else None
 
-    def shape_key(self, cycle: Cycle) -> Hashable | None:
+    def shape_key(self, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements."""
-        return self._shape_key(cycle, self._shapes(cycle))
+        return self._shape_key(demand, self._shapes(pod))
 
     @staticmethod
-    def _shape_key(cycle: Cycle, shapes: tuple[Hashable, ...] | None) -> Hashable | None:
+    def _shape_key(demand: Demand, shapes: tuple[Hashable, ...] | None) -> Hashable | None:
         if shapes is None:
             return None
-        return (shapes, cycle.demand.cols.tobytes(), cycle.demand.amounts.tobytes())
+        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes())
 
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
@@ -176,7 +177,7 @@ class Framework:
     ) -> tuple[BoolArray, Diagnosis]:
         """Feasible nodes, and the diagnosis for the nodes that are not."""
         state = cycle.state
-        verdict = self._static_verdict(state, cycle, self._shapes(cycle))
+        verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
         rejections = list(verdict.rejections)
         candidates = verdict.passing.copy()
         if allowed is not None:
@@ -261,9 +262,9 @@ class Framework:
         state = cycle.state
         if not self._row_local or not state.is_shared_free(cycle.free):
             return None
-        shapes = self._shapes(cycle)
+        shapes = self._shapes(cycle.pod)
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        key = self._shape_key(cycle, shapes)
+        key = self._shape_key(cycle.demand, shapes)
         if key is None:
             return None
         placement = self._placements.get(key)

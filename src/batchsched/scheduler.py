@@ -13,6 +13,7 @@ from datetime import datetime
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import Bind, Decision, Evict, Nominate, Reserve, Unschedulable
 from batchsched.framework import Framework
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import Cycle, Diagnosis, GroupAttempt, GroupPlugin
 from batchsched.state.cluster import ClusterState
@@ -35,6 +36,7 @@ class Scheduler:
         # of such a pod against the same state would be told the same, so it is told at once.
         self._failed_shapes: dict[Hashable, str] = {}
         self._failed_at: tuple[int, int, int] | None = None
+        self._twin_keys: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             plugin = framework.group_plugin
@@ -54,6 +56,7 @@ class Scheduler:
         stamp = now.timestamp()
         for key in self.state.drain_pending_changes():
             pod = self.state.pending.get(key)
+            self._twin_keys.pop(key, None)
             if pod is not None and self.owns(pod):
                 self.queue.add(pod, stamp)
             else:
@@ -101,13 +104,15 @@ class Scheduler:
         pod = entry.pod
         state = self.state
         framework = self.framework_for(pod)
+        twin = self._twin_key(framework, pod)
+        if twin is not None and twin in self._failed_shapes:
+            return self._unschedulable(pod, self._failed_shapes[twin], now)
         cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now)
-        twin = self._twin_key(framework, cycle, pre.allowed_nodes is None)
-        if twin is not None and twin in self._failed_shapes:
-            return self._unschedulable(pod, self._failed_shapes[twin], now)
+        if pre.allowed_nodes is not None:
+            twin = None  # restricted to some nodes: its answer is its own
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
@@ -131,24 +136,29 @@ class Scheduler:
             self._failed_shapes[twin] = message
         return decisions
 
-    def _twin_key(self, framework: Framework, cycle: Cycle, unrestricted: bool) -> Hashable | None:
+    def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
         """A key shared by pods that must get the same answer in the current state.
 
-        It covers what the attempt reads of the pod: its profile, filter shapes and demand,
-        priority and preemption policy. Pods with a nomination are left out (their own
-        nomination changes what they see), as are pods a pre-filter restricted to some nodes.
+        It covers what an attempt reads of the pod: its profile, filter shapes and demand,
+        priority, preemption policy and group. Pods with a nomination are left out (their own
+        nomination changes what they see). The key is computed once per queued pod.
         """
-        pod = cycle.pod
-        if not unrestricted or pod.key in self.state.nominations:
+        if pod.key in self.state.nominations:
             return None
         version = self.state.version()
         if version != self._failed_at:
             self._failed_shapes.clear()
             self._failed_at = version
-        shape = framework.shape_key(cycle)
-        if shape is None:
-            return None
-        return (id(framework), shape, pod.priority, pod.preemption_policy)
+        if pod.key in self._twin_keys:
+            return self._twin_keys[pod.key]
+        shape = framework.shape_key(pod, self.state.demand(pod))
+        key = (
+            None
+            if shape is None
+            else (id(framework), shape, pod.priority, pod.preemption_policy, group_key_of(pod))
+        )
+        self._twin_keys[pod.key] = key
+        return key
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""
