@@ -15,10 +15,12 @@ from batchsched.live.client import KubeClient
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from tests.live.fake_apiserver import FakeApiServer
 
+# Short enough for quick failovers, with room for a renewal delayed by a loaded machine (a
+# leader that misses its renew deadline stops writing, which tests would see as lost writes).
 FAST_LEASE = {
     "leaderElect": True,
-    "leaseDuration": "1s",
-    "renewDeadline": "600ms",
+    "leaseDuration": "3s",
+    "renewDeadline": "2s",
     "retryPeriod": "100ms",
     "resourceNamespace": "kube-system",
 }
