@@ -39,6 +39,16 @@ def _duration_arg(value: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _add_sources(parser: argparse.ArgumentParser) -> None:
+    """Where a command reads its objects: manifest files, a cluster, or both."""
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="batchsched",
@@ -49,12 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "schedule",
         help="schedule the pending pods of manifest files once and print the decisions",
     )
-    sched.add_argument("files", nargs="*", type=Path, metavar="FILE")
-    sched.add_argument(
-        "--kubeconfig",
-        type=Path,
-        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
-    )
+    _add_sources(sched)
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
     sched.add_argument("--now", type=_now_arg, help="the time to schedule at (RFC 3339)")
     sched.add_argument("-o", "--output", choices=("json", "text"), default="json")
@@ -62,12 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         "policy",
         help="print who may preempt whom under the PriorityClasses' toleration policies",
     )
-    policy.add_argument("files", nargs="*", type=Path, metavar="FILE")
-    policy.add_argument(
-        "--kubeconfig",
-        type=Path,
-        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
-    )
+    _add_sources(policy)
     policy.add_argument("--now", type=_now_arg, help="the time for running pods' protection")
     policy.add_argument("-o", "--output", choices=("json", "text"), default="text")
     add_run_parser(sub)
