@@ -74,15 +74,3 @@ KINDS: tuple[Kind, ...] = (
     Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),
 )
 KIND_ORDER = {kind.name: i for i, kind in enumerate(KINDS)}
-
-
-def namespaced_path(kind_path: str, namespace: str, name: str, sub: str = "") -> str:
-    """`/api/v1/pods` + ns + name -> `/api/v1/namespaces/ns/pods/name[/sub]`."""
-    prefix, plural = kind_path.rsplit("/", 1)
-    path = f"{prefix}/namespaces/{namespace}/{plural}/{name}"
-    return f"{path}/{sub}" if sub else path
-
-
-def split_key(key: str) -> tuple[str, str]:
-    namespace, _, name = key.partition("/")
-    return namespace, name

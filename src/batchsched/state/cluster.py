@@ -553,7 +553,3 @@ class ClusterState:
         free[idx, demand.cols] -= sign * demand.amounts
         if self.is_shared_free(free):
             self._touch(idx)
-
-    def pods_on(self, node_name: str) -> list[Pod]:
-        idx = self.node_index.get(node_name)
-        return [] if idx is None else list(self.node_pods[idx].values())

@@ -133,13 +133,6 @@ class SchedulingQueue:
             heapq.heappop(self._wakeups)
         return None
 
-    def requeue(self, key: str) -> None:
-        """Back to active at once (e.g. a bind that failed for reasons of its own)."""
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._unschedulable.discard(key)
-            self._push_active(entry)
-
     def refresh(self, now: float, generation: int) -> None:
         """Move pods whose wait is over to the active queue."""
         woken: set[str] = set()
