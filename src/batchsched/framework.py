@@ -7,7 +7,7 @@ once per pod shape and cached until nodes change.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -341,13 +341,12 @@ def _best(state: ClusterState, total: IntArray) -> int:
 
 
 def _apply(
-    found: list[Rejection] | tuple[Rejection, ...] | object,
+    found: Sequence[Rejection],
     candidates: BoolArray,
     into: list[Rejection],
 ) -> BoolArray:
     """Record a plugin's rejections among `candidates`; return the nodes it failed."""
     failed = np.zeros(candidates.shape[0], dtype=np.bool_)
-    assert isinstance(found, list | tuple)
     for rej in found:
         nodes = rej.nodes & candidates
         if nodes.any():
