@@ -105,8 +105,9 @@ class Scheduler:
         state = self.state
         framework = self.framework_for(pod)
         twin = self._twin_key(framework, pod)
-        if twin is not None and twin in self._failed_shapes:
-            return self._unschedulable(pod, self._failed_shapes[twin], now)
+        failed = self._failed_in_this_state()
+        if twin is not None and twin in failed:
+            return self._unschedulable(pod, failed[twin], now)
         cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
@@ -133,8 +134,16 @@ class Scheduler:
         if result.retry_at is not None:
             self.queue.wake_at(pod.key, result.retry_at.timestamp())
         elif twin is not None and len(decisions) == 1:  # only the Unschedulable itself
-            self._failed_shapes[twin] = message
+            self._failed_in_this_state()[twin] = message
         return decisions
+
+    def _failed_in_this_state(self) -> dict[Hashable, str]:
+        """The failed shapes remembered for the state as it is now (forgotten when it moves)."""
+        version = self.state.version()
+        if version != self._failed_at:
+            self._failed_shapes.clear()
+            self._failed_at = version
+        return self._failed_shapes
 
     def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
         """A key shared by pods that must get the same answer in the current state.
@@ -145,10 +154,6 @@ class Scheduler:
         """
         if pod.key in self.state.nominations:
             return None
-        version = self.state.version()
-        if version != self._failed_at:
-            self._failed_shapes.clear()
-            self._failed_at = version
         if pod.key in self._twin_keys:
             return self._twin_keys[pod.key]
         shape = framework.shape_key(pod, self.state.demand(pod))
