@@ -16,7 +16,7 @@ from batchsched.objects.records import (
     PriorityClass,
 )
 from batchsched.oneshot import OneShotResult, build_state, run
-from batchsched.plugins.toleration_policy import PREFIXES
+from batchsched.plugins.preemption.toleration_policy import PREFIXES
 from batchsched.state.cluster import ClusterState
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

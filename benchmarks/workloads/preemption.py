@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import Node, Pod, PodCondition, PriorityClass
-from batchsched.plugins.toleration_policy import PREFIXES
+from batchsched.plugins.preemption.toleration_policy import PREFIXES
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, settle, timed, workload

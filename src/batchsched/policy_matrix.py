@@ -16,7 +16,7 @@ from typing import Any
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod, PriorityClass
-from batchsched.plugins.toleration_policy import (
+from batchsched.plugins.preemption.toleration_policy import (
     FOREVER,
     MINIMUM_KEY,
     PREFIXES,

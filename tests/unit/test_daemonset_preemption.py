@@ -24,8 +24,8 @@ from batchsched.objects.records import (
     Requirement,
 )
 from batchsched.plugins.args import ConfigError
-from batchsched.plugins.daemonset_preemption import read_args
-from batchsched.plugins.daemonset_victims import (
+from batchsched.plugins.daemonsetpreemption.plugin import read_args
+from batchsched.plugins.daemonsetpreemption.victims import (
     VictimChooser,
     VictimSettings,
     deviation_percent,

@@ -10,7 +10,7 @@ import pytest
 
 from batchsched.cli import main
 from batchsched.objects.load import Objects
-from batchsched.plugins.toleration_policy import parse_policy
+from batchsched.plugins.preemption.toleration_policy import parse_policy
 from batchsched.policy_matrix import build_report, human_duration, policy_warnings
 from tests.preemption_world import NOW, SIGS, X_K8S, pod, priority_class
 

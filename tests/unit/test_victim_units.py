@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.preemption_toleration import PreemptionToleration
-from batchsched.plugins.preemption_victims import (
+from batchsched.plugins.preemption.victims import (
     VictimRule,
     VictimUnits,
     choice_key,
     select_victims_on_node,
 )
+from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import ClusterState
 from tests.preemption_world import NOW, node, pod, priority_class, state_of
 

@@ -6,7 +6,7 @@ of preempting again; a DaemonSet pod is left to DaemonSet preemption (SPEC 5).
 
 Candidates are the nodes that failed only resolvable filters (resources). Unlike upstream,
 which samples max(minCandidateNodesPercentage% of nodes, minCandidateNodesAbsolute) candidates
-from a random offset, every candidate is evaluated (vectorised, `preemption_nodes`), so the
+from a random offset, every candidate is evaluated (vectorised, `preemption.nodes`), so the
 chosen node is at least as good as the sampled one by the SPEC's order; the two args are
 validated as upstream validates them and otherwise only kept for configuration compatibility.
 
@@ -30,9 +30,9 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import Cycle, Diagnosis, PostFilterPlugin, PostFilterResult
-from batchsched.plugins.gang_victims import with_gang_victims
-from batchsched.plugins.preemption_search import PreemptionSearch
-from batchsched.plugins.preemption_victims import ClassVerdicts, VictimRule
+from batchsched.plugins.preemption.gang_victims import with_gang_victims
+from batchsched.plugins.preemption.search import PreemptionSearch
+from batchsched.plugins.preemption.victims import ClassVerdicts, VictimRule
 from batchsched.state.cluster import ClusterState
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"

@@ -1,9 +1,9 @@
 """PreemptionToleration (PostFilter): DefaultPreemption plus the victim-side policy (SPEC 3).
 
 A victim is exempt when its PriorityClass's annotations say it tolerates the preemptor
-(`toleration_policy`). A victim naming a class that does not exist makes its node unusable for
-this attempt (upstream returns an error for that node). A class with malformed annotations
-grants no toleration; the problem is logged and returned as a `Warn` decision once per
+(`preemption.toleration_policy`). A victim naming a class that does not exist makes its node
+unusable for this attempt (upstream returns an error for that node). A class with malformed
+annotations grants no toleration; the problem is logged and returned as a `Warn` decision once per
 PriorityClass version, not on every cycle.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from batchsched.decisions import Decision, Warn
 from batchsched.objects.records import Pod
 from batchsched.plugins.default_preemption import DefaultPreemption
-from batchsched.plugins.preemption_victims import ClassVerdicts
-from batchsched.plugins.toleration_policy import PolicyCache, toleration_for
+from batchsched.plugins.preemption.toleration_policy import PolicyCache, toleration_for
+from batchsched.plugins.preemption.victims import ClassVerdicts
 from batchsched.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from typing import Any
 
 from batchsched.plugins.base import Plugin
 from batchsched.plugins.coscheduling import Coscheduling
-from batchsched.plugins.daemonset_preemption import DaemonSetPreemption
+from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
 from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.plugins.node_name import NodeName

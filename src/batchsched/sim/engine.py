@@ -29,7 +29,7 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
-from batchsched.plugins.toleration_policy import parse_policy
+from batchsched.plugins.preemption.toleration_policy import parse_policy
 from batchsched.scheduler import Scheduler
 from batchsched.sim.metrics import JobRecord, RunResult, Timeline, tracked_resources
 from batchsched.sim.workload import GROUP_ANNOTATION, JOB_LABEL, JobSpec

@@ -53,7 +53,7 @@ from batchsched.plugins.coscheduling.preemption import (
 )
 from batchsched.plugins.coscheduling.status import compute_status, stranded_message
 from batchsched.plugins.default_preemption import DefaultPreemption
-from batchsched.plugins.preemption_victims import VictimRule
+from batchsched.plugins.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState, IntArray
 
 

@@ -31,9 +31,9 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import PlacementFramework
 from batchsched.plugins.coscheduling.placement import TentativePlacement, place_members
-from batchsched.plugins.gang_victims import running_group
-from batchsched.plugins.preemption_victims import PRIORITY_SHIFT, VictimRule, pdb_violating
-from batchsched.plugins.victim_table import importance_key
+from batchsched.plugins.preemption.gang_victims import running_group
+from batchsched.plugins.preemption.victim_table import importance_key
+from batchsched.plugins.preemption.victims import PRIORITY_SHIFT, VictimRule, pdb_violating
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.preemption_nodes import (
+from batchsched.plugins.preemption.nodes import (
     ClassArrays,
     Ranking,
     RowResults,
     Slots,
     row_results,
 )
-from batchsched.plugins.preemption_reasons import Reasons
-from batchsched.plugins.preemption_victims import VictimRule
-from batchsched.plugins.victim_table import VictimTable
+from batchsched.plugins.preemption.reasons import Reasons
+from batchsched.plugins.preemption.victim_table import VictimTable
+from batchsched.plugins.preemption.victims import VictimRule
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 _SHAPES_KEPT = 16

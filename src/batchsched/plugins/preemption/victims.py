@@ -4,7 +4,7 @@ This is the reusable part of preemption. `VictimRule` says which pods a preempto
 `now`; `select_victims_on_node` finds the minimal victim set on one node; `choice_key` ranks
 the result against other nodes by the SPEC order. The plugins (`default_preemption`,
 `preemption_toleration`) evaluate every candidate node at once with the array version in
-`preemption_nodes` / `preemption_search`, which gives the same answer for single-pod victims
+`preemption.nodes` / `preemption.search`, which gives the same answer for single-pod victims
 (a property test holds them to it).
 
 API for gang scheduling (issue 4):
@@ -30,8 +30,8 @@ from datetime import datetime
 import numpy as np
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.toleration_policy import exempt_for
-from batchsched.plugins.victim_table import importance_key
+from batchsched.plugins.preemption.toleration_policy import exempt_for
+from batchsched.plugins.preemption.victim_table import importance_key
 from batchsched.state.cluster import ClusterState, Demand, IntArray
 
 VictimUnits = Callable[[Pod], Collection[Pod]]

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.objects.records import Pod, PodDisruptionBudget
-from batchsched.plugins.toleration_policy import scheduled_since
+from batchsched.plugins.preemption.toleration_policy import scheduled_since
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 FloatArray = npt.NDArray[np.float64]

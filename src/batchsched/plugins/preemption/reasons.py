@@ -17,11 +17,11 @@ import numpy as np
 
 from batchsched.objects.parse import format_time
 from batchsched.plugins.base import IndexArray
-from batchsched.plugins.victim_table import FloatArray, VictimTable
+from batchsched.plugins.preemption.victim_table import FloatArray, VictimTable
 from batchsched.state.cluster import BoolArray, Demand
 
 if TYPE_CHECKING:
-    from batchsched.plugins.preemption_nodes import RowResults, Slots
+    from batchsched.plugins.preemption.nodes import RowResults, Slots
 
 NO_VICTIMS = "No preemption victims found"
 

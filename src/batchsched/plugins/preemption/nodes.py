@@ -4,7 +4,7 @@ The same rules as `preemption_victims.select_victims_on_node` with single-pod vi
 for many rows together: removal and reprieve are array operations per slot position (slots
 are in importance order in every row), and the SPEC's node-choice criteria are kept per row
 (`RowResults`) and ranked (`Ranking`); a row that cannot work gets its reason
-(`preemption_reasons`).
+(`preemption.reasons`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.plugins.base import IndexArray
-from batchsched.plugins.preemption_reasons import Reasons, explain
-from batchsched.plugins.preemption_victims import PRIORITY_SHIFT, VictimRule
-from batchsched.plugins.toleration_policy import FOREVER
-from batchsched.plugins.victim_table import FloatArray, VictimTable
+from batchsched.plugins.preemption.reasons import Reasons, explain
+from batchsched.plugins.preemption.toleration_policy import FOREVER
+from batchsched.plugins.preemption.victim_table import FloatArray, VictimTable
+from batchsched.plugins.preemption.victims import PRIORITY_SHIFT, VictimRule
 from batchsched.state.cluster import BoolArray, Demand, IntArray
 
 

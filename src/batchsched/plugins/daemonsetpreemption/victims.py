@@ -29,8 +29,8 @@ from batchsched.decisions import Warn
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
-from batchsched.plugins.gang_victims import running_members
-from batchsched.plugins.toleration_policy import (
+from batchsched.plugins.preemption.gang_victims import running_members
+from batchsched.plugins.preemption.toleration_policy import (
     PolicyCache,
     TolerationPolicy,
     is_exempt,

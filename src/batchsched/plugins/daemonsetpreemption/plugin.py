@@ -6,7 +6,7 @@
   general preemption never picks that node for anyone else; freed room waits for the holder.
 - PostFilter (DaemonSet pods only): reserve the node; once the reservation is older than
   `preemptionStartDelaySeconds` and the pod still does not fit, evict victims chosen by
-  `daemonset_victims`. Other pods are left to the other post-filters.
+  `daemonsetpreemption.victims`. Other pods are left to the other post-filters.
 
 Args: `preemptionStartDelaySeconds` (30, >= 0), `victimSelectionStrategy` ([single, multiple]),
 `singleVictimDeviationPercent` (10, 0..100), `maxVictims` (5, >= 1).
@@ -37,7 +37,7 @@ from batchsched.plugins.base import (
     Rejection,
     RowLocalPlugin,
 )
-from batchsched.plugins.daemonset_victims import (
+from batchsched.plugins.daemonsetpreemption.victims import (
     STRATEGIES,
     VictimChooser,
     VictimSettings,

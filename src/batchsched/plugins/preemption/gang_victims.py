@@ -15,9 +15,9 @@ import numpy as np
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.plugins.preemption_reasons import NO_VICTIMS
-from batchsched.plugins.preemption_search import Evaluation
-from batchsched.plugins.preemption_victims import (
+from batchsched.plugins.preemption.reasons import NO_VICTIMS
+from batchsched.plugins.preemption.search import Evaluation
+from batchsched.plugins.preemption.victims import (
     NodeVictims,
     VictimRule,
     choice_key,
