@@ -39,8 +39,17 @@ def _duration_arg(value: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _add_strict(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="unknown fields in the objects read are errors (exit 2), not warnings",
+    )
+
+
 def _add_sources(parser: argparse.ArgumentParser) -> None:
     """Where a command reads its objects: manifest files, a cluster, or both."""
+    _add_strict(parser)
     parser.add_argument("files", nargs="*", type=Path, metavar="FILE")
     parser.add_argument(
         "--kubeconfig",
@@ -76,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replay scenarios on a virtual clock through the scheduler and compare them",
     )
     sim.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    _add_strict(sim)
     sim.add_argument(
         "--config",
         type=Path,
@@ -141,8 +151,14 @@ def _objects(args: argparse.Namespace) -> Objects:
     if not args.files and args.kubeconfig is None:
         raise InputError(f"{args.command}: give manifest FILEs, --kubeconfig PATH, or both")
     objects = load_files(list(args.files))
+    if args.strict:
+        objects.check_strict()
+    for warning in objects.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.kubeconfig is not None:
         objects = merge_objects(read_cluster(args.kubeconfig), objects)
+    where = " ".join(str(f) for f in args.files) or str(args.kubeconfig)
+    objects.check_priority_classes(where)
     return objects
 
 
@@ -176,7 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "simulate":
             from batchsched.sim.command import main as simulate
 
-            return simulate(args.scenarios, args.config, args.seed, args.until, args.report)
+            return simulate(
+                args.scenarios, args.config, args.seed, args.until, args.report, args.strict
+            )
     except InputError as err:
         print(f"batchsched: error: {err}", file=sys.stderr)
         return 2

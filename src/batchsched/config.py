@@ -210,6 +210,25 @@ def _profile(raw: Any, i: int) -> Profile:
     return profile
 
 
+def _check_common_queue_sort(profiles: list[Profile]) -> None:
+    """One scheduling queue serves every profile, so all must sort it alike (upstream
+    refuses a config whose profiles differ in their queueSort plugin or its args)."""
+    first = profiles[0]
+    sorter = first.plugins["queueSort"][0][0]
+    for i, profile in enumerate(profiles[1:], start=1):
+        other = profile.plugins["queueSort"][0][0]
+        if other != sorter:
+            raise ConfigError(
+                f"profiles[{i}].plugins.queueSort: {other} differs from profiles[0]'s "
+                f"{sorter}; all profiles must use the same queueSort plugin"
+            )
+        if profile.plugin_args.get(sorter) != first.plugin_args.get(sorter):
+            raise ConfigError(
+                f"profiles[{i}].pluginConfig: {sorter}'s args differ from profiles[0]'s; "
+                "the queueSort plugin must have the same args in all profiles"
+            )
+
+
 def _seconds(raw: Mapping[str, Any], key: str, default: float) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -244,6 +263,7 @@ def _parse_config(raw: Any) -> SchedulerConfig:
     names = [p.scheduler_name for p in profiles]
     if len(set(names)) != len(names):
         raise ConfigError(f"profiles: schedulerName must be unique, got {names}")
+    _check_common_queue_sort(profiles)
     initial = _seconds(raw, "podInitialBackoffSeconds", 1.0)
     maximum = _seconds(raw, "podMaxBackoffSeconds", 10.0)
     if maximum < initial:

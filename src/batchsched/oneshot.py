@@ -77,6 +77,8 @@ def build_state(objects: Objects) -> ClusterState:
         state.upsert_pdb(pdb)
     for group in objects.pod_groups:
         state.upsert_pod_group(group)
+    for device_class in objects.device_classes:
+        state.upsert_device_class(device_class)
     for pod in objects.pods:
         state.upsert_pod(pod)
     return state

@@ -16,6 +16,7 @@ from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import Cycle, Diagnosis, GroupAttempt, GroupPlugin
+from batchsched.plugins.support import not_ready, refusal
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
@@ -57,8 +58,13 @@ class Scheduler:
         for key in self.state.drain_pending_changes():
             pod = self.state.pending.get(key)
             self._twin_keys.pop(key, None)
-            if pod is not None and self.owns(pod):
+            waiting = None if pod is None else not_ready(pod)
+            if pod is not None and self.owns(pod) and waiting is None:
                 self.queue.add(pod, stamp)
+            elif pod is not None and self.owns(pod) and waiting is not None:
+                # Not attempted until it changes (its gates removed): upstream's PreEnqueue.
+                self.queue.remove(key)
+                self.messages[key] = waiting
             else:
                 self.queue.remove(key)
                 self.messages.pop(key, None)
@@ -70,6 +76,10 @@ class Scheduler:
         self._failed_shapes.clear()
         decisions: list[Decision] = []
         while (entry := self.queue.pop()) is not None:
+            refused = refusal(entry.pod, self.state.device_class_resources)
+            if refused is not None:
+                decisions.extend(self._unschedulable(entry.pod, refused, now))
+                continue
             framework = self.framework_for(entry.pod)
             plugin = framework.group_plugin
             group = plugin.group_of(entry.pod) if plugin is not None else None
@@ -86,7 +96,7 @@ class Scheduler:
         self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime
     ) -> list[Decision]:
         """Schedule a group's pending members as one unit, as the group plugin decides."""
-        attempt = GroupAttempt(group, framework, self.state, now, self.queue.__contains__)
+        attempt = GroupAttempt(group, framework, self.state, now, self._attemptable)
         outcome = plugin.schedule_group(attempt)
         decisions = self._carry_out(outcome.decisions, now)
         for key, node in outcome.binds:
@@ -99,6 +109,15 @@ class Scheduler:
             if outcome.retry_at is not None:
                 self.queue.wake_at(key, outcome.retry_at.timestamp())
         return decisions
+
+    def _attemptable(self, key: str) -> bool:
+        """Queued and not refused: a refused member never binds with its group."""
+        pod = self.state.pods.get(key)
+        return (
+            key in self.queue
+            and pod is not None
+            and refusal(pod, self.state.device_class_resources) is None
+        )
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         pod = entry.pod

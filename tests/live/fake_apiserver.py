@@ -50,6 +50,7 @@ RESOURCES = {
         Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
         Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
         Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
+        Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
         Resource("events.k8s.io", "v1", "events", "Event", True),
         Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     )

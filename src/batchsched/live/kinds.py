@@ -7,16 +7,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchsched.objects.parse import (
+    read_device_class,
     read_node,
     read_pdb,
     read_pod,
     read_pod_group,
     read_priority_class,
 )
-from batchsched.objects.records import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from batchsched.objects.records import (
+    DeviceClass,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+)
 from batchsched.state.cluster import ClusterState
 
-Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup
+Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup | DeviceClass
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,16 @@ KINDS: tuple[Kind, ...] = (
         read_pod_group,
         ClusterState.upsert_pod_group,
         ClusterState.remove_pod_group,
+        optional=True,
+    ),
+    # Read only for the refusal guard: pods asking for a resource a DeviceClass maps.
+    Kind(
+        "DeviceClass",
+        "/apis/resource.k8s.io/v1/deviceclasses",
+        False,
+        read_device_class,
+        ClusterState.upsert_device_class,
+        ClusterState.remove_device_class,
         optional=True,
     ),
     Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),

@@ -17,7 +17,8 @@ class ClusterReadError(InputError):
 
 
 def list_objects(client: KubeClient) -> Objects:
-    """Nodes, pods, PriorityClasses, PDBs and PodGroups as `Objects`, as if from files.
+    """Nodes, pods, PriorityClasses, PDBs, PodGroups and DeviceClasses as `Objects`, as if
+    from files.
 
     An absent PodGroup CRD reads as no PodGroups; a malformed object is an error naming it.
     """
@@ -45,8 +46,8 @@ def read_cluster(kubeconfig: Path) -> Objects:
 def merge_objects(cluster: Objects, files: Objects) -> Objects:
     """The cluster's objects with those from files added; a file's object replaces the
     cluster's object of the same kind and name (to ask "what if this pod were changed")."""
-    merged = Objects()
-    for attr in ("nodes", "pods", "priority_classes", "pdbs", "pod_groups"):
+    merged = Objects(warnings=list(files.warnings))
+    for attr in ("nodes", "pods", "priority_classes", "pdbs", "pod_groups", "device_classes"):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}
         kept = [obj for obj in getattr(cluster, attr) if _name(obj) not in names]

@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 import yaml
 
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.parse import (
+    read_device_class,
     read_node,
     read_pdb,
     read_pod,
@@ -19,12 +20,14 @@ from batchsched.objects.parse import (
     read_priority_class,
 )
 from batchsched.objects.records import (
+    DeviceClass,
     Node,
     Pod,
     PodDisruptionBudget,
     PodGroup,
     PriorityClass,
 )
+from batchsched.objects.schema import NAMESPACED, unknown_fields
 
 
 @dataclass
@@ -36,6 +39,13 @@ class Objects:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, warning: str) -> None:
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     def add(self, kind: str, obj: Mapping[str, Any]) -> None:
         if kind == "Node":
@@ -48,6 +58,8 @@ class Objects:
             self.pdbs.append(read_pdb(obj))
         elif kind == "PodGroup":
             self.pod_groups.append(read_pod_group(obj))
+        elif kind == "DeviceClass":
+            self.device_classes.append(read_device_class(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
@@ -57,6 +69,7 @@ class Objects:
             ("PriorityClass", [c.name for c in self.priority_classes]),
             ("PodDisruptionBudget", [b.key for b in self.pdbs]),
             ("PodGroup", [g.key for g in self.pod_groups]),
+            ("DeviceClass", [c.name for c in self.device_classes]),
         ):
             seen: set[str] = set()
             for name in names:
@@ -65,6 +78,30 @@ class Objects:
                         source
                     )
                 seen.add(name)
+
+    def check_priority_classes(self, source: str) -> None:
+        """A pod naming a PriorityClass that does not exist: admission would refuse it."""
+        known = {c.name for c in self.priority_classes}
+        for pod in self.pods:
+            if pod.priority_class_name and pod.priority_class_name not in known:
+                raise ManifestError(
+                    f"no PriorityClass {pod.priority_class_name!r} "
+                    f"(known: {', '.join(sorted(known)) or 'none'})",
+                    obj=f"Pod {pod.key}",
+                    field="spec.priorityClassName",
+                    source=source,
+                )
+
+    def check_strict(self) -> None:
+        """--strict: unknown fields are errors, as with kubectl's strict field validation."""
+        if self.warnings:
+            raise StrictError(self.warnings)
+
+
+class StrictError(InputError):
+    def __init__(self, warnings: list[str]) -> None:
+        lines = "\n  ".join(warnings)
+        super().__init__(f"--strict: {len(warnings)} unknown field(s):\n  {lines}")
 
 
 def _documents(text: str, source: str) -> Iterator[Any]:
@@ -100,6 +137,15 @@ def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
     yield doc
 
 
+def _label(kind: str, obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = str(meta.get("name") or "?")
+    if kind in NAMESPACED:
+        return f"{kind} {meta.get('namespace') or 'default'}/{name}"
+    return f"{kind} {name}"
+
+
 def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
     objects = into if into is not None else Objects()
     for doc in _documents(text, source):
@@ -111,6 +157,8 @@ def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
                 objects.add(kind, obj)
             except ManifestError as err:
                 raise err.located(source) from None
+            for path in unknown_fields(kind, obj):
+                objects.warn(f"{source}: {_label(kind, obj)}: unknown field {path!r}")
     return objects
 
 

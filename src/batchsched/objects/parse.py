@@ -7,13 +7,16 @@ fields are ignored, as the API server's clients ignore them.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from batchsched.objects.errors import ManifestError
-from batchsched.objects.quantity import PODS, QuantityError, resource_amount
+from batchsched.objects.quantity import CPU, MEMORY, PODS, QuantityError, resource_amount
 from batchsched.objects.records import (
+    DeviceClass,
     LabelSelector,
     Node,
     NodeSelectorTerm,
@@ -28,6 +31,7 @@ from batchsched.objects.records import (
     Taint,
     Toleration,
 )
+from batchsched.plugins.support import refused_field
 
 Json = Mapping[str, Any]
 T = TypeVar("T")
@@ -119,12 +123,19 @@ def _type_name(expected: type[object]) -> str:
     )
 
 
+_RFC3339 = re.compile(
+    r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)", re.ASCII
+)
+
+
 def parse_time(raw: str) -> datetime:
-    """An RFC 3339 time (`2026-11-22T10:00:00Z`), always timezone-aware."""
-    value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value
+    """An RFC 3339 time (`2026-11-22T10:00:00Z`): a date, a time and a zone, as the API has
+    them (a bare date or a time without zone is refused, as Go's RFC 3339 parser does)."""
+    if not _RFC3339.fullmatch(raw):
+        raise ValueError(f"{raw!r} is not an RFC 3339 time")
+    # Python takes at most 6 fractional digits: nanoseconds are cut to microseconds.
+    text = re.sub(r"(\.\d{6})\d+", r"\1", raw.upper().replace("Z", "+00:00"))
+    return datetime.fromisoformat(text)
 
 
 def format_time(value: datetime) -> str:
@@ -221,38 +232,105 @@ def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _container_requests(r: _Reader, spec: Any, field: str) -> list[dict[str, int]]:
+def _container_requests(r: _Reader, spec: Any, field: str) -> list[_ContainerRequests]:
     out = []
     for i, container in enumerate(r.at("spec").items(spec, field)):
         c = r.at(f"spec.{field}[{i}]")
         if not isinstance(container, Mapping):
             raise c.fail("", "must be a mapping")
-        requests = c.resources(container, "resources.requests")
-        # As the API server defaults them: limits stand in for requests that are not given.
-        for resource, amount in c.resources(container, "resources.limits").items():
-            requests.setdefault(resource, amount)
-        out.append(requests)
+        requests = _requests_or_limits(c, container, "resources")
+        sidecar = False
+        if field == "initContainers":
+            policy = c.get(container, "restartPolicy", str, "")
+            if policy and policy != "Always":
+                raise c.fail("restartPolicy", f"{policy!r} is not allowed (only Always, a sidecar)")
+            sidecar = policy == "Always"
+        out.append(_ContainerRequests(requests, sidecar))
     return out
+
+
+def _requests_or_limits(r: _Reader, obj: Any, path: str) -> dict[str, int]:
+    requests = r.resources(obj, f"{path}.requests")
+    # As the API server defaults them: limits stand in for requests that are not given.
+    for resource, amount in r.resources(obj, f"{path}.limits").items():
+        requests.setdefault(resource, amount)
+    return requests
+
+
+@dataclass(frozen=True, slots=True)
+class _ContainerRequests:
+    requests: dict[str, int]
+    sidecar: bool = False  # an init container with restartPolicy Always
+
+
+def _is_pod_level(resource: str) -> bool:
+    return resource in (CPU, MEMORY) or resource.startswith("hugepages-")
+
+
+def _pod_level_requests(r: _Reader, spec: Any) -> dict[str, int]:
+    requests = _requests_or_limits(r.at("spec"), spec, "resources")
+    for resource in requests:
+        if not _is_pod_level(resource):
+            raise r.fail(
+                f"spec.resources.{resource}",
+                "is not a pod-level resource (allowed: cpu, memory, hugepages-<size>)",
+            )
+    return requests
+
+
+def _add(into: dict[str, int], amounts: dict[str, int]) -> None:
+    for resource, amount in amounts.items():
+        into[resource] = into.get(resource, 0) + amount
+
+
+def _max(into: dict[str, int], amounts: dict[str, int]) -> None:
+    for resource, amount in amounts.items():
+        into[resource] = max(into.get(resource, 0), amount)
 
 
 def pod_requests(
     containers: list[dict[str, int]],
-    init_containers: list[dict[str, int]],
+    init_containers: list[_ContainerRequests],
     overhead: dict[str, int],
+    pod_level: dict[str, int] | None = None,
 ) -> dict[str, int]:
-    """max(sum of containers, each init container) + overhead, plus one `pods` slot."""
+    """A pod's requests as kube-scheduler computes them (upstream `PodRequests`).
+
+    Containers are summed. Sidecars (init containers with restartPolicy Always) keep running:
+    each adds to that sum and to every init container that starts after it. The result is
+    the max of the sum and each init container's peak, pod-level `spec.resources` replaces
+    what it names, then overhead is added, plus one `pods` slot.
+    """
     total: dict[str, int] = {}
     for requests in containers:
-        for resource, amount in requests.items():
-            total[resource] = total.get(resource, 0) + amount
-    for requests in init_containers:
-        for resource, amount in requests.items():
-            total[resource] = max(total.get(resource, 0), amount)
-    for resource, amount in overhead.items():
-        total[resource] = total.get(resource, 0) + amount
+        _add(total, requests)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for init in init_containers:
+        if init.sidecar:
+            _add(total, init.requests)
+            _add(sidecars, init.requests)
+            _max(init_peak, sidecars)
+        else:
+            running = dict(init.requests)
+            _add(running, sidecars)
+            _max(init_peak, running)
+    _max(total, init_peak)
+    total.update(pod_level or {})
+    _add(total, overhead)
     total = {resource: amount for resource, amount in total.items() if amount > 0}
     total[PODS] = 1
     return total
+
+
+def _scheduling_gates(r: _Reader, spec: Any) -> tuple[str, ...]:
+    names = []
+    for i, raw in enumerate(r.at("spec").items(spec, "schedulingGates")):
+        name = r.at(f"spec.schedulingGates[{i}]").get(raw, "name", str, "")
+        if not name:
+            raise r.fail(f"spec.schedulingGates[{i}].name", "is required")
+        names.append(name)
+    return tuple(names)
 
 
 def read_pod(obj: Json) -> Pod:
@@ -267,9 +345,10 @@ def read_pod(obj: Json) -> Pod:
     if not sp.items(spec, "containers"):
         raise r.fail("spec.containers", "must list at least one container")
     requests = pod_requests(
-        _container_requests(r, spec, "containers"),
+        [c.requests for c in _container_requests(r, spec, "containers")],
         _container_requests(r, spec, "initContainers"),
         sp.resources(spec, "overhead"),
+        _pod_level_requests(r, spec),
     )
     policy = sp.get(spec, "preemptionPolicy", str, "")
     if policy and policy not in _PREEMPTION_POLICIES:
@@ -329,6 +408,8 @@ def read_pod(obj: Json) -> Pod:
         nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
         termination_grace_period_seconds=grace,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        scheduling_gates=_scheduling_gates(r, spec),
+        refused=refused_field(spec),
     )
 
 
@@ -350,6 +431,17 @@ def read_priority_class(obj: Json) -> PriorityClass:
         global_default=r.get(obj, "globalDefault", bool, False),
         preemption_policy=cast(Any, policy),
         annotations=r.string_map(obj, "metadata.annotations"),
+        resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+    )
+
+
+def read_device_class(obj: Json) -> DeviceClass:
+    r = _Reader("DeviceClass", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    return DeviceClass(
+        name=r.name,
+        extended_resource_name=r.get(obj, "spec.extendedResourceName", str, ""),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
     )
 
@@ -434,4 +526,5 @@ READERS: dict[str, Callable[[Json], object]] = {
     "PriorityClass": read_priority_class,
     "PodDisruptionBudget": read_pdb,
     "PodGroup": read_pod_group,
+    "DeviceClass": read_device_class,
 }

@@ -110,6 +110,9 @@ class Pod:
     nominated_node_name: str = ""
     termination_grace_period_seconds: int = 30
     resource_version: str = ""
+    scheduling_gates: tuple[str, ...] = ()
+    # The first field the pod uses that batchsched does not support yet (plugins/support.py).
+    refused: str = ""
 
     @property
     def key(self) -> str:
@@ -133,6 +136,15 @@ class PriorityClass:
     global_default: bool = False
     preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
     annotations: dict[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    """A DRA DeviceClass; only the extended resource it maps matters to batchsched."""
+
+    name: str
+    extended_resource_name: str = ""
     resource_version: str = ""
 
 

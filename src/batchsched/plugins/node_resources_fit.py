@@ -28,6 +28,13 @@ STRATEGIES = ("LeastAllocated", "MostAllocated")
 MAX_SCORE = 100
 
 
+def is_extended(resource: str) -> bool:
+    """An extended resource (`domain/name` outside kubernetes.io): the only kind that
+    `ignoredResources` can skip, as upstream, so cpu, memory and pods are always checked."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
 def insufficient_reason(resource: str) -> str:
     return "Too many pods" if resource == PODS else f"Insufficient {resource}"
 
@@ -82,7 +89,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return [
             (col, amount)
             for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True)
-            if names[col] not in self.ignored
+            if not (names[col] in self.ignored and is_extended(names[col]))
         ]
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from batchsched.config import SchedulerConfig, load_config
+from batchsched.objects.load import StrictError
 from batchsched.sim.engine import ProgressHook, Simulation
 from batchsched.sim.fields import ScenarioError
 from batchsched.sim.metrics import RunResult
@@ -142,9 +143,15 @@ def main(
     seed: int | None,
     until: float | None,
     report: Path | None,
+    strict: bool = False,
 ) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
     runs = plan(scenario_paths, config_paths)
+    warnings = list(dict.fromkeys(w for run in runs for w in run.scenario.warnings))
+    if strict and warnings:
+        raise StrictError(warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     results = [simulate(run, seed, until, console) for run in runs]
     print_comparison(console, results)
     if report is not None:

@@ -37,6 +37,7 @@ from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.records import Node, PriorityClass, Toleration
+from batchsched.objects.schema import unknown_fields
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
     REQUIRED,
@@ -104,6 +105,8 @@ class Scenario:
     priority_classes: list[PriorityClass]
     sources: list[Callable[[random.Random], list[JobSpec]]]
     variants: list[Variant]
+    # Unknown fields in the Node and PriorityClass manifests, `FILE: path: unknown field "x"`.
+    warnings: list[str] = field(default_factory=list)
 
     def jobs(self, seed: int) -> list[JobSpec]:
         """The workload for a seed: generated, listed and imported jobs in submit order."""
@@ -166,7 +169,40 @@ def load_scenario(path: Path) -> Scenario:
         dup = next(n for n in names if names.count(n) > 1)
         raise top.fail("cluster", f"node {dup} is defined more than once")
     variants = _variants(path, top.items("variants"), base)
-    return Scenario(name, path, start, until, seed, config, nodes, classes, sources, variants)
+    _check_variant_classes(path, variants, classes)
+    warnings = [
+        f"{path}: {where}: unknown field {field_path!r}"
+        for key, kind in (("cluster.nodes", "Node"), ("priorityClasses", "PriorityClass"))
+        for where, manifest in _manifests(raw, key)
+        for field_path in unknown_fields(kind, manifest)
+    ]
+    return Scenario(
+        name, path, start, until, seed, config, nodes, classes, sources, variants, warnings
+    )
+
+
+def _manifests(raw: Any, key: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The manifests under a dotted key of the scenario, each with its position."""
+    value = raw
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    items = value if isinstance(value, list) else []
+    return [(f"{key}[{i}]", m) for i, m in enumerate(items) if isinstance(m, Mapping)]
+
+
+def _check_variant_classes(
+    path: Path, variants: list[Variant], classes: list[PriorityClass]
+) -> None:
+    """A variant maps classes to classes: both must exist, or the run would quietly differ."""
+    known = {pc.name for pc in classes}
+    for i, variant in enumerate(variants):
+        for old, new in variant.classes.items():
+            for name in (old, new):
+                if name not in known:
+                    raise ScenarioError(
+                        f"{path}: variants[{i}].classes: PriorityClass {name!r} is not among "
+                        f"priorityClasses ({', '.join(sorted(known)) or 'none'})"
+                    )
 
 
 def _time(value: Any) -> datetime:

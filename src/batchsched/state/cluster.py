@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import (
+    DeviceClass,
     Node,
     Pod,
     PodDisruptionBudget,
@@ -73,6 +74,9 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pod_groups: dict[str, PodGroup] = {}
+        self.device_classes: dict[str, DeviceClass] = {}
+        # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
+        self.device_class_resources: dict[str, str] = {}
         # PodGroup key -> keys of every known member pod (any phase), whether or not the
         # PodGroup object exists yet.
         self.group_members: dict[str, set[str]] = {}
@@ -283,6 +287,23 @@ class ClusterState:
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
         self._groups_dirty.add(key)
+        self.generation += 1
+
+    def upsert_device_class(self, device_class: DeviceClass) -> None:
+        self.device_classes[device_class.name] = device_class
+        self._map_device_classes()
+
+    def remove_device_class(self, name: str) -> None:
+        self.device_classes.pop(name, None)
+        self._map_device_classes()
+
+    def _map_device_classes(self) -> None:
+        mapped: dict[str, str] = {}
+        for name in sorted(self.device_classes):
+            resource = self.device_classes[name].extended_resource_name
+            if resource:
+                mapped.setdefault(resource, name)
+        self.device_class_resources = mapped
         self.generation += 1
 
     def priority_of(self, pod: Pod) -> int:
