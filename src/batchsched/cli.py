@@ -150,15 +150,16 @@ def _objects(args: argparse.Namespace) -> Objects:
     """The objects of the FILEs, added to the cluster's when --kubeconfig is given."""
     if not args.files and args.kubeconfig is None:
         raise InputError(f"{args.command}: give manifest FILEs, --kubeconfig PATH, or both")
-    objects = load_files(list(args.files))
+    files = load_files(list(args.files))
     if args.strict:
-        objects.check_strict()
-    for warning in objects.warnings:
+        files.check_strict()
+    for warning in files.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    objects = files
     if args.kubeconfig is not None:
-        objects = merge_objects(read_cluster(args.kubeconfig), objects)
-    where = " ".join(str(f) for f in args.files) or str(args.kubeconfig)
-    objects.check_priority_classes(where)
+        objects = merge_objects(read_cluster(args.kubeconfig), files)
+    # Only the files' pods: the cluster's own were admitted when their class existed.
+    files.check_priority_classes(", ".join(str(f) for f in args.files), objects.priority_classes)
     return objects
 
 

@@ -79,9 +79,9 @@ class Objects:
                     )
                 seen.add(name)
 
-    def check_priority_classes(self, source: str) -> None:
+    def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:
         """A pod naming a PriorityClass that does not exist: admission would refuse it."""
-        known = {c.name for c in self.priority_classes}
+        known = {c.name for c in classes}
         for pod in self.pods:
             if pod.priority_class_name and pod.priority_class_name not in known:
                 raise ManifestError(

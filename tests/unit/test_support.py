@@ -1,0 +1,150 @@
+"""The refusal guard (plugins/support.py), gates and deleting pods, one rule per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchsched.config import default_config
+from batchsched.objects.parse import read_pod
+from batchsched.objects.records import DeviceClass
+from batchsched.oneshot import build_state
+from batchsched.plugins.support import REFUSED, not_ready, refusal, refused_field
+from batchsched.scheduler import Scheduler
+from tests.builders import node, pod
+from tests.conftest import NOW, objects_of, schedule
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "support.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# One pod spec fragment per row of REFUSED, and the path the message must name.
+USES: dict[str, tuple[dict[str, Any], str]] = {
+    "spec.affinity.podAffinity": (
+        {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+        "spec.affinity.podAffinity",
+    ),
+    "spec.affinity.podAntiAffinity": (
+        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+        "spec.affinity.podAntiAffinity",
+    ),
+    "spec.topologySpreadConstraints": (
+        {"topologySpreadConstraints": [{"maxSkew": 1}]},
+        "spec.topologySpreadConstraints",
+    ),
+    "spec.containers[*].ports[*].hostPort": (
+        {"containers": [{"name": "c", "ports": [{"containerPort": 1}, {"hostPort": 8080}]}]},
+        "spec.containers[0].ports[1].hostPort",
+    ),
+    "spec.volumes[*].persistentVolumeClaim": (
+        {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "x"}}]},
+        "spec.volumes[0].persistentVolumeClaim",
+    ),
+    "spec.volumes[*].ephemeral": (
+        {"volumes": [{"name": "v", "ephemeral": {}}]},
+        "spec.volumes[0].ephemeral",
+    ),
+    "spec.volumes[*] in-tree disks": (
+        {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "rbd": {"image": "x"}}]},
+        "spec.volumes[1].rbd",
+    ),
+    "spec.resourceClaims": (
+        {"resourceClaims": [{"name": "gpu"}]},
+        "spec.resourceClaims",
+    ),
+    "spec.schedulingGroup": (
+        {"schedulingGroup": {"podGroupName": "g"}},
+        "spec.schedulingGroup",
+    ),
+    "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution": (
+        {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+    ),
+}
+
+
+def test_every_row_has_a_case_here() -> None:
+    assert {row.field for row in REFUSED} == set(USES)
+
+
+@pytest.mark.parametrize("field", sorted(USES))
+def test_each_refused_field_is_found_and_named(field: str) -> None:
+    fragment, path = USES[field]
+    manifest = pod("p")
+    manifest["spec"].update(fragment)
+    record = read_pod(manifest)
+    assert record.refused == path
+    assert refusal(record, {}) == f"pod uses {path}, which batchsched does not support yet"
+
+
+def test_a_plain_pod_uses_nothing_refused() -> None:
+    manifest = pod("p", affinity={"nodeAffinity": {}})
+    manifest["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "x"}}]
+    manifest["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    manifest["spec"]["topologySpreadConstraints"] = []
+    assert read_pod(manifest).refused == ""
+
+
+def test_host_network_makes_every_container_port_a_host_port() -> None:
+    spec = {"hostNetwork": True, "containers": [{"name": "c", "ports": [{"containerPort": 9}]}]}
+    assert refused_field(spec) == "spec.containers[0].ports[0].hostPort"
+
+
+def test_malformed_fields_do_not_crash_the_guard() -> None:
+    assert refused_field({"volumes": "x", "containers": [3, {"ports": "y"}], "affinity": 1}) == ""
+
+
+def test_device_class_mapping_refuses_the_resource_it_names() -> None:
+    record = read_pod(pod("p", extra_requests={"example.com/gpu": "1"}))
+    assert refusal(record, {}) is None
+    message = refusal(record, {"example.com/gpu": "gpu.example.com"})
+    assert message is not None and "extended resource example.com/gpu" in message
+    assert "DeviceClass gpu.example.com" in message
+
+
+def test_device_classes_in_the_state_map_their_resources() -> None:
+    state = build_state(objects_of())
+    state.upsert_device_class(DeviceClass("b", "example.com/gpu"))
+    state.upsert_device_class(DeviceClass("a", "example.com/gpu"))
+    state.upsert_device_class(DeviceClass("c"))
+    assert state.device_class_resources == {"example.com/gpu": "a"}
+    state.remove_device_class("a")
+    assert state.device_class_resources == {"example.com/gpu": "b"}
+
+
+def test_a_refused_pod_never_preempts() -> None:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}
+    result = schedule(
+        node("n1", cpu="2"),
+        pod("low", cpu="2", node_name="n1", priority=0),
+        pod("high", cpu="2", priority=1000, affinity=anti),
+    )
+    assert result.evictions == [] and result.bindings == []
+    assert "spec.affinity.podAntiAffinity" in result.unschedulable["default/high"]
+
+
+def test_not_ready_names_gates_and_deletion() -> None:
+    gated = read_pod(pod("p", schedulingGates=[{"name": "a"}, {"name": "b"}]))
+    assert not_ready(gated) == "waiting for its scheduling gates: a, b"
+    leaving = pod("q")
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-22T09:00:00Z"
+    assert "being deleted" in (not_ready(read_pod(leaving)) or "")
+    assert not_ready(read_pod(pod("r"))) is None
+
+
+def test_a_gated_pod_is_queued_once_its_gates_are_removed() -> None:
+    state = build_state(objects_of(node("n1")))
+    scheduler = Scheduler(state, default_config())
+    state.upsert_pod(read_pod(pod("p", schedulingGates=[{"name": "quota"}])))
+    assert scheduler.schedule_pass(NOW) == []
+    assert scheduler.messages["default/p"] == "waiting for its scheduling gates: quota"
+    state.upsert_pod(read_pod(pod("p")))
+    assert [type(d).__name__ for d in scheduler.schedule_pass(NOW)] == ["Bind"]
+
+
+def test_docs_list_every_refused_row() -> None:
+    text = DOCS.read_text()
+    for row in REFUSED:
+        assert f"`{row.field}`" in text, row.field
+    assert "docs/support.md" in README.read_text()
