@@ -78,7 +78,7 @@ class Scheduler:
         while (entry := self.queue.pop()) is not None:
             refused = refusal(entry.pod, self.state.device_class_resources)
             if refused is not None:
-                decisions.extend(self._unschedulable(entry.pod, refused, now))
+                decisions.extend(self._refuse(entry.pod, refused, now))
                 continue
             framework = self.framework_for(entry.pod)
             plugin = framework.group_plugin
@@ -109,6 +109,15 @@ class Scheduler:
             if outcome.retry_at is not None:
                 self.queue.wake_at(key, outcome.retry_at.timestamp())
         return decisions
+
+    def _refuse(self, pod: Pod, message: str, now: datetime) -> list[Decision]:
+        """A pod batchsched must not place: it stays pending, and a nomination it carries
+        (from an earlier scheduler) stops holding room it will never use."""
+        decisions: list[Decision] = []
+        if pod.key in self.state.nominations:
+            self.state.nominate(pod.key, None)
+            decisions.append(Nominate(pod.key, None))
+        return decisions + self._unschedulable(pod, message, now)
 
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""

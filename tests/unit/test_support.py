@@ -148,3 +148,13 @@ def test_docs_list_every_refused_row() -> None:
     for row in REFUSED:
         assert f"`{row.field}`" in text, row.field
     assert "docs/support.md" in README.read_text()
+
+
+def test_a_refused_pod_gives_up_a_nomination_it_carries() -> None:
+    manifest = pod("p", cpu="1", topologySpreadConstraints=[{"maxSkew": 1}])
+    manifest["status"]["nominatedNodeName"] = "n1"
+    state = build_state(objects_of(node("n1"), manifest))
+    assert "default/p" in state.nominations
+    decisions = Scheduler(state, default_config()).schedule_pass(NOW)
+    assert [type(d).__name__ for d in decisions] == ["Nominate", "Unschedulable"]
+    assert "default/p" not in state.nominations

@@ -232,7 +232,13 @@ def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _container_requests(r: _Reader, spec: Any, field: str) -> list[_ContainerRequests]:
+@dataclass(frozen=True, slots=True)
+class ContainerRequests:
+    requests: dict[str, int]
+    sidecar: bool = False  # an init container with restartPolicy Always
+
+
+def _container_requests(r: _Reader, spec: Any, field: str) -> list[ContainerRequests]:
     out = []
     for i, container in enumerate(r.at("spec").items(spec, field)):
         c = r.at(f"spec.{field}[{i}]")
@@ -245,7 +251,7 @@ def _container_requests(r: _Reader, spec: Any, field: str) -> list[_ContainerReq
             if policy and policy != "Always":
                 raise c.fail("restartPolicy", f"{policy!r} is not allowed (only Always, a sidecar)")
             sidecar = policy == "Always"
-        out.append(_ContainerRequests(requests, sidecar))
+        out.append(ContainerRequests(requests, sidecar))
     return out
 
 
@@ -255,12 +261,6 @@ def _requests_or_limits(r: _Reader, obj: Any, path: str) -> dict[str, int]:
     for resource, amount in r.resources(obj, f"{path}.limits").items():
         requests.setdefault(resource, amount)
     return requests
-
-
-@dataclass(frozen=True, slots=True)
-class _ContainerRequests:
-    requests: dict[str, int]
-    sidecar: bool = False  # an init container with restartPolicy Always
 
 
 def _is_pod_level(resource: str) -> bool:
@@ -290,7 +290,7 @@ def _max(into: dict[str, int], amounts: dict[str, int]) -> None:
 
 def pod_requests(
     containers: list[dict[str, int]],
-    init_containers: list[_ContainerRequests],
+    init_containers: list[ContainerRequests],
     overhead: dict[str, int],
     pod_level: dict[str, int] | None = None,
 ) -> dict[str, int]:
