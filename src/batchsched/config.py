@@ -117,6 +117,7 @@ def _names(raw: Any, where: str, with_weight: bool) -> list[tuple[str, int]]:
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}[{i}]: must be a mapping with a name")
+        _known_keys(item, ("name", "weight"), f"{where}[{i}]")
         name = item["name"]
         if name != "*" and name not in REGISTRY:
             raise ConfigError(
@@ -127,6 +128,12 @@ def _names(raw: Any, where: str, with_weight: bool) -> list[tuple[str, int]]:
             raise ConfigError(f"{where}[{i}].weight: must be a non-negative integer")
         out.append((name, weight))
     return out
+
+
+def _known_keys(item: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = sorted(str(k) for k in item if k not in known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown} (known: {', '.join(known)})")
 
 
 def _apply_plugin_set(
@@ -193,6 +200,7 @@ def _profile(raw: Any, i: int) -> Profile:
     for j, item in enumerate(raw.get("pluginConfig") or []):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}.pluginConfig[{j}]: must be a mapping with a name")
+        _known_keys(item, ("name", "args"), f"{where}.pluginConfig[{j}]")
         pname = item["name"]
         if pname not in REGISTRY:
             raise ConfigError(

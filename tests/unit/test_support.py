@@ -53,6 +53,17 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
         {"resourceClaims": [{"name": "gpu"}]},
         "spec.resourceClaims",
     ),
+    "extended resources mapped by a DeviceClass": (
+        {
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {"limits": {"deviceclass.resource.kubernetes.io/gpu": "1"}},
+                }
+            ]
+        },
+        "spec.containers[0].resources.limits.deviceclass.resource.kubernetes.io/gpu",
+    ),
     "spec.schedulingGroup": (
         {"schedulingGroup": {"podGroupName": "g"}},
         "spec.schedulingGroup",
@@ -158,3 +169,11 @@ def test_a_refused_pod_gives_up_a_nomination_it_carries() -> None:
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert [type(d).__name__ for d in decisions] == ["Nominate", "Unschedulable"]
     assert "default/p" not in state.nominations
+
+
+def test_host_ports_of_plain_init_containers_are_not_refused() -> None:
+    ports = [{"containerPort": 80, "hostPort": 80}]
+    spec = {"initContainers": [{"name": "i", "ports": ports}], "containers": [{"name": "c"}]}
+    assert refused_field(spec) == ""
+    spec["initContainers"][0]["restartPolicy"] = "Always"
+    assert refused_field(spec) == "spec.initContainers[0].ports[0].hostPort"

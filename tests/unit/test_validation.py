@@ -238,7 +238,10 @@ def test_ignored_resources_skip_only_extended_resources() -> None:
                     "pluginConfig": [
                         {
                             "name": "NodeResourcesFit",
-                            "args": {"ignoredResources": ["cpu", "example.com/fpga"]},
+                            "args": {
+                                "ignoredResources": ["cpu", "example.com/fpga"],
+                                "ignoredResourceGroups": ["gpu.example.com", "kubernetes.io"],
+                            },
                         }
                     ]
                 }
@@ -249,9 +252,15 @@ def test_ignored_resources_skip_only_extended_resources() -> None:
         node("n", cpu="1"),
         pod("cpu-hungry", cpu="2"),
         pod("fpga", cpu="100m", extra_requests={"example.com/fpga": "1"}),
+        pod("gpu", cpu="100m", extra_requests={"gpu.example.com/a100": "1"}),
+        pod("native", cpu="100m", extra_requests={"kubernetes.io/batteries": "1"}),
         config=config,
     )
-    assert [(b.pod, b.node) for b in result.bindings] == [("default/fpga", "n")]
+    assert [(b.pod, b.node) for b in result.bindings] == [
+        ("default/fpga", "n"),
+        ("default/gpu", "n"),
+    ]
+    assert "Insufficient kubernetes.io/batteries" in result.unschedulable["default/native"]
     assert "Insufficient cpu" in result.unschedulable["default/cpu-hungry"]
 
 
@@ -265,3 +274,21 @@ def test_simulate_prints_a_scenario_warning_once_for_all_its_variants(
     code, _, err = cli(["simulate", str(write(tmp_path, raw))], capsys)
     assert code == 0
     assert err.count("unknown field 'descripton'") == 1
+
+
+@pytest.mark.parametrize(
+    ("profile", "where"),
+    [
+        (
+            {"pluginConfig": [{"name": "NodeResourcesFit", "arsg": {}}]},
+            r"profiles\[0\]\.pluginConfig\[0\]: unknown keys \['arsg'\]",
+        ),
+        (
+            {"plugins": {"score": {"enabled": [{"name": "NodeResourcesFit", "wieght": 2}]}}},
+            r"plugins\.score\.enabled\[0\]: unknown keys \['wieght'\]",
+        ),
+    ],
+)
+def test_typos_in_a_config_are_errors(profile: dict[str, Any], where: str) -> None:
+    with pytest.raises(ConfigError, match=where):
+        parse_config({"profiles": [profile]})

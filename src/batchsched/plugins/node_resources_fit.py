@@ -30,7 +30,8 @@ MAX_SCORE = 100
 
 def is_extended(resource: str) -> bool:
     """An extended resource (`domain/name` outside kubernetes.io): the only kind that
-    `ignoredResources` can skip, as upstream, so cpu, memory and pods are always checked."""
+    `ignoredResources` and `ignoredResourceGroups` can skip, as upstream, so cpu, memory and
+    pods are always checked."""
     domain, slash, _ = resource.partition("/")
     return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
@@ -43,7 +44,9 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
     name = "NodeResourcesFit"
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
-        reader = ArgsReader(self.name, args, ("scoringStrategy", "ignoredResources"))
+        reader = ArgsReader(
+            self.name, args, ("scoringStrategy", "ignoredResources", "ignoredResourceGroups")
+        )
         strategy = reader.get("scoringStrategy", dict, {})
         sreader = ArgsReader(f"{self.name} scoringStrategy", strategy, ("type", "resources"))
         self.strategy = sreader.get("type", str, "LeastAllocated")
@@ -64,6 +67,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
             raise sreader.fail("resources", "must name at least one resource")
         ignored = reader.get("ignoredResources", list, [])
         self.ignored = frozenset(str(r) for r in ignored)
+        groups = [str(g) for g in reader.get("ignoredResourceGroups", list, [])]
+        for i, group in enumerate(groups):
+            if "/" in group:
+                raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")
+        self.ignored_groups = frozenset(groups)
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         names = cycle.state.resources.names
@@ -89,8 +97,13 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return [
             (col, amount)
             for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True)
-            if not (names[col] in self.ignored and is_extended(names[col]))
+            if not self._ignores(names[col])
         ]
+
+    def _ignores(self, resource: str) -> bool:
+        if not is_extended(resource):
+            return False
+        return resource in self.ignored or resource.split("/", 1)[0] in self.ignored_groups
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         rows = feasible.shape[0]

@@ -64,6 +64,8 @@ def _host_ports(spec: Mapping[str, Any]) -> str | None:
     host_network = spec.get("hostNetwork") is True
     for group in ("initContainers", "containers"):
         for i, container in _items(spec.get(group)):
+            if group == "initContainers" and container.get("restartPolicy") != "Always":
+                continue  # an init container's ports are gone before the pod runs
             for j, port in _items(container.get("ports")):
                 if port.get("hostPort") or (host_network and port.get("containerPort")):
                     return f"spec.{group}[{i}].ports[{j}].hostPort"
@@ -95,6 +97,27 @@ IN_TREE_DISKS = (
     "vsphereVolume",
 )
 
+# Every DeviceClass also answers to this implicit extended resource name (DRA's extended
+# resources): `deviceclass.resource.kubernetes.io/<class name>`.
+IMPLICIT_DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
+
+
+def _implicit_device_class(spec: Mapping[str, Any]) -> str | None:
+    for group in ("initContainers", "containers"):
+        for i, container in _items(spec.get(group)):
+            resources = _mapping(container.get("resources"))
+            for kind in ("requests", "limits"):
+                for name in _mapping(resources.get(kind)):
+                    if str(name).startswith(IMPLICIT_DEVICE_CLASS):
+                        return f"spec.{group}[{i}].resources.{kind}.{name}"
+    return None
+
+
+# Not only a pod field: an extended resource that a DeviceClass maps (through
+# spec.extendedResourceName, or the implicit name) is allocated by DynamicResources, not
+# counted by NodeResourcesFit. The explicit names are known from the DeviceClasses: `refusal`.
+DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
+
 REFUSED: tuple[Refused, ...] = (
     Refused("spec.affinity.podAffinity", "InterPodAffinity", _key("affinity.podAffinity")),
     Refused("spec.affinity.podAntiAffinity", "InterPodAffinity", _key("affinity.podAntiAffinity")),
@@ -125,16 +148,13 @@ REFUSED: tuple[Refused, ...] = (
         "GangScheduling (Workload API)",
         lambda spec: _key("schedulingGroup")(spec) or _key("workloadRef")(spec),
     ),
+    Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class),
     Refused(
         "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         "NodeAffinity (score)",
         _key("affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
     ),
 )
-
-# Not a pod field: an extended resource that a DeviceClass maps through
-# spec.extendedResourceName is allocated by DynamicResources, not counted by NodeResourcesFit.
-DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
 
 
 def refused_field(spec: Mapping[str, Any]) -> str:
