@@ -58,16 +58,15 @@ class Scheduler:
         for key in self.state.drain_pending_changes():
             pod = self.state.pending.get(key)
             self._twin_keys.pop(key, None)
-            waiting = None if pod is None else not_ready(pod)
-            if pod is not None and self.owns(pod) and waiting is None:
-                self.queue.add(pod, stamp)
-            elif pod is not None and self.owns(pod) and waiting is not None:
+            if pod is None or not self.owns(pod):
+                self.queue.remove(key)
+                self.messages.pop(key, None)
+            elif (waiting := not_ready(pod)) is not None:
                 # Not attempted until it changes (its gates removed): upstream's PreEnqueue.
                 self.queue.remove(key)
                 self.messages[key] = waiting
             else:
-                self.queue.remove(key)
-                self.messages.pop(key, None)
+                self.queue.add(pod, stamp)
 
     def schedule_pass(self, now: datetime) -> list[Decision]:
         """Try every pod that is ready now, once, in queue order."""

@@ -1,7 +1,8 @@
 """Build records from manifest / API JSON dictionaries.
 
 Each reader names the object (`Kind namespace/name`) and the field in its errors. Unknown
-fields are ignored, as the API server's clients ignore them.
+fields are skipped here, as the API server's clients skip them; the file loader warns about
+them (schema.py).
 """
 
 from __future__ import annotations
