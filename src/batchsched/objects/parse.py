@@ -134,8 +134,9 @@ def parse_time(raw: str) -> datetime:
     them (a bare date or a time without zone is refused, as Go's RFC 3339 parser does)."""
     if not _RFC3339.fullmatch(raw):
         raise ValueError(f"{raw!r} is not an RFC 3339 time")
-    # Python takes at most 6 fractional digits: nanoseconds are cut to microseconds.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", raw.upper().replace("Z", "+00:00"))
+    text = raw.upper().replace("Z", "+00:00")
+    if "." in text:  # Python takes at most 6 fractional digits: cut nanoseconds to micro
+        text = re.sub(r"(\.\d{6})\d+", r"\1", text)
     return datetime.fromisoformat(text)
 
 
@@ -269,6 +270,8 @@ def _is_pod_level(resource: str) -> bool:
 
 
 def _pod_level_requests(r: _Reader, spec: Any) -> dict[str, int]:
+    if spec.get("resources") is None:
+        return {}
     requests = _requests_or_limits(r.at("spec"), spec, "resources")
     for resource in requests:
         if not _is_pod_level(resource):
@@ -325,6 +328,8 @@ def pod_requests(
 
 
 def _scheduling_gates(r: _Reader, spec: Any) -> tuple[str, ...]:
+    if not spec.get("schedulingGates"):
+        return ()
     names = []
     for i, raw in enumerate(r.at("spec").items(spec, "schedulingGates")):
         name = r.at(f"spec.schedulingGates[{i}]").get(raw, "name", str, "")

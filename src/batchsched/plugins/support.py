@@ -25,6 +25,9 @@ class Refused:
     field: str  # the field family as docs/support.md names it
     plugin: str  # the kube-scheduler plugin that reads it
     find: Detector
+    # Top-level spec fields the family lives under: a pod without any of them is not asked,
+    # so the common pod costs a few dict lookups.
+    under: tuple[str, ...]
 
 
 def message(path: str) -> str:
@@ -46,17 +49,19 @@ def _present(value: Any) -> bool:
     return value is not None and value != {} and value != []
 
 
-def _key(path: str) -> Detector:
-    """A field under spec, used when present and not empty."""
-    parts = path.split(".")
+def _keyed(field: str, plugin: str, *paths: str) -> Refused:
+    """A family of fields under spec (dotted paths), used when present and not empty."""
 
     def find(spec: Mapping[str, Any]) -> str | None:
-        value: Any = spec
-        for part in parts:
-            value = _mapping(value).get(part)
-        return f"spec.{path}" if _present(value) else None
+        for path in paths:
+            value: Any = spec
+            for part in path.split("."):
+                value = _mapping(value).get(part)
+            if _present(value):
+                return f"spec.{path}"
+        return None
 
-    return find
+    return Refused(field, plugin, find, tuple(p.split(".")[0] for p in paths))
 
 
 def _host_ports(spec: Mapping[str, Any]) -> str | None:
@@ -72,7 +77,7 @@ def _host_ports(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _volumes(*sources: str) -> Detector:
+def _volumes(field: str, plugin: str, *sources: str) -> Refused:
     def find(spec: Mapping[str, Any]) -> str | None:
         for i, volume in _items(spec.get("volumes")):
             for source in sources:
@@ -80,7 +85,7 @@ def _volumes(*sources: str) -> Detector:
                     return f"spec.volumes[{i}].{source}"
         return None
 
-    return find
+    return Refused(field, plugin, find, ("volumes",))
 
 
 # Inline in-tree volumes that VolumeRestrictions checks for conflicts or NodeVolumeLimits
@@ -118,51 +123,51 @@ def _implicit_device_class(spec: Mapping[str, Any]) -> str | None:
 # counted by NodeResourcesFit. The explicit names are known from the DeviceClasses: `refusal`.
 DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
 
+_CONTAINERS = ("initContainers", "containers")
+
 REFUSED: tuple[Refused, ...] = (
-    Refused("spec.affinity.podAffinity", "InterPodAffinity", _key("affinity.podAffinity")),
-    Refused("spec.affinity.podAntiAffinity", "InterPodAffinity", _key("affinity.podAntiAffinity")),
-    Refused(
-        "spec.topologySpreadConstraints",
-        "PodTopologySpread",
-        _key("topologySpreadConstraints"),
-    ),
-    Refused("spec.containers[*].ports[*].hostPort", "NodePorts", _host_ports),
-    Refused(
+    _keyed("spec.affinity.podAffinity", "InterPodAffinity", "affinity.podAffinity"),
+    _keyed("spec.affinity.podAntiAffinity", "InterPodAffinity", "affinity.podAntiAffinity"),
+    _keyed("spec.topologySpreadConstraints", "PodTopologySpread", "topologySpreadConstraints"),
+    Refused("spec.containers[*].ports[*].hostPort", "NodePorts", _host_ports, _CONTAINERS),
+    _volumes(
         "spec.volumes[*].persistentVolumeClaim",
         "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits",
-        _volumes("persistentVolumeClaim"),
+        "persistentVolumeClaim",
     ),
-    Refused(
-        "spec.volumes[*].ephemeral",
-        "VolumeBinding, VolumeZone, NodeVolumeLimits",
-        _volumes("ephemeral"),
+    _volumes(
+        "spec.volumes[*].ephemeral", "VolumeBinding, VolumeZone, NodeVolumeLimits", "ephemeral"
     ),
-    Refused(
-        "spec.volumes[*] in-tree disks",
-        "VolumeRestrictions, NodeVolumeLimits",
-        _volumes(*IN_TREE_DISKS),
+    _volumes(
+        "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
     ),
-    Refused("spec.resourceClaims", "DynamicResources", _key("resourceClaims")),
-    Refused(
+    _keyed("spec.resourceClaims", "DynamicResources", "resourceClaims"),
+    _keyed(
         "spec.schedulingGroup",
         "GangScheduling (Workload API)",
-        lambda spec: _key("schedulingGroup")(spec) or _key("workloadRef")(spec),
+        "schedulingGroup",
+        "workloadRef",
     ),
-    Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class),
-    Refused(
+    Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
+    _keyed(
         "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         "NodeAffinity (score)",
-        _key("affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
     ),
 )
 
 
+_WATCHED = frozenset(key for row in REFUSED for key in row.under)
+
+
 def refused_field(spec: Mapping[str, Any]) -> str:
     """The first unsupported field the pod spec uses (its path), or "" if none."""
+    used = _WATCHED.intersection(spec)
     for row in REFUSED:
-        path = row.find(spec)
-        if path is not None:
-            return path
+        if not used.isdisjoint(row.under):
+            path = row.find(spec)
+            if path is not None:
+                return path
     return ""
 
 
