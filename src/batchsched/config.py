@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from batchsched.plugins.args import ConfigError
+from batchsched.plugins.args import ConfigError, check_known_keys
 from batchsched.plugins.base import (
     FilterPlugin,
     GroupPlugin,
@@ -117,7 +117,7 @@ def _names(raw: Any, where: str, with_weight: bool) -> list[tuple[str, int]]:
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}[{i}]: must be a mapping with a name")
-        _known_keys(item, ("name", "weight"), f"{where}[{i}]")
+        check_known_keys(item, ("name", "weight"), f"{where}[{i}]")
         name = item["name"]
         if name != "*" and name not in REGISTRY:
             raise ConfigError(
@@ -130,20 +130,12 @@ def _names(raw: Any, where: str, with_weight: bool) -> list[tuple[str, int]]:
     return out
 
 
-def _known_keys(item: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    unknown = sorted(str(k) for k in item if k not in known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown} (known: {', '.join(known)})")
-
-
 def _apply_plugin_set(
     plugins: dict[str, list[tuple[str, int]]], point: str, raw: Any, where: str
 ) -> None:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: must be a mapping with enabled/disabled")
-    unknown = set(raw) - {"enabled", "disabled"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (known: enabled, disabled)")
+    check_known_keys(raw, ("enabled", "disabled"), where)
     disabled = {n for n, _ in _names(raw.get("disabled"), f"{where}.disabled", False)}
     enabled = _names(raw.get("enabled"), f"{where}.enabled", point == "score")
     points = EXTENSION_POINTS if point == "multiPoint" else (point,)
@@ -175,11 +167,7 @@ def _profile(raw: Any, i: int) -> Profile:
     where = f"profiles[{i}]"
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: must be a mapping")
-    unknown = set(raw) - {"schedulerName", "plugins", "pluginConfig"}
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown keys {sorted(unknown)} (known: schedulerName, plugins, pluginConfig)"
-        )
+    check_known_keys(raw, ("schedulerName", "plugins", "pluginConfig"), where)
     name = raw.get("schedulerName", DEFAULT_SCHEDULER_NAME)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}.schedulerName: must be a non-empty string")
@@ -200,7 +188,7 @@ def _profile(raw: Any, i: int) -> Profile:
     for j, item in enumerate(raw.get("pluginConfig") or []):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}.pluginConfig[{j}]: must be a mapping with a name")
-        _known_keys(item, ("name", "args"), f"{where}.pluginConfig[{j}]")
+        check_known_keys(item, ("name", "args"), f"{where}.pluginConfig[{j}]")
         pname = item["name"]
         if pname not in REGISTRY:
             raise ConfigError(
@@ -258,9 +246,7 @@ def _parse_config(raw: Any) -> SchedulerConfig:
         raise ConfigError(f"kind: must be KubeSchedulerConfiguration, got {raw.get('kind')!r}")
     if raw.get("apiVersion", API_VERSION) != API_VERSION:
         raise ConfigError(f"apiVersion: must be {API_VERSION}, got {raw.get('apiVersion')!r}")
-    unknown = set(raw) - set(_TOP_LEVEL)
-    if unknown:
-        raise ConfigError(f"unknown keys {sorted(unknown)} (known: {', '.join(_TOP_LEVEL)})")
+    check_known_keys(raw, _TOP_LEVEL)
     profiles_raw = raw.get("profiles")
     if profiles_raw is None:
         profiles = [default_profile()]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchsched.config import SchedulerConfig
-from batchsched.plugins.args import ConfigError
+from batchsched.plugins.args import ConfigError, check_known_keys
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {
@@ -81,12 +81,6 @@ class LiveSettings:
         return cls(_leader(config.leader_election), _client(config.client_connection))
 
 
-def _unknown(raw: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown} (known: {', '.join(known)})")
-
-
 def _string(raw: Mapping[str, Any], key: str, default: str, where: str) -> str:
     value = raw.get(key, default)
     if not isinstance(value, str) or not value:
@@ -96,7 +90,7 @@ def _string(raw: Mapping[str, Any], key: str, default: str, where: str) -> str:
 
 def _leader(raw: Mapping[str, Any]) -> LeaderElectionSettings:
     where = "leaderElection"
-    _unknown(raw, _LEADER_KEYS, where)
+    check_known_keys(raw, _LEADER_KEYS, where)
     default = LeaderElectionSettings()
     enabled = raw.get("leaderElect", True)
     if not isinstance(enabled, bool):
@@ -126,7 +120,7 @@ def _leader(raw: Mapping[str, Any]) -> LeaderElectionSettings:
 
 def _client(raw: Mapping[str, Any]) -> ClientSettings:
     where = "clientConnection"
-    _unknown(raw, _CLIENT_KEYS, where)
+    check_known_keys(raw, _CLIENT_KEYS, where)
     qps = raw.get("qps", 50.0)
     if isinstance(qps, bool) or not isinstance(qps, int | float):
         raise ConfigError(f"{where}.qps: must be a number (negative: no limit), got {qps!r}")

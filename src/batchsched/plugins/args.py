@@ -14,6 +14,14 @@ class ConfigError(InputError):
     pass
 
 
+def check_known_keys(raw: Mapping[str, Any], known: tuple[str, ...], where: str = "") -> None:
+    """A key that is not known is an error listing the known ones: a typo never passes."""
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(f"{prefix}unknown keys {unknown} (known: {', '.join(known)})")
+
+
 class ArgsReader:
     """Typed access to one plugin's args; unknown keys are an error listing the known ones."""
 
