@@ -114,3 +114,24 @@ def test_an_unreachable_cluster_is_a_clear_error(
     api.stop()
     assert main(["schedule", "--kubeconfig", str(kubeconfig)]) == 2
     assert "cannot list /apis/scheduling.k8s.io/v1/priorityclasses" in capsys.readouterr().err
+
+
+def test_schedule_checks_the_files_pods_classes_against_the_cluster(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.create("nodes", node("n1", cpu="2"))
+    api.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    # A cluster pod whose class has gone since it was admitted is not the files' problem.
+    gone = pod("old", cpu="1", node_name="n1")
+    gone["spec"]["priorityClassName"] = "retired"
+    api.create("pods", gone)
+    kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+    extra = tmp_path / "extra.yaml"
+    for name, code in (("high", 0), ("hihg", 2)):
+        extra.write_text(
+            "kind: Pod\napiVersion: v1\nmetadata: {name: extra}\n"
+            f"spec: {{priorityClassName: {name}, containers: [{{name: c}}]}}\n"
+        )
+        assert main(["schedule", "--kubeconfig", str(kubeconfig), str(extra)]) == code
+    err = capsys.readouterr().err
+    assert "Pod default/extra: spec.priorityClassName: no PriorityClass 'hihg' (known: high)" in err
