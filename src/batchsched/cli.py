@@ -14,6 +14,7 @@ import orjson
 
 from batchsched.config import load_config
 from batchsched.live.cli import add_run_parser, run_command
+from batchsched.live.client import ConnectError
 from batchsched.live.snapshot import merge_objects, read_cluster
 from batchsched.objects.errors import InputError
 from batchsched.objects.load import Objects, load_files
@@ -54,8 +55,10 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
         type=Path,
-        help="read the cluster's objects through this kubeconfig (FILEs are added to them)",
+        help="read the cluster's objects through this kubeconfig (FILEs are added to them); "
+        "without FILEs the cluster is read through KUBECONFIG or ~/.kube/config",
     )
+    parser.add_argument("--context", help="the kubeconfig context to use (default: current)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -147,17 +150,25 @@ def _schedule(args: argparse.Namespace) -> int:
 
 
 def _objects(args: argparse.Namespace) -> Objects:
-    """The objects of the FILEs, added to the cluster's when --kubeconfig is given."""
-    if not args.files and args.kubeconfig is None:
-        raise InputError(f"{args.command}: give manifest FILEs, --kubeconfig PATH, or both")
+    """The objects of the FILEs, added to the cluster's when --kubeconfig or --context is
+    given; with neither and no FILE, the cluster's alone (credentials found as kubectl does)."""
     files = load_files(list(args.files))
     if args.strict:
         files.check_strict()
     for warning in files.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     objects = files
-    if args.kubeconfig is not None:
-        objects = merge_objects(read_cluster(args.kubeconfig), files)
+    if not args.files or args.kubeconfig is not None or args.context is not None:
+        try:
+            cluster = read_cluster(args.kubeconfig, args.context)
+        except ConnectError as err:
+            if args.files or args.kubeconfig is not None or args.context is not None:
+                raise
+            raise InputError(
+                f"{args.command}: give manifest FILEs, a cluster (--kubeconfig PATH, KUBECONFIG "
+                f"or ~/.kube/config), or both ({err})"
+            ) from None
+        objects = merge_objects(cluster, files)
     # Only the files' pods: the cluster's own were admitted when their class existed.
     files.check_priority_classes(", ".join(str(f) for f in args.files), objects.priority_classes)
     return objects

@@ -7,7 +7,7 @@ carry out.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from datetime import datetime
 
 from batchsched.config import SchedulerConfig
@@ -70,26 +70,30 @@ class Scheduler:
 
     def schedule_pass(self, now: datetime) -> list[Decision]:
         """Try every pod that is ready now, once, in queue order."""
+        return [decision for step in self.pass_steps(now) for decision in step]
+
+    def pass_steps(self, now: datetime) -> Iterator[list[Decision]]:
+        """A scheduling pass, yielding each pod's (or group's) decisions as soon as they are
+        made, so a live caller can write a binding before the rest of the pass is decided.
+        The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._failed_shapes.clear()
-        decisions: list[Decision] = []
         while (entry := self.queue.pop()) is not None:
             refused = refusal(entry.pod, self.state.device_class_resources)
             if refused is not None:
-                decisions.extend(self._refuse(entry.pod, refused, now))
+                yield self._refuse(entry.pod, refused, now)
                 continue
             framework = self.framework_for(entry.pod)
             plugin = framework.group_plugin
             group = plugin.group_of(entry.pod) if plugin is not None else None
             if plugin is None or group is None:
-                decisions.extend(self.schedule_one(entry, now))
+                yield self.schedule_one(entry, now)
             else:
-                decisions.extend(self.schedule_group(framework, plugin, group, now))
+                yield self.schedule_group(framework, plugin, group, now)
         changed = self.state.drain_group_changes()
         for plugin in self.group_plugins:
-            decisions.extend(plugin.after_pass(changed, now))
-        return decisions
+            yield plugin.after_pass(changed, now)
 
     def schedule_group(
         self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime

@@ -5,7 +5,11 @@ resourceVersions, list and watch (chunked JSON lines, bookmarks, an ERROR event 
 resourceVersion older than the kept history), create, replace with optimistic concurrency,
 merge and strategic merge patches (pod conditions merge by `type`), status subresources, the
 pod Binding subresource (409 when already bound), delete with UID/resourceVersion
-preconditions, Events and Leases. Tests inject failures (`inject`), drop watches
+preconditions, Events and Leases, paginated lists (`limit`/`continue`, every page from the
+first page's snapshot, 410 once history is compacted past it), and the not-ready taint that the
+real admission chain puts on every new Node (with `kubelet=True`, the default, a built-in node
+kubelet then reports the node Ready and the taint is lifted, as the node lifecycle controller
+does). Tests inject failures (`inject`), drop watches
 (`drop_watches`) and compact history (`compact`) to exercise the client's recovery paths.
 """
 
@@ -90,6 +94,9 @@ class Fault:
     retry_after: int | None
 
 
+NOT_READY = "node.kubernetes.io/not-ready"
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -113,7 +120,9 @@ def merge_patch(target: Any, patch: Any, strategic: bool = False) -> Any:
 
 
 class FakeApiServer:
-    def __init__(self, history: int = 100_000, bookmark_interval: float = 0.5) -> None:
+    def __init__(
+        self, history: int = 100_000, bookmark_interval: float = 0.5, kubelet: bool = True
+    ) -> None:
         self.lock = threading.Condition()
         # One condition per resource, so a write wakes only the watches of its resource.
         self.changed = {plural: threading.Condition(self.lock) for plural in RESOURCES}
@@ -124,6 +133,9 @@ class FakeApiServer:
         self.max_history = history
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
+        self.kubelet = kubelet
+        # continue token -> (resourceVersion of the first page, the items still to send)
+        self.continuations: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self.requests: list[tuple[str, str]] = []  # (HTTP method, path)
         self.verbs: list[tuple[str, str]] = []
         self.credentials: set[str] = (
@@ -334,10 +346,30 @@ class FakeApiServer:
         obj["apiVersion"] = res.api_version
         if res.plural == "pods":
             obj.setdefault("status", {}).setdefault("phase", "Pending")
+        if res.plural == "nodes":
+            # kube-apiserver's TaintNodesByCondition admission: no pod lands on a new node
+            # until its kubelet has said it is Ready.
+            spec = obj.setdefault("spec", {})
+            spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY]
+            spec["taints"].append({"key": NOT_READY, "effect": "NoSchedule"})
         self._stamp(obj)
         self.store[res.plural][key] = obj
         self._record(res.plural, "ADDED", obj)
+        if res.plural == "nodes" and self.kubelet:
+            return self._node_ready(key)
         return obj
+
+    def _node_ready(self, key: str) -> dict[str, Any]:
+        """What a node's kubelet and the node lifecycle controller do once it is up."""
+        node = copy.deepcopy(self.store["nodes"][key])
+        status = node.setdefault("status", {})
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"]
+        status["conditions"] = [*others, {"type": "Ready", "status": "True", "reason": "Ready"}]
+        taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != NOT_READY]
+        node["spec"]["taints"] = taints
+        if not taints:
+            del node["spec"]["taints"]
+        return self._commit(RESOURCES["nodes"], None, key, node)
 
     def _check_version(self, current: dict[str, Any], given: dict[str, Any], name: str) -> None:
         wanted = (given.get("metadata") or {}).get("resourceVersion")
@@ -448,16 +480,38 @@ class FakeApiServer:
         self._record(res.plural, "DELETED", gone)
         return gone
 
-    def _list(self, res: Resource, ns: str | None) -> dict[str, Any]:
-        items = [
-            o
-            for o in self.store[res.plural].values()
-            if ns is None or o["metadata"].get("namespace") == ns
-        ]
+    def _list(
+        self, res: Resource, ns: str | None, limit: int = 0, token: str = ""
+    ) -> dict[str, Any]:
+        if token:
+            if token not in self.continuations:
+                raise ApiFailure(400, "BadRequest", "invalid continue token")
+            rv, items = self.continuations.pop(token)
+            if rv < self.compacted_rv:
+                raise ApiFailure(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter.",
+                )
+        else:
+            rv = self.rv
+            # Sorted by key, as etcd returns them.
+            items = [
+                o
+                for _, o in sorted(self.store[res.plural].items())
+                if ns is None or o["metadata"].get("namespace") == ns
+            ]
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if 0 < limit < len(items):
+            items, rest = items[:limit], items[limit:]
+            meta["continue"] = next_token = uuid.uuid4().hex
+            self.continuations[next_token] = (rv, rest)
+            meta["remainingItemCount"] = len(rest)
         return {
             "kind": f"{res.kind}List",
             "apiVersion": res.api_version,
-            "metadata": {"resourceVersion": str(self.rv)},
+            "metadata": meta,
             "items": items,
         }
 
@@ -644,7 +698,7 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 if watch:
                     self._watch(res, ns, query)
                     return
-                code, result = self._dispatch(method, res, ns, name, sub, body)
+                code, result = self._dispatch(method, res, ns, name, sub, body, query)
                 self._send(code, result)
             except ApiFailure as failure:
                 self._send(failure.code, failure.status())
@@ -659,11 +713,13 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             name: str | None,
             sub: str | None,
             body: Any,
+            query: dict[str, str],
         ) -> tuple[int, Any]:
             with server.lock:
                 if name is None:
                     if method == "GET":
-                        return 200, server._list(res, ns)
+                        limit = int(query.get("limit") or 0)
+                        return 200, server._list(res, ns, limit, query.get("continue", ""))
                     if method == "POST":
                         return 201, server._create(res, ns, body)
                     raise ApiFailure(405, "MethodNotAllowed", f"{method} on a collection")

@@ -37,9 +37,14 @@ def test_schedule_reads_the_cluster_through_a_kubeconfig(
     assert api.credentials == {"Bearer fake-token"}
 
 
-def test_schedule_needs_files_or_a_kubeconfig(capsys: pytest.CaptureFixture[str]) -> None:
+def test_schedule_needs_files_or_a_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert main(["schedule"]) == 2
-    assert "give manifest FILEs, --kubeconfig PATH, or both" in capsys.readouterr().err
+    assert "give manifest FILEs, a cluster (--kubeconfig PATH" in capsys.readouterr().err
 
 
 def test_a_bad_kubeconfig_is_a_clear_error(

@@ -34,26 +34,52 @@ def _shipped_config() -> dict[str, Any]:
     return dict(yaml.safe_load(configmap["data"]["config.yaml"]))
 
 
-def test_the_shipped_config_loads() -> None:
-    settings = LiveSettings.from_config(parse_config(_shipped_config()))
+def test_the_shipped_config_loads_and_packs_gpus() -> None:
+    config = parse_config(_shipped_config())
+    settings = LiveSettings.from_config(config)
     assert settings.leader_election.namespace == "batchsched-system"
+    [fit] = [
+        c["args"]
+        for c in _shipped_config()["profiles"][0]["pluginConfig"]
+        if c["name"] == "NodeResourcesFit"
+    ]
+    assert fit["scoringStrategy"]["type"] == "MostAllocated"
+    weights = {r["name"]: r["weight"] for r in fit["scoringStrategy"]["resources"]}
+    assert weights["nvidia.com/gpu"] > max(w for n, w in weights.items() if n != "nvidia.com/gpu")
     [deployment] = _docs("deployment.yaml")
     assert deployment["spec"]["replicas"] == 2
 
 
-def test_the_example_priority_classes_load() -> None:
+def test_the_kustomization_applies_every_manifest_and_names_nothing_system() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    on_disk = {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == on_disk
+    assert [i["name"] for i in kustomization["images"]] == ["batchsched"]
+    kinds = set()
+    for name in kustomization["resources"]:
+        for doc in _docs(name):
+            kinds.add(doc["kind"])
+            # Names starting `system-` are reserved (a real API server refuses them).
+            assert not doc["metadata"]["name"].startswith("system-"), (name, doc["metadata"])
+    assert "PriorityClass" not in kinds  # cluster-wide examples are opt-in
+    assert {"Service", "PodDisruptionBudget", "Deployment"} <= kinds
+
+
+def test_the_example_priority_classes_load_with_prefixed_names() -> None:
     from batchsched.objects.parse import read_priority_class
 
-    classes = {pc.name: pc for pc in map(read_priority_class, _docs("priorityclasses.yaml"))}
+    docs = _docs("examples/priorityclasses/priorityclasses.yaml")
+    classes = {pc.name: pc for pc in map(read_priority_class, docs)}
     assert {name: pc.value for name, pc in classes.items()} == {
-        "system-critical": 10000,
-        "high": 9000,
-        "low-non-preempted": 8000,
-        "low-non-preempted-10min": 8000,
-        "low": 8000,
+        "batchsched-critical": 10000,
+        "batchsched-high": 9000,
+        "batchsched-low-non-preempted": 8000,
+        "batchsched-low-non-preempted-10min": 8000,
+        "batchsched-low": 8000,
     }
     prefix = "preemption-toleration.scheduling.x-k8s.io/"
-    assert classes["low-non-preempted-10min"].annotations[f"{prefix}toleration-seconds"] == "600"
+    ten_minutes = classes["batchsched-low-non-preempted-10min"]
+    assert ten_minutes.annotations[f"{prefix}toleration-seconds"] == "600"
 
 
 def _grants() -> set[tuple[str, str, str, str, str]]:

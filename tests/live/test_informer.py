@@ -19,6 +19,14 @@ GROUPS = next(k for k in KINDS if k.name == "PodGroup")
 
 
 @pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    # No built-in kubelet: each node created is one event here, as these tests count them.
+    server = FakeApiServer(bookmark_interval=0.2, kubelet=False).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def sink() -> queue.Queue[Fact]:
     return queue.Queue()
 

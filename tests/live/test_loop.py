@@ -117,3 +117,19 @@ def test_the_loop_survives_an_api_server_restart(api: FakeApiServer, launch: Lau
     assert api.wait_for(lambda s: node_of(s, "after") == "n3", timeout=20)
     assert api.wait_for(lambda s: free not in run.scheduler.state.node_index)
     assert run.halt() == 0
+
+
+def test_a_new_node_takes_pods_only_once_its_kubelet_says_ready(launch: Launcher) -> None:
+    # As kube-apiserver does, the fake taints every new node not-ready; here no kubelet lifts it.
+    with FakeApiServer(bookmark_interval=0.2, kubelet=False) as api:
+        launch.api = api
+        api.create("nodes", node("n1", cpu="2"))
+        api.create("pods", pod("p", cpu="1"))
+        launch()
+        assert api.wait_for(lambda s: condition(s, "p") is not None)
+        message = (condition(api, "p") or {})["message"]
+        assert "node.kubernetes.io/not-ready" in message
+        assert node_of(api, "p") == ""
+        with api.lock:
+            api._node_ready("n1")  # the kubelet reports Ready, the taint goes
+        assert api.wait_for(lambda s: node_of(s, "p") == "n1")

@@ -10,9 +10,12 @@ from tests.live.conftest import Launcher, condition, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 from tests.live.test_deploy import DEPLOY
 
+EXAMPLE_CLASSES = DEPLOY / "examples" / "priorityclasses" / "priorityclasses.yaml"
+PROTECTED = "batchsched-low-non-preempted"
+
 
 def _classes(api: FakeApiServer) -> None:
-    for doc in yaml.safe_load_all((DEPLOY / "priorityclasses.yaml").read_text()):
+    for doc in yaml.safe_load_all(EXAMPLE_CLASSES.read_text()):
         api.create("priorityclasses", doc)
 
 
@@ -27,11 +30,11 @@ def test_a_high_pod_preempts_a_low_one_and_binds_once_it_is_gone(
 ) -> None:
     _classes(api)
     api.create("nodes", node("n1", cpu="2"))
-    api.create("pods", _classed("low", "low", 8000, "2", node_name="n1"))
-    api.create("pods", _classed("protected", "low-non-preempted", 8000, "0", node_name="n1"))
+    api.create("pods", _classed("low", "batchsched-low", 8000, "2", node_name="n1"))
+    api.create("pods", _classed("protected", PROTECTED, 8000, "0", node_name="n1"))
     run = launch()
     assert run.scheduler.synced.wait(5)
-    api.create("pods", _classed("high", "high", 9000, "2"))
+    api.create("pods", _classed("high", "batchsched-high", 9000, "2"))
     assert api.wait_for(lambda s: node_of(s, "high") == "n1")
     assert api.get("pods", "low") is None
     assert api.get("pods", "protected") is not None  # tolerates `high` forever
@@ -50,9 +53,9 @@ def test_a_tolerated_pod_is_not_preempted_and_the_preemptor_is_told(
 ) -> None:
     _classes(api)
     api.create("nodes", node("n1", cpu="2"))
-    api.create("pods", _classed("sticky", "low-non-preempted", 8000, "2", node_name="n1"))
+    api.create("pods", _classed("sticky", PROTECTED, 8000, "2", node_name="n1"))
     launch()
-    api.create("pods", _classed("high", "high", 9000, "2"))
+    api.create("pods", _classed("high", "batchsched-high", 9000, "2"))
     assert api.wait_for(lambda s: condition(s, "high", "PodScheduled") is not None)
     assert api.get("pods", "sticky") is not None
     assert node_of(api, "high") == ""

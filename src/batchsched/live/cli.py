@@ -23,8 +23,12 @@ def add_run_parser(sub: Any) -> None:
         help="run as a scheduler in a cluster: watch pods and nodes, bind, preempt",
     )
     run.add_argument(
-        "--kubeconfig", type=Path, help="kubeconfig file (default: the pod's service account)"
+        "--kubeconfig",
+        type=Path,
+        help="kubeconfig file (default: KUBECONFIG, ~/.kube/config, then the pod's service "
+        "account)",
     )
+    run.add_argument("--context", help="the kubeconfig context to use (default: current)")
     run.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
     run.add_argument(
         "--dry-run",
@@ -52,7 +56,7 @@ def run_command(args: argparse.Namespace) -> int:
     )
     config = load_config(args.config)
     scheduler = LiveScheduler(
-        connect(args.kubeconfig),
+        connect(args.kubeconfig, context=args.context),
         config,
         LiveOptions(dry_run=args.dry_run, identity=args.identity),
     )

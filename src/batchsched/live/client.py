@@ -5,12 +5,16 @@ Configuration; requests go through urllib3 with those TLS and auth settings, and
 decoded with orjson into plain dicts (the official client's models are far too slow for a
 5000-pod list). Every request waits for the client-side token bucket, and failures that are
 worth retrying (429, 5xx, a dropped connection) are retried with backoff.
+
+Credentials are found as kubectl finds them: `--kubeconfig`, else the `KUBECONFIG` list of
+files (merged, first one wins), else `~/.kube/config`, else the pod's service account.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -20,6 +24,7 @@ from urllib.parse import urlencode
 
 import orjson
 import urllib3
+import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import Configuration
 
@@ -33,6 +38,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 ErrorHook = Callable[[str, int], None]
+PAGE_SIZE = 500  # objects per list page, as client-go's pager
 
 
 class ApiError(Exception):
@@ -120,6 +126,9 @@ class KubeClient:
         self.error_hook: ErrorHook | None = None
         tls: dict[str, Any] = {}
         if self.host.startswith("https"):
+            if not configuration.verify_ssl:
+                # Said once at start-up (load_configuration), not on every request.
+                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
             tls = {
                 "cert_reqs": "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE",
                 "ca_certs": configuration.ssl_ca_cert,
@@ -227,6 +236,29 @@ class KubeClient:
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
         return orjson.loads(self.request(method, path, **kwargs))
 
+    def list(self, path: str, page_size: int = PAGE_SIZE) -> tuple[list[dict[str, Any]], str]:
+        """All items of a collection and the list's resourceVersion, a page at a time.
+
+        The pages share the first page's snapshot; if its continue token expires (410) before
+        the last page, the list starts over in one unpaginated request, as client-go's pager.
+        """
+        items: list[dict[str, Any]] = []
+        query = {"limit": str(page_size)}
+        while True:
+            try:
+                body = self.json("GET", path, query=query)
+            except ApiError as err:
+                if err.status != 410 or "continue" not in query:
+                    raise
+                log.info("%s: list continuation expired, listing again in one page", path)
+                body = self.json("GET", path)
+                return list(body.get("items") or []), _list_version(body)
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return items, _list_version(body)
+            query = {"limit": str(page_size), "continue": str(token)}
+
     def watch(self, path: str, query: Mapping[str, str], read_timeout: float) -> WatchStream:
         self.limiter.acquire()
         try:
@@ -246,30 +278,91 @@ class KubeClient:
         return WatchStream(response)
 
 
-def load_configuration(kubeconfig: Path | None) -> Configuration:
-    """Credentials from a kubeconfig file, or the pod's service account when none is given."""
+def _list_version(body: Mapping[str, Any]) -> str:
+    return str((body.get("metadata") or {}).get("resourceVersion", ""))
+
+
+DEFAULT_KUBECONFIG = Path("~/.kube/config")
+
+
+def kubeconfig_source(kubeconfig: Path | None) -> str | None:
+    """The kubeconfig file list to read (kubectl's order), or None for in-cluster config."""
+    if kubeconfig is not None:
+        if not kubeconfig.is_file():
+            raise ConnectError(f"--kubeconfig {kubeconfig}: no such file")
+        return str(kubeconfig)
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        paths = [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
+        if not any(p.is_file() for p in paths):
+            raise ConnectError(f"KUBECONFIG={listed}: none of these files exists")
+        return listed
+    if DEFAULT_KUBECONFIG.expanduser().is_file():
+        return str(DEFAULT_KUBECONFIG.expanduser())
+    return None
+
+
+def _current_context(source: str) -> str | None:
+    """kubectl's rule for a list of files: the first file that sets current-context wins (the
+    kubernetes package would take the last)."""
+    for raw in source.split(os.pathsep):
+        path = Path(raw).expanduser()
+        if raw and path.is_file():
+            try:
+                current = (yaml.safe_load(path.read_text()) or {}).get("current-context")
+            except yaml.YAMLError as err:
+                raise ConnectError(f"{path}: not a kubeconfig: {err}") from None
+            if current:
+                return str(current)
+    return None
+
+
+def load_configuration(kubeconfig: Path | None, context: str | None = None) -> Configuration:
+    """Credentials as kubectl finds them (see the module's docstring); `context` picks a
+    kubeconfig context other than the current one."""
     configuration = Configuration()
+    source = kubeconfig_source(kubeconfig)
     try:
-        if kubeconfig is not None:
+        if source is not None:
+            context = context or _current_context(source)
             kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig),
+                config_file=source,
+                context=context,
                 client_configuration=configuration,
                 persist_config=False,
+            )
+        elif context is not None:
+            raise ConnectError(
+                f"--context {context}: no kubeconfig to find it in "
+                "(pass --kubeconfig PATH or set KUBECONFIG)"
             )
         else:
             kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
                 client_configuration=configuration
             )
     except kube_config.ConfigException as err:
-        where = str(kubeconfig) if kubeconfig is not None else "in-cluster config"
-        hint = "" if kubeconfig is not None else " (outside a cluster, pass --kubeconfig PATH)"
+        where = source if source is not None else "in-cluster config"
+        hint = (
+            ""
+            if source is not None
+            else " (outside a cluster, pass --kubeconfig PATH or set KUBECONFIG)"
+        )
         raise ConnectError(f"{where}: {err}{hint}") from None
     except OSError as err:
-        raise ConnectError(f"{kubeconfig}: cannot read: {err.strerror}") from None
+        raise ConnectError(f"{source}: cannot read: {err.strerror}") from None
+    if not configuration.verify_ssl and configuration.host.startswith("https"):
+        log.warning(
+            "%s: TLS certificate verification is off (insecure-skip-tls-verify): "
+            "the API server's identity is not checked",
+            configuration.host,
+        )
     return configuration
 
 
 def connect(
-    kubeconfig: Path | None, limiter: TokenBucket | None = None, retries: int = 5
+    kubeconfig: Path | None,
+    limiter: TokenBucket | None = None,
+    retries: int = 5,
+    context: str | None = None,
 ) -> KubeClient:
-    return KubeClient(load_configuration(kubeconfig), limiter, retries=retries)
+    return KubeClient(load_configuration(kubeconfig, context), limiter, retries=retries)

@@ -1,6 +1,6 @@
 """List-then-watch informers feeding the scheduling loop.
 
-Each informer lists its resource, reports every object (and every object it knew that the
+Each informer lists its resource (in pages), reports every object (and every object it knew that the
 list no longer has: deleted while it was not watching), then watches from the list's
 resourceVersion with bookmarks. A watch that ends is resumed from the last resourceVersion
 seen; 410 Gone (history compacted) means a full re-list; errors back off exponentially. An
@@ -114,9 +114,9 @@ class Informer:
         self._stop.wait(self.absent_recheck)
 
     def _list(self) -> None:
-        body = orjson.loads(self.client.request("GET", self.kind.path))
+        items, version = self.client.list(self.kind.path)
         seen: set[str] = set()
-        for obj in body.get("items") or []:
+        for obj in items:
             key = self.kind.key_of(obj)
             seen.add(key)
             rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
@@ -125,7 +125,7 @@ class Informer:
         for key in list(self._known):
             if key not in seen:
                 self._emit_remove(key)
-        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        self.resource_version = version
         self.lists += 1
         self.synced.set()
 

@@ -1,9 +1,10 @@
 """`batchsched run`: the live scheduling loop.
 
 Informers feed facts into one queue; this loop alone owns ClusterState. It waits for every
-informer's first list, then (while it leads, or always with leader election off) alternates:
-apply the facts that arrived, run a scheduling pass at the real clock's `now`, hand the
-decisions to the actuator, and sleep until the next fact or the next backoff expiry.
+informer's first list (seeking the lease meanwhile), then (while it leads, or always with
+leader election off) alternates: apply the facts that arrived, run a scheduling pass at the
+real clock's `now`, handing each pod's decisions to the actuator as soon as they are made, and
+sleep until the next fact or the next backoff expiry.
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ class LiveScheduler:
             self.facts.put(Wakeup())
 
         threading.Thread(target=wake_on_stop, daemon=True).start()
+        # The lease is sought while the caches fill, so binding starts once both are done.
+        if self.elector is not None:
+            self.elector.start()
         try:
             if not self._sync(stop):
                 return 0
@@ -141,8 +145,6 @@ class LiveScheduler:
                 len(self.state.pods),
                 len(self.state.pending),
             )
-            if self.elector is not None:
-                self.elector.start()
             return self._loop(stop)
         finally:
             self._shutdown()
@@ -169,11 +171,12 @@ class LiveScheduler:
             timeout = _STANDBY_SLEEP
             if self.is_leading():
                 now = datetime.now(UTC)
-                decisions = self.scheduler.schedule_pass(now)
+                # Each pod's writes start as soon as it is decided, not after the whole pass.
+                for step in self.scheduler.pass_steps(now):
+                    if step:
+                        self.metrics.observe_pass(step, self.state)
+                        self.actuator.apply(step, self.state, self._pending_since)
                 self.passes += 1
-                if decisions:
-                    self.metrics.observe_pass(decisions, self.state)
-                    self.actuator.apply(decisions, self.state, self._pending_since)
                 self.metrics.observe_queue(self.scheduler.queue)
                 timeout = self._sleep_for(now)
             self._apply(self._take(timeout))

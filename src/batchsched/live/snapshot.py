@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
 from batchsched.live.client import ApiError, KubeClient, connect
 from batchsched.live.kinds import KINDS
 from batchsched.objects.errors import InputError
@@ -25,12 +23,12 @@ def list_objects(client: KubeClient) -> Objects:
     objects = Objects()
     for kind in KINDS:
         try:
-            body = orjson.loads(client.request("GET", kind.path))
+            items, _ = client.list(kind.path)
         except ApiError as err:
             if err.status == 404 and kind.optional:
                 continue
             raise ClusterReadError(f"cannot list {kind.path}: {err}") from None
-        for item in body.get("items") or []:
+        for item in items:
             try:
                 objects.add(kind.name, item)
             except InputError as err:
@@ -38,9 +36,9 @@ def list_objects(client: KubeClient) -> Objects:
     return objects
 
 
-def read_cluster(kubeconfig: Path) -> Objects:
+def read_cluster(kubeconfig: Path | None, context: str | None = None) -> Objects:
     # A command run by hand: fail after a couple of seconds rather than retry for long.
-    return list_objects(connect(kubeconfig, retries=2))
+    return list_objects(connect(kubeconfig, retries=2, context=context))
 
 
 def merge_objects(cluster: Objects, files: Objects) -> Objects:

@@ -1,0 +1,112 @@
+"""The client finds credentials as kubectl does and lists in pages."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from batchsched.live.client import ConnectError, load_configuration
+from tests.live.conftest import client_for, node
+from tests.live.fake_apiserver import FakeApiServer
+
+
+def _kubeconfig(path: Path, contexts: dict[str, str], current: str, insecure: bool = False) -> Path:
+    """A kubeconfig with one cluster per context (context name -> server URL)."""
+    cluster: dict[str, Any] = {"insecure-skip-tls-verify": True} if insecure else {}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": n, "cluster": {**cluster, "server": s}} for n, s in contexts.items()],
+        "users": [{"name": n, "user": {"token": f"token-{n}"}} for n in contexts],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": n}} for n in contexts],
+        "current-context": current,
+    }
+    path.write_bytes(orjson.dumps(config))
+    return path
+
+
+@pytest.fixture
+def no_ambient(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
+@pytest.mark.usefixtures("no_ambient")
+def test_kubeconfig_list_merges_files_and_context_picks_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _kubeconfig(tmp_path / "a", {"a": "https://a.example:6443"}, "a")
+    second = _kubeconfig(tmp_path / "b", {"b": "https://b.example:6443"}, "b")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}:{second}")
+    # The first file's current-context wins; the second file's context is there to pick.
+    assert load_configuration(None).host == "https://a.example:6443"
+    picked = load_configuration(None, context="b")
+    assert picked.host == "https://b.example:6443"
+    assert "Bearer token-b" in picked.api_key.values()
+    # --kubeconfig beats KUBECONFIG.
+    assert load_configuration(second).host == "https://b.example:6443"
+
+
+@pytest.mark.usefixtures("no_ambient")
+def test_home_kubeconfig_then_in_cluster_then_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConnectError, match="in-cluster config.*set KUBECONFIG"):
+        load_configuration(None)
+    with pytest.raises(ConnectError, match="--context x: no kubeconfig"):
+        load_configuration(None, context="x")
+    home = tmp_path / "home" / ".kube"
+    home.mkdir(parents=True)
+    _kubeconfig(home / "config", {"h": "https://h.example"}, "h")
+    assert load_configuration(None).host == "https://h.example"
+    with pytest.raises(ConnectError, match="nope"):
+        load_configuration(None, context="nope")
+
+
+@pytest.mark.usefixtures("no_ambient")
+def test_an_insecure_kubeconfig_warns_once_at_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _kubeconfig(tmp_path / "k", {"i": "https://i.example"}, "i", insecure=True)
+    with caplog.at_level(logging.WARNING):
+        configuration = load_configuration(path)
+    assert not configuration.verify_ssl
+    [record] = [r for r in caplog.records if "verification is off" in r.getMessage()]
+    assert "https://i.example" in record.getMessage()
+
+
+def test_lists_come_in_pages_from_one_snapshot(api: FakeApiServer) -> None:
+    for i in range(5):
+        api.create("nodes", node(f"n{i}"))
+    client = client_for(api)
+    items, version = client.list("/api/v1/nodes", page_size=2)
+    assert [o["metadata"]["name"] for o in items] == [f"n{i}" for i in range(5)]
+    lists = [r for r in api.requests if r == ("GET", "/api/v1/nodes")]
+    assert len(lists) == 3
+    assert version == str(api.rv)
+
+
+def test_an_expired_continue_token_lists_again_in_one_page(
+    api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        api.create("nodes", node(f"n{i}"))
+    client = client_for(api)
+    queries: list[Any] = []
+    real = client.json
+
+    def json_then_compact(method: str, path: str, **kwargs: Any) -> Any:
+        out = real(method, path, **kwargs)
+        if not queries:
+            api.compact()  # the first page's snapshot is gone before the second is asked
+        queries.append(kwargs.get("query"))
+        return out
+
+    monkeypatch.setattr(client, "json", json_then_compact)
+    items, _ = client.list("/api/v1/nodes", page_size=2)
+    assert sorted(o["metadata"]["name"] for o in items) == ["n0", "n1", "n2"]
+    assert queries[0] == {"limit": "2"}
+    assert queries[-1] is None  # the fallback: one unpaginated list
