@@ -45,13 +45,20 @@ def _pod(i: int) -> dict[str, Any]:
     }
 
 
-def _serve(conn: Connection, nodes: int) -> None:
-    """The child process: a fake API server answering the parent's commands on `conn`."""
+def _serve(conn: Connection, nodes: int, bound_pods: int = 0) -> None:
+    """The child process: a fake API server answering the parent's commands on `conn`;
+    `bound_pods` pods are there from the start, already running, spread over the nodes."""
     from tests.live.fake_apiserver import FakeApiServer
 
     api = FakeApiServer().start()
     for i in range(nodes):
         api.create("nodes", _node(i))
+    for i in range(bound_pods):
+        running = _pod(i)
+        running["metadata"]["name"] = f"running-{i:06d}"
+        running["spec"]["nodeName"] = f"node-{i % nodes:05d}"
+        running["status"] = {"phase": "Running"}
+        api.create("pods", running)
     conn.send(api.url)
     while True:
         command, arg = conn.recv()
@@ -63,10 +70,35 @@ def _serve(conn: Connection, nodes: int) -> None:
         elif command == "bound":
             with api.lock:
                 conn.send((api.bindings, api.last_binding))
+        elif command == "pod lists":
+            with api.lock:
+                conn.send(sum(1 for r in api.requests if r == ("GET", "/api/v1/pods")))
         else:
             api.stop()
             conn.send(None)
             return
+
+
+def _start_synced(
+    url: str, qps: float
+) -> tuple[LiveScheduler, threading.Event, threading.Thread, float]:
+    """The live loop started against `url`, once its caches have synced, and how long that
+    took."""
+    from kubernetes.client import Configuration
+
+    configuration = Configuration()
+    configuration.host = url
+    config = parse_config(
+        {"leaderElection": {"leaderElect": False}, "clientConnection": {"qps": qps}}
+    )
+    scheduler = LiveScheduler(KubeClient(configuration), config, LiveOptions())
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    started = time.perf_counter()
+    thread.start()
+    if not scheduler.synced.wait(TIMEOUT):
+        raise RuntimeError("caches did not sync")
+    return scheduler, stop, thread, time.perf_counter() - started
 
 
 def run(nodes: int, pods: int, qps: float) -> Metrics:
@@ -75,22 +107,7 @@ def run(nodes: int, pods: int, qps: float) -> Metrics:
     server = context.Process(target=_serve, args=(child, nodes))
     server.start()
     try:
-        url = parent.recv()
-        from kubernetes.client import Configuration
-
-        configuration = Configuration()
-        configuration.host = url
-        config = parse_config(
-            {"leaderElection": {"leaderElect": False}, "clientConnection": {"qps": qps}}
-        )
-        scheduler = LiveScheduler(KubeClient(configuration), config, LiveOptions())
-        stop = threading.Event()
-        thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
-        synced_at = time.perf_counter()
-        thread.start()
-        if not scheduler.synced.wait(TIMEOUT):
-            raise RuntimeError("caches did not sync")
-        sync_seconds = time.perf_counter() - synced_at
+        scheduler, stop, thread, sync_seconds = _start_synced(parent.recv(), qps)
         parent.send(("create", pods))
         created_at = parent.recv()
         deadline = time.monotonic() + TIMEOUT
@@ -130,3 +147,29 @@ def live_default_qps() -> Metrics:
     metrics = run(5000, 500, qps=50)
     metrics["note"] = "500 pods, not 10,000: at 50 QPS binding alone takes ~200 s for 10,000"
     return metrics
+
+
+@workload("LiveSync/10000Nodes_100000Pods")
+def live_sync() -> Metrics:
+    """Start-up against a big cluster: 10,000 nodes and 100,000 running pods listed (in
+    pages) and applied until the caches are synced; peak_rss_mb is the scheduler's process."""
+    nodes, pods = 10_000, 100_000
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    server = context.Process(target=_serve, args=(child, nodes, pods))
+    server.start()
+    try:
+        scheduler, stop, thread, sync_seconds = _start_synced(parent.recv(), qps=50)
+        stop.set()
+        thread.join(120)
+        parent.send(("pod lists", None))
+        return {
+            "nodes": nodes,
+            "pods": len(scheduler.state.pods),
+            "sync_seconds": round(sync_seconds, 2),
+            "pod_list_pages": parent.recv(),
+        }
+    finally:
+        parent.send(("stop", None))
+        parent.recv()
+        server.join(10)

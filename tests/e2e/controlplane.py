@@ -82,6 +82,16 @@ def write_kubeconfig(path: Path, server: str, token: str) -> Path:
     return path
 
 
+def terminate(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class ControlPlane:
     def __init__(self, work: Path, extra_flags: tuple[str, ...] = ()) -> None:
         self.bin = assets()
@@ -175,14 +185,8 @@ class ControlPlane:
 
     def _stop(self, name: str) -> None:
         proc = self._procs.pop(name, None)
-        if proc is None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            terminate(proc)
 
     def stop(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):

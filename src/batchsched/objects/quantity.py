@@ -6,6 +6,7 @@ API server rounds a quantity to the precision it stores.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -64,6 +65,18 @@ def parse_quantity(value: object) -> Fraction:
 
 def resource_amount(resource: str, value: object) -> int:
     """A quantity in the unit batchsched holds for this resource: millicores for CPU."""
+    if isinstance(value, str):
+        # The same few strings (`100m`, `500Mi`) recur in every pod of a big list.
+        return _string_amount(resource, value)
+    return _amount(resource, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _string_amount(resource: str, value: str) -> int:
+    return _amount(resource, value)
+
+
+def _amount(resource: str, value: object) -> int:
     exact = parse_quantity(value)
     if exact < 0:
         raise QuantityError(f"{value!r} is negative")

@@ -1,0 +1,208 @@
+"""LiveReal: `batchsched run` against a real etcd + kube-apiserver, beside kube-scheduler.
+
+Needs KUBEBUILDER_ASSETS (etcd, kube-apiserver; see docs/live.md) and prints a `skipped` line
+without it. The nodes (4 CPU, 32Gi, 110 pods, reported Ready and untainted as a kubelet would)
+and the pending pods (100m, 500Mi) are created before the scheduler starts; the clock runs from
+starting the scheduler's process to the last Binding seen on a watch of the pods, so it
+includes start-up, the informers' lists and every write. Both schedulers get
+`clientConnection` qps 5000 (burst 5000) and leader election off. With KUBE_SCHEDULER_BIN set,
+kube-scheduler schedules the same pods (created afresh, its scheduler name) in the same run,
+and `ratio` is batchsched's pods/s over kube-scheduler's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from batchsched.live.client import STRATEGIC_PATCH, KubeClient, load_configuration
+from benchmarks.harness import Metrics, workload
+from tests.e2e.controlplane import ControlPlane, terminate
+
+NAMESPACE = "bench"
+QPS = 5000
+TIMEOUT = 900.0
+
+
+def _skip() -> Metrics | None:
+    raw = os.environ.get("KUBEBUILDER_ASSETS", "")
+    if not raw or not all((Path(raw) / b).is_file() for b in ("etcd", "kube-apiserver")):
+        return {"skipped": "KUBEBUILDER_ASSETS (etcd, kube-apiserver) not set: see docs/live.md"}
+    return None
+
+
+def _parallel(jobs: list[Callable[[], Any]]) -> None:
+    with ThreadPoolExecutor(16) as pool:
+        for future in [pool.submit(job) for job in jobs]:
+            future.result()
+
+
+def _add_node(client: KubeClient, i: int) -> None:
+    name = f"node-{i:05d}"
+    client.request("POST", "/api/v1/nodes", body={"metadata": {"name": name}})
+    allocatable = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    status = {"allocatable": allocatable, "capacity": allocatable, "conditions": [ready]}
+    client.request(
+        "PATCH",
+        f"/api/v1/nodes/{name}/status",
+        body={"status": status},
+        content_type=STRATEGIC_PATCH,
+    )
+    # What the node lifecycle controller does once the node is Ready.
+    client.request(
+        "PATCH",
+        f"/api/v1/nodes/{name}",
+        body={"spec": {"taints": None}},
+        content_type="application/merge-patch+json",
+    )
+
+
+def _add_pod(client: KubeClient, i: int, scheduler: str) -> None:
+    body = {
+        "metadata": {"name": f"pod-{i:05d}", "namespace": NAMESPACE},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "pause",
+                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                }
+            ],
+        },
+    }
+    client.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body=body)
+
+
+class BindWatch:
+    """Watches the namespace's pods and notes when each is first seen bound."""
+
+    def __init__(self, client: KubeClient, expected: int) -> None:
+        self.expected = expected
+        self.times: dict[str, float] = {}
+        self.done = threading.Event()
+        self._stream = client.watch(
+            f"/api/v1/namespaces/{NAMESPACE}/pods",
+            {"fieldSelector": "spec.nodeName!=", "timeoutSeconds": str(int(TIMEOUT))},
+            read_timeout=TIMEOUT,
+        )
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        for line in self._stream:
+            event = orjson.loads(line)
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                name = event["object"]["metadata"]["name"]
+                self.times.setdefault(name, time.monotonic())
+                if len(self.times) >= self.expected:
+                    self.done.set()
+                    return
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def _measure(
+    client: KubeClient, pods: int, scheduler: str, command: list[str], work: Path
+) -> Metrics:
+    _parallel([partial(_add_pod, client, i, scheduler) for i in range(pods)])
+    watch = BindWatch(client, pods)
+    log = (work / f"{scheduler}.log").open("wb")
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not watch.done.wait(TIMEOUT):
+            raise RuntimeError(f"{scheduler}: only {len(watch.times)} of {pods} pods bound")
+    finally:
+        terminate(proc, 30)
+        log.close()
+        watch.close()
+    first = min(watch.times.values()) - started
+    seconds = max(watch.times.values()) - started
+    # The next run starts from an empty namespace (no kubelet: delete without grace).
+    client.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods", body={"gracePeriodSeconds": 0})
+    return {
+        "seconds": round(seconds, 2),
+        "first_bind_seconds": round(first, 2),
+        "pods_per_second": round(pods / seconds),
+    }
+
+
+def run(nodes: int, pods: int) -> Metrics:
+    skipped = _skip()
+    if skipped is not None:
+        return skipped
+
+    with tempfile.TemporaryDirectory(prefix="livereal-") as tmp:
+        work = Path(tmp)
+        plane = ControlPlane(work).start()
+        try:
+            client = KubeClient(load_configuration(plane.admin_kubeconfig))
+            client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": NAMESPACE}})
+            _parallel([partial(_add_node, client, i) for i in range(nodes)])
+            connection = {"qps": QPS, "burst": QPS}
+            ours = work / "batchsched.yaml"
+            ours.write_text(
+                yaml.safe_dump(
+                    {"leaderElection": {"leaderElect": False}, "clientConnection": connection}
+                )
+            )
+            metrics: Metrics = {"nodes": nodes, "pods": pods, "qps": QPS}
+            batchsched = [
+                sys.executable,
+                "-m",
+                "batchsched",
+                "run",
+                f"--kubeconfig={plane.admin_kubeconfig}",
+                f"--config={ours}",
+                "--listen=127.0.0.1:0",
+            ]
+            metrics["batchsched"] = _measure(client, pods, "batchsched", batchsched, work)
+            kube_scheduler = os.environ.get("KUBE_SCHEDULER_BIN", "")
+            if kube_scheduler:
+                theirs = work / "kube-scheduler.yaml"
+                theirs.write_text(
+                    yaml.safe_dump(
+                        {
+                            "apiVersion": "kubescheduler.config.k8s.io/v1",
+                            "kind": "KubeSchedulerConfiguration",
+                            "leaderElection": {"leaderElect": False},
+                            "clientConnection": {
+                                "kubeconfig": str(plane.admin_kubeconfig),
+                                **connection,
+                            },
+                        }
+                    )
+                )
+                command = [kube_scheduler, f"--config={theirs}", "--secure-port=0"]
+                upstream = _measure(client, pods, "default-scheduler", command, work)
+                metrics["kube_scheduler"] = upstream
+                metrics["ratio"] = round(
+                    metrics["batchsched"]["pods_per_second"] / upstream["pods_per_second"], 2
+                )
+            return metrics
+        finally:
+            plane.stop()
+
+
+@workload("LiveReal/5000Nodes_10000Pods")
+def live_real_5000() -> Metrics:
+    return run(5000, 10_000)
+
+
+@workload("LiveReal/1000Nodes_3000Pods")
+def live_real_1000() -> Metrics:
+    return run(1000, 3000)
