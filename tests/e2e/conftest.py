@@ -8,14 +8,12 @@ by the session.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.cluster import Cluster, FakeKubelet
-from tests.e2e.controlplane import ControlPlane, assets
-
-PlaneFactory = Callable[..., ControlPlane]
+from tests.e2e.controlplane import ControlPlane, PlaneFactory, assets
 
 
 def _started(work_factory: pytest.TempPathFactory, extra_flags: tuple[str, ...]) -> ControlPlane:

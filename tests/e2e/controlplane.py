@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +281,6 @@ class ControlPlane:
         revision = int(self.etcd("kv/range", {"key": key, "limit": 1})["header"]["revision"])
         self.etcd("kv/compaction", {"revision": revision, "physical": True})
         return revision
+
+
+PlaneFactory = Callable[..., ControlPlane]  # extra kube-apiserver flags -> a running plane

@@ -27,8 +27,13 @@ from tests.e2e.cluster import (
     shipped_raw_config,
     wait,
 )
-from tests.e2e.conftest import PlaneFactory
-from tests.e2e.controlplane import REPO, ControlPlane, free_port, write_kubeconfig
+from tests.e2e.controlplane import (
+    REPO,
+    ControlPlane,
+    PlaneFactory,
+    free_port,
+    write_kubeconfig,
+)
 from tests.e2e.proxy import Partition
 
 pytestmark = pytest.mark.e2e
