@@ -49,7 +49,7 @@ def settle(scheduler: Scheduler, now: datetime) -> list[list[Decision]]:
     stands still) until a pass binds and evicts nothing; each pass's decisions."""
     passes: list[list[Decision]] = []
     while True:
-        scheduler.queue.flush()
+        scheduler.queue.settle()
         decisions = scheduler.schedule_pass(now)
         passes.append(decisions)
         changed = False

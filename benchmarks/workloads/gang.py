@@ -121,7 +121,7 @@ def gang_preemption() -> Metrics:
     victims, preempting = timed_pass(scheduler, Evict, gangs * size)
     for key in victims:
         scheduler.state.remove_pod(key)
-    scheduler.queue.flush()
+    scheduler.queue.settle()
     _, binding = timed_pass(scheduler, Bind, gangs * size)
     return {
         "gangs": gangs,

@@ -15,6 +15,8 @@ import numpy as np
 from batchsched.config import Profile
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
     Cycle,
     Diagnosis,
     FilterPlugin,
@@ -33,12 +35,21 @@ from batchsched.plugins.base import (
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 _CACHE_LIMIT = 4096
+# Cheap and specific events first: the hint that wakes a pod names the event it counts under.
+_EVENT_ORDER = [
+    ClusterEvent.NODE,
+    ClusterEvent.POLICY,
+    ClusterEvent.POD_GROUP,
+    ClusterEvent.NODE_ROOM,
+    ClusterEvent.ANY,
+]
 
 
 @dataclass(frozen=True, slots=True)
 class _StaticVerdict:
     passing: BoolArray
     rejections: tuple[Rejection, ...]  # first-failure attribution already applied
+    rejected_by: frozenset[str]  # the plugins those rejections came from
 
 
 @dataclass(slots=True)
@@ -88,6 +99,7 @@ class Framework:
             isinstance(p, RowLocalPlugin) for p in [*self.dynamic_filters, *self.score_plugins]
         )
         self._placements: dict[Hashable, _Placement] = {}
+        self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -98,8 +110,9 @@ class Framework:
             if result is None:
                 continue
             if result.reject is not None:
-                return result
+                return PreFilterResult(reject=result.reject, by=frozenset({plugin.name}))
             if result.allowed_nodes is not None:
+                combined.by |= {plugin.name}
                 combined.allowed_nodes = (
                     result.allowed_nodes
                     if combined.allowed_nodes is None
@@ -179,6 +192,7 @@ class Framework:
         state = cycle.state
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
         rejections = list(verdict.rejections)
+        rejected_by = set(verdict.rejected_by)
         candidates = verdict.passing.copy()
         if allowed is not None:
             candidates &= allowed
@@ -186,6 +200,8 @@ class Framework:
             if not candidates.any():
                 break
             failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+            if failed.any():
+                rejected_by.add(plugin.name)
             candidates &= ~failed
         counts: dict[str, int] = {}
         unresolvable = np.zeros(state.rows, dtype=np.bool_)
@@ -198,7 +214,9 @@ class Framework:
         resolvable = rejected & ~unresolvable
         if allowed is not None:
             resolvable &= allowed
-        return candidates, Diagnosis(state.node_count, counts, resolvable)
+        return candidates, Diagnosis(
+            state.node_count, counts, resolvable, rejected_by=frozenset(rejected_by)
+        )
 
     # ---- score -------------------------------------------------------------------------
 
@@ -306,15 +324,40 @@ class Framework:
         """The first post-filter that finds a way (e.g. a preemption) wins."""
         messages = []
         retry_at = None
+        looked: set[str] = set()
         for plugin in self.post_filters:
             result = plugin.post_filter(cycle, diagnosis)
             if result.nominated_node is not None or result.decisions:
+                result.by = frozenset({*looked, plugin.name})
                 return result
+            # A post-filter that says nothing does not act for this pod (e.g. DaemonSet
+            # preemption for other pods): no change can make it find a way.
+            if result.message or result.retry_at is not None:
+                looked.add(plugin.name)
             if result.message:
                 messages.append(result.message)
             if result.retry_at is not None:
                 retry_at = min(retry_at or result.retry_at, result.retry_at)
-        return PostFilterResult(message=" ".join(messages), retry_at=retry_at)
+        return PostFilterResult(message=" ".join(messages), retry_at=retry_at, by=frozenset(looked))
+
+    # ---- queueing hints ----------------------------------------------------------------
+
+    def queueing_hint(
+        self, rejected_by: frozenset[str], change: ClusterChange, pod: Pod
+    ) -> ClusterEvent | None:
+        """An event in `change` after which a plugin that rejected the pod may let it pass,
+        or None if none may (the pod would be told the same again)."""
+        for event in sorted(change.events, key=_EVENT_ORDER.index):
+            for name in sorted(rejected_by):
+                registered = self._events[name]
+                if registered is None:
+                    return event
+                if event not in registered:
+                    continue
+                hint = registered[event]
+                if hint is None or hint(change, pod):
+                    return event
+        return None
 
 
 def _run_static(
@@ -326,10 +369,13 @@ def _run_static(
     """Apply `filters` in order to the nodes in `passing`, after `before`'s rejections."""
     candidates = passing.copy()
     rejections: list[Rejection] = list(before.rejections) if before is not None else []
+    rejected_by = set(before.rejected_by) if before is not None else set()
     for plugin in filters:
         failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+        if failed.any():
+            rejected_by.add(plugin.name)
         candidates &= ~failed
-    return _StaticVerdict(candidates, tuple(rejections))
+    return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
 
 
 def _best(state: ClusterState, total: IntArray) -> int:

@@ -40,6 +40,7 @@ class OneShotResult:
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
     passes: int = 0
+    attempts: int = 0  # scheduling attempts of pods, failed ones included
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,14 +85,16 @@ def build_state(objects: Objects) -> ClusterState:
     return state
 
 
-def run(objects: Objects, config: SchedulerConfig, now: datetime) -> OneShotResult:
+def run(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
+) -> OneShotResult:
     state = build_state(objects)
-    scheduler = Scheduler(state, config)
+    scheduler = Scheduler(state, config, queueing_hints)
     result = OneShotResult()
     seen_warnings: set[tuple[str, str]] = set()
     while result.passes < _MAX_PASSES:
         result.passes += 1
-        scheduler.queue.flush()
+        scheduler.queue.settle()
         decisions = scheduler.schedule_pass(now)
         if not _apply(decisions, state, result, seen_warnings):
             break
@@ -123,6 +126,7 @@ def _apply(
     for decision in decisions:
         if isinstance(decision, Bind):
             result.bindings.append(decision)
+            result.attempts += 1
             changed = True
         elif isinstance(decision, Evict):
             state.remove_pod(decision.pod)
@@ -137,5 +141,5 @@ def _apply(
                 seen_warnings.add((decision.obj, decision.message))
                 result.warnings.append(decision)
         elif isinstance(decision, Unschedulable):
-            pass  # the final message per pod is read from the scheduler at the end
+            result.attempts += 1  # the final message per pod is read at the end
     return changed

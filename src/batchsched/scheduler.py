@@ -10,19 +10,32 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from datetime import datetime
 
+import numpy as np
+
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import Bind, Decision, Evict, Nominate, Reserve, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, Diagnosis, GroupAttempt, GroupPlugin
+from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    Diagnosis,
+    GroupAttempt,
+    GroupPlugin,
+)
 from batchsched.plugins.support import not_ready, refusal
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
 
 class Scheduler:
-    def __init__(self, state: ClusterState, config: SchedulerConfig) -> None:
+    def __init__(
+        self, state: ClusterState, config: SchedulerConfig, queueing_hints: bool = True
+    ) -> None:
+        """`queueing_hints=False` retries every waiting pod after every change (for tests
+        that check the hints change how fast, never what, and for comparisons)."""
         self.state = state
         self.config = config
         self.frameworks = {p.scheduler_name: Framework(p) for p in config.profiles}
@@ -32,12 +45,15 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
         )
+        if queueing_hints:
+            self.queue.hints = self
         self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
-        # Within a pass: pod shapes that found no way, and the state version they saw. A twin
-        # of such a pod against the same state would be told the same, so it is told at once.
-        self._failed_shapes: dict[Hashable, str] = {}
+        # Within a pass: pod shapes that found no way, the plugins that said so, and the state
+        # version they saw. A twin of such a pod against the same state would be told the
+        # same, so it is told at once.
+        self._failed_shapes: dict[Hashable, tuple[str, frozenset[str]]] = {}
         self._failed_at: tuple[int, int, int] | None = None
-        self._twin_keys: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
+        self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             plugin = framework.group_plugin
@@ -57,7 +73,7 @@ class Scheduler:
         stamp = now.timestamp()
         for key in self.state.drain_pending_changes():
             pod = self.state.pending.get(key)
-            self._twin_keys.pop(key, None)
+            self._shapes.pop(key, None)
             if pod is None or not self.owns(pod):
                 self.queue.remove(key)
                 self.messages.pop(key, None)
@@ -67,6 +83,13 @@ class Scheduler:
                 self.messages[key] = waiting
             else:
                 self.queue.add(pod, stamp)
+                # A new version of another shape no longer shares its group's hints.
+                group = entry.group if (entry := self.queue.entry(key)) is not None else None
+                if (
+                    isinstance(group, tuple)
+                    and self._group_of(self.framework_for(pod), pod) != group[0]
+                ):
+                    self.queue.ungroup(key)
 
     def schedule_pass(self, now: datetime) -> list[Decision]:
         """Try every pod that is ready now, once, in queue order."""
@@ -108,7 +131,8 @@ class Scheduler:
             self.messages.pop(key, None)
             decisions.append(Bind(key, node))
         for key, message in outcome.unschedulable.items():
-            decisions.extend(self._unschedulable(self.state.pods[key], message, now))
+            pod = self.state.pods[key]
+            decisions.extend(self._unschedulable(pod, message, now, outcome.rejected_by))
             if outcome.retry_at is not None:
                 self.queue.wake_at(key, outcome.retry_at.timestamp())
         return decisions
@@ -120,7 +144,7 @@ class Scheduler:
         if pod.key in self.state.nominations:
             self.state.nominate(pod.key, None)
             decisions.append(Nominate(pod.key, None))
-        return decisions + self._unschedulable(pod, message, now)
+        return decisions + self._unschedulable(pod, message, now, None)
 
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""
@@ -138,11 +162,12 @@ class Scheduler:
         twin = self._twin_key(framework, pod)
         failed = self._failed_in_this_state()
         if twin is not None and twin in failed:
-            return self._unschedulable(pod, failed[twin], now)
+            message, rejected_by = failed[twin]
+            return self._unschedulable(pod, message, now, rejected_by)
         cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
-            return self._unschedulable(pod, pre.reject, now)
+            return self._unschedulable(pod, pre.reject, now, pre.by)
         if pre.allowed_nodes is not None:
             twin = None  # restricted to some nodes: its answer is its own
         placed = framework.place(cycle, pre.allowed_nodes)
@@ -161,14 +186,15 @@ class Scheduler:
         message = diagnosis.message()
         if result.message:
             message = f"{message} {result.message}"
-        decisions.extend(self._unschedulable(pod, message, now))
+        rejected_by = pre.by | diagnosis.rejected_by | result.by
+        decisions.extend(self._unschedulable(pod, message, now, rejected_by))
         if result.retry_at is not None:
             self.queue.wake_at(pod.key, result.retry_at.timestamp())
         elif twin is not None and len(decisions) == 1:  # only the Unschedulable itself
-            self._failed_in_this_state()[twin] = message
+            self._failed_in_this_state()[twin] = (message, rejected_by)
         return decisions
 
-    def _failed_in_this_state(self) -> dict[Hashable, str]:
+    def _failed_in_this_state(self) -> dict[Hashable, tuple[str, frozenset[str]]]:
         """The failed shapes remembered for the state as it is now (forgotten when it moves)."""
         version = self.state.version()
         if version != self._failed_at:
@@ -179,22 +205,82 @@ class Scheduler:
     def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
         """A key shared by pods that must get the same answer in the current state.
 
-        It covers what an attempt reads of the pod: its profile, filter shapes and demand,
-        priority, preemption policy and group. Pods with a nomination are left out (their own
-        nomination changes what they see). The key is computed once per queued pod.
+        It is the pod's shape (`_shape`); pods with a nomination are left out (their own
+        nomination changes what they see).
         """
         if pod.key in self.state.nominations:
             return None
-        if pod.key in self._twin_keys:
-            return self._twin_keys[pod.key]
+        return self._shape(framework, pod)
+
+    def _shape(self, framework: Framework, pod: Pod) -> Hashable | None:
+        """What an attempt reads of the pod: its profile, filter shapes and demand, priority,
+        preemption policy and group; None if a filter reads more. Computed once per queued
+        pod."""
+        if pod.key in self._shapes:
+            return self._shapes[pod.key]
         shape = framework.shape_key(pod, self.state.demand(pod))
         key = (
             None
             if shape is None
             else (id(framework), shape, pod.priority, pod.preemption_policy, group_key_of(pod))
         )
-        self._twin_keys[pod.key] = key
+        self._shapes[pod.key] = key
         return key
+
+    def _group_of(self, framework: Framework, pod: Pod) -> Hashable:
+        """The pods whose hints one check answers: those of one shape (or the pod alone)."""
+        shape = self._shape(framework, pod)
+        return pod.key if shape is None else shape
+
+    # ---- queueing hints (the queue's `Hints`) ------------------------------------------
+
+    def marks(self) -> Hashable:
+        state = self.state
+        return (
+            state.change_mark(),
+            state.node_generation,
+            state.policy_version,
+            state.generation,
+            state.group_version,
+        )
+
+    def moved(self, since: Hashable) -> bool:
+        assert isinstance(since, tuple)
+        return bool(since[3] != self.state.generation)
+
+    def failed_as_is(self, pod_key: str) -> bool:
+        entry = self.queue.entry(pod_key)
+        if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
+            return False
+        twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
+        return twin is not None and twin in self._failed_in_this_state()
+
+    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
+        assert isinstance(group, tuple) and isinstance(since, tuple)
+        state = self.state
+        mark, node_generation, policy_version, generation, group_version = since
+        events = set()
+        if group_version != state.group_version:
+            events.add(ClusterEvent.POD_GROUP)
+        if node_generation != state.node_generation:
+            events.add(ClusterEvent.NODE)
+        if policy_version != state.policy_version:
+            events.add(ClusterEvent.POLICY)
+        if generation != state.generation:
+            events.add(ClusterEvent.ANY)
+        changed = state.rows_changed_since(mark)
+        if changed is None:
+            rows = np.arange(state.rows, dtype=np.intp)
+        else:
+            rows = np.unique(np.asarray(changed, dtype=np.intp))
+        if rows.shape[0]:
+            events.add(ClusterEvent.NODE_ROOM)
+        entry = self.queue.entry(pod_key)
+        assert entry is not None
+        pod = entry.pod
+        change = ClusterChange(state, frozenset(events), rows)
+        event = self.framework_for(pod).queueing_hint(group[1], change, pod)
+        return None if event is None else event.value
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""
@@ -207,7 +293,14 @@ class Scheduler:
                 self.state.reserve(decision.node, decision.pod, decision.since)
         return list(decisions)
 
-    def _unschedulable(self, pod: Pod, message: str, now: datetime) -> list[Decision]:
+    def _unschedulable(
+        self, pod: Pod, message: str, now: datetime, rejected_by: frozenset[str] | None
+    ) -> list[Decision]:
+        """Record a failed attempt; `rejected_by` names the plugins whose hints may wake the
+        pod (None: retry it after any change)."""
         self.messages[pod.key] = message
-        self.queue.mark_unschedulable(pod.key, now.timestamp(), self.state.generation)
+        group = None
+        if rejected_by is not None:
+            group = (self._group_of(self.framework_for(pod), pod), rejected_by)
+        self.queue.mark_unschedulable(pod.key, now.timestamp(), self.state.generation, group)
         return [Unschedulable(pod.key, message)]

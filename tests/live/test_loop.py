@@ -80,11 +80,14 @@ def test_a_deleted_pod_frees_its_room_for_a_waiting_one(
     assert api.wait_for(lambda s: condition(s, "second") is not None)
     api.delete("pods", "first")
     assert api.wait_for(lambda s: node_of(s, "second") == "n1")
+    metrics = run.scheduler.metrics.registry
     assert (
-        run.scheduler.metrics.registry.get_sample_value(
-            "batchsched_schedule_attempts_total", {"result": "scheduled"}
-        )
-        == 2
+        metrics.get_sample_value("batchsched_schedule_attempts_total", {"result": "scheduled"}) == 2
+    )
+    # The deletion freed room where the waiting pod fits: its hint woke it, counted as such.
+    assert metrics.get_sample_value("batchsched_queue_incoming_pods_total", {"event": "NodeRoom"})
+    assert (
+        metrics.get_sample_value("batchsched_queue_incoming_pods_total", {"event": "PodAdd"}) == 2
     )
 
 

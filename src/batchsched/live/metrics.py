@@ -54,6 +54,15 @@ class Metrics:
         self.binds = Counter(
             "batchsched_binds", "Binding requests by result (bound, failed)", ["result"], registry=r
         )
+        self.incoming = Counter(
+            "batchsched_queue_incoming_pods",
+            "Pods entering the active or backoff queue, or leaving it as unschedulable, by "
+            "event (PodAdd, ScheduleAttemptFailure, a cluster event a queueing hint accepted: "
+            "Node, NodeRoom, Policy, PodGroup, Any; UnschedulableTimeout, RetryTime)",
+            ["event"],
+            registry=r,
+        )
+        self._incoming_seen: dict[str, int] = {}
         self.leader = Gauge(
             "batchsched_leader", "1 while this replica holds the leader lease", registry=r
         )
@@ -79,6 +88,11 @@ class Metrics:
     def observe_queue(self, queue: SchedulingQueue) -> None:
         for where, count in queue.pending_counts().items():
             self.pending.labels(queue=where).set(count)
+        for event, total in queue.incoming.items():
+            seen = self._incoming_seen.get(event, 0)
+            if total > seen:
+                self.incoming.labels(event=event).inc(total - seen)
+                self._incoming_seen[event] = total
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,9 +8,10 @@ Statuses say whether removing pods could help (`resolvable`), which is what Post
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -54,6 +55,7 @@ class Diagnosis:
     reason_counts: dict[str, int]
     resolvable: BoolArray  # nodes whose only failures are resolvable
     pre_filter_message: str = ""
+    rejected_by: frozenset[str] = frozenset()  # names of the filters that rejected a node
 
     def message(self) -> str:
         if self.pre_filter_message:
@@ -69,6 +71,7 @@ class PreFilterResult:
 
     reject: str | None = None  # message; the pod stays pending, preemption is not tried
     allowed_nodes: BoolArray | None = None
+    by: frozenset[str] = frozenset()  # the plugins that rejected or restricted the pod
 
 
 @dataclass(slots=True)
@@ -79,10 +82,42 @@ class PostFilterResult:
     # When trying again may give another answer although the cluster has not changed (e.g. a
     # DaemonSet pod's reservation comes of age): the queue wakes the pod then.
     retry_at: datetime | None = None
+    by: frozenset[str] = frozenset()  # the plugins that looked at the pod and found no way
+
+
+class ClusterEvent(Enum):
+    """What changed in the cluster, as queueing hints see it (upstream's ClusterEvent)."""
+
+    NODE = "Node"  # a node was added or removed, or its labels, taints or cordon changed
+    NODE_ROOM = "NodeRoom"  # room on some nodes changed: pods, allocatable, nominations
+    POLICY = "Policy"  # a PriorityClass or PodDisruptionBudget changed
+    POD_GROUP = "PodGroup"  # a PodGroup, or which pods are its members or bound, changed
+    # Anything that may let a waiting pod fit (the state's generation moved): pods leaving,
+    # PodGroups, and all of the above; for rules that read more than one kind of object.
+    ANY = "Any"
+
+
+@dataclass(slots=True)
+class ClusterChange:
+    """The changes since a pod was last found unschedulable."""
+
+    state: ClusterState
+    events: frozenset[ClusterEvent]
+    rows: IndexArray  # node rows whose room changed (for NODE_ROOM)
+
+
+# A hint: may this change let the pod pass the plugin that rejected it? False must be sure.
+QueueingHint = Callable[[ClusterChange, Pod], bool]
 
 
 class Plugin:
     name: ClassVar[str]
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
+        """The events that can turn this plugin's rejection into success, each with a hint
+        (None: every such event may). A plugin returning None has no hints: a pod it
+        rejected is retried after any change, which is always safe."""
+        return None
 
 
 class PreFilterPlugin(Plugin):
@@ -108,6 +143,10 @@ class StaticFilterPlugin(FilterPlugin):
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         raise NotImplementedError
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
+        # Static node properties change only with a NODE event, by this class's contract.
+        return {ClusterEvent.NODE: None}
 
     def passes_row(self, state: ClusterState, pod: Pod, row: int) -> bool | None:
         """The verdict on one node for a pod whose shape is None (so nothing is cached), when
@@ -185,6 +224,8 @@ class GroupOutcome:
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod key -> message
     decisions: list[Decision] = field(default_factory=list)  # evictions, nominations, events
     retry_at: datetime | None = None  # retry the unschedulable members then, change or not
+    # The plugins whose hints may wake the unschedulable members (None: any change does).
+    rejected_by: frozenset[str] | None = None
 
 
 class GroupPlugin(Plugin):

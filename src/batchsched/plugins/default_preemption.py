@@ -29,8 +29,16 @@ from batchsched.decisions import Decision, Evict, Nominate
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import Cycle, Diagnosis, PostFilterPlugin, PostFilterResult
-from batchsched.plugins.preemption.gang_victims import with_gang_victims
+from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    Diagnosis,
+    PostFilterPlugin,
+    PostFilterResult,
+    QueueingHint,
+)
+from batchsched.plugins.preemption.gang_victims import GangSearchMemo, with_gang_victims
 from batchsched.plugins.preemption.search import PreemptionSearch
 from batchsched.plugins.preemption.victims import ClassVerdicts, VictimRule
 from batchsched.state.cluster import ClusterState
@@ -55,6 +63,7 @@ class DefaultPreemption(PostFilterPlugin):
                 "cannot be zero at the same time as minCandidateNodesAbsolute",
             )
         self._search: PreemptionSearch | None = None
+        self._gang_memo: GangSearchMemo | None = None
 
     def class_verdicts(
         self, state: ClusterState, preemptor: Pod, priority: int, warnings: list[Decision]
@@ -62,9 +71,27 @@ class DefaultPreemption(PostFilterPlugin):
         """Victim classes as this plugin sees them: none missing, none tolerating anything."""
         return lambda name: (False, None)
 
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return {
+            ClusterEvent.NODE: None,
+            ClusterEvent.POLICY: None,
+            ClusterEvent.NODE_ROOM: self._may_find_victims,
+        }
+
+    @staticmethod
+    def _may_find_victims(change: ClusterChange, pod: Pod) -> bool:
+        """Whether a lower-priority pod runs anywhere (a victim may now do, e.g. as its
+        toleration ran out or its gang shrank), for a pod this plugin acts for."""
+        state = change.state
+        if daemonset_node(pod) is not None or state.preemption_policy_of(pod) == "Never":
+            return False
+        lowest = state.lowest_bound_priority()
+        return lowest is not None and lowest < state.priority_of(pod)
+
     def search(self, state: ClusterState) -> PreemptionSearch:
         if self._search is None or self._search.state is not state:
             self._search = PreemptionSearch(state)
+            self._gang_memo = GangSearchMemo(state)
         return self._search
 
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
@@ -90,6 +117,7 @@ class DefaultPreemption(PostFilterPlugin):
             cycle.free,
             diagnosis.resolvable,
             lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows),
+            self._gang_memo,
         )
         if found.row is None:
             reasons = dict(found.reasons)

@@ -13,11 +13,15 @@ from typing import Any
 import numpy as np
 
 from batchsched.objects.quantity import CPU, MEMORY, PODS
+from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
     Cycle,
     FilterPlugin,
     IndexArray,
+    QueueingHint,
     Rejection,
     RowLocalPlugin,
     ScorePlugin,
@@ -72,6 +76,24 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
             if "/" in group:
                 raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")
         self.ignored_groups = frozenset(groups)
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._fits_a_changed_row}
+
+    def _fits_a_changed_row(self, change: ClusterChange, pod: Pod) -> bool:
+        """Whether the pod now fits the free room of a node whose room changed.
+
+        The state's own room is checked: what nominations of others hold only lowers it, so
+        a pod that does not fit here fits nowhere among these rows.
+        """
+        state = change.state
+        demand = state.demand(pod)
+        ok = np.ones(change.rows.shape[0], dtype=np.bool_)
+        names = state.resources.names
+        for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True):
+            if names[col] not in self.ignored:
+                ok &= state.free[change.rows, col] >= amount
+        return bool(ok.any())
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         names = cycle.state.resources.names

@@ -92,17 +92,22 @@ class Simulation:
         self.state = ClusterState()
         for pc in priority_classes:
             self.state.upsert_priority_class(pc)
-        # A pod that failed while nothing changed is retried after max_unschedulable_seconds
-        # (as kube-scheduler does). Only a rule that reads the clock can then decide otherwise:
-        # a toleration that runs out, a node reservation that ages into preemption. Without
-        # one the retry repeats the same answer, so it is skipped, which keeps a saturated
-        # cluster with thousands of waiting pods fast.
-        self._clock_rules = any(
-            parse_policy(pc).toleration_seconds > 0 for pc in self.state.priority_classes.values()
-        )
         for node in nodes:
             self.state.upsert_node(node)
         self.scheduler = Scheduler(self.state, config)
+        # A pod that failed is retried after max_unschedulable_seconds even if no change
+        # helps it (as kube-scheduler does). Only a rule that reads the clock can then decide
+        # otherwise: a toleration that runs out, a node reservation that ages into preemption.
+        # Without one the retry repeats the same answer, so it is skipped, which keeps a
+        # saturated cluster with thousands of waiting pods fast.
+        self._stale_after = self.scheduler.queue.max_unschedulable_seconds
+        self._clock_rules = False
+        self._read_clock(
+            any(
+                parse_policy(pc).toleration_seconds > 0
+                for pc in self.state.priority_classes.values()
+            )
+        )
         self.now = 0.0
         self._events: list[tuple[float, int, Kind, object]] = []
         self._seq = 0
@@ -347,7 +352,7 @@ class Simulation:
                     group.status = decision.status
             elif isinstance(decision, Reserve):
                 self.reservations[decision.node] = decision
-                self._clock_rules = True
+                self._read_clock(True)
             elif isinstance(decision, Warn):
                 if (decision.obj, decision.message) not in self._warned:
                     self._warned.add((decision.obj, decision.message))
@@ -428,6 +433,11 @@ class Simulation:
             record.fruitless_preemptions += 1
         unit.done = kept
         unit.running_since = None
+
+    def _read_clock(self, rules: bool) -> None:
+        """Whether some rule reads the clock: only then is a waiting pod retried when stale."""
+        self._clock_rules = rules
+        self.scheduler.queue.max_unschedulable_seconds = self._stale_after if rules else math.inf
 
     # ---- measurement -------------------------------------------------------------------
 

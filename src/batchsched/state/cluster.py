@@ -70,7 +70,9 @@ class ClusterState:
         self.bound: dict[str, int] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed: set[str] = set()
-        self.nominations = Nominations(self.pods.get, self.demand)
+        # A nomination holds room on its node for others: its coming and going is a change
+        # of that node's room.
+        self.nominations = Nominations(self.pods.get, self.demand, self._touch)
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pod_groups: dict[str, PodGroup] = {}
@@ -82,6 +84,7 @@ class ClusterState:
         self.group_members: dict[str, set[str]] = {}
         self._member_of: dict[str, str] = {}
         self._groups_dirty: set[str] = set()
+        self.group_version = 0  # moves when a PodGroup, or its members' set or binding, does
         # Moves whenever a pod is bound to or unbound from a node (any report of a bound pod
         # re-binds it): results derived from the set of running pods are cached against it.
         self.bound_version = 0
@@ -101,6 +104,12 @@ class ClusterState:
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
         self._changed_base = 0
+        # Moves when a PriorityClass or PodDisruptionBudget changes (preemption reads them).
+        self.policy_version = 0
+        # How many bound pods run at each priority (the lowest tells whether anyone can be
+        # preempted at all), and the priority each bound pod was counted at.
+        self._bound_priorities: dict[int, int] = {}
+        self._counted_at: dict[str, int] = {}
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -263,30 +272,34 @@ class ClusterState:
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
+        self.policy_version += 1
         self.generation += 1
 
     def remove_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
+        self.policy_version += 1
         self.generation += 1
 
     def upsert_pdb(self, pdb: PodDisruptionBudget) -> None:
         self.pdbs[pdb.key] = pdb
+        self.policy_version += 1
         self.generation += 1
 
     def remove_pdb(self, key: str) -> None:
         self.pdbs.pop(key, None)
+        self.policy_version += 1
         self.generation += 1
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         self.pod_groups[group.key] = group
-        self._groups_dirty.add(group.key)
+        self._group_changed(group.key)
         self.generation += 1
         for pod in self.pending.values():
             self._pending_dirty.add(pod.key)
 
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
-        self._groups_dirty.add(key)
+        self._group_changed(key)
         self.generation += 1
 
     def upsert_device_class(self, device_class: DeviceClass) -> None:
@@ -409,6 +422,9 @@ class ClusterState:
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
         self.bound_version += 1
+        priority = pod.priority or 0
+        self._counted_at[key] = priority
+        self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
 
     def _unbind(self, key: str) -> None:
         idx = self.bound.pop(key)
@@ -417,6 +433,16 @@ class ClusterState:
         self.free[idx, demand.cols] += demand.amounts
         self._touch(idx)
         self.bound_version += 1
+        priority = self._counted_at.pop(key)
+        left = self._bound_priorities[priority] - 1
+        if left:
+            self._bound_priorities[priority] = left
+        else:
+            del self._bound_priorities[priority]
+
+    def lowest_bound_priority(self) -> int | None:
+        """The lowest priority of a pod bound to a node, None when none is."""
+        return min(self._bound_priorities, default=None)
 
     def assume(self, key: str, node_name: str) -> None:
         """The scheduler decided to bind this pod: count it on the node from now on."""
@@ -471,7 +497,7 @@ class ClusterState:
     def _index_group(self, key: str, group: str | None) -> None:
         old = self._member_of.get(key)
         if old is not None:
-            self._groups_dirty.add(old)
+            self._group_changed(old)
             if old != group:
                 members = self.group_members[old]
                 members.discard(key)
@@ -481,12 +507,16 @@ class ClusterState:
         if group is not None:
             self._member_of[key] = group
             self.group_members.setdefault(group, set()).add(key)
-            self._groups_dirty.add(group)
+            self._group_changed(group)
 
     def _touch_group(self, key: str) -> None:
         group = self._member_of.get(key)
         if group is not None:
-            self._groups_dirty.add(group)
+            self._group_changed(group)
+
+    def _group_changed(self, group: str) -> None:
+        self._groups_dirty.add(group)
+        self.group_version += 1
 
     def drain_group_changes(self) -> set[str]:
         """PodGroup keys whose object or members changed since the last call."""

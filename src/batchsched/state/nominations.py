@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 
 
 class Nominations(MutableMapping[str, int]):
-    def __init__(self, pod_of: Callable[[str], Pod | None], demand_of: Callable[[Pod], Demand]):
+    def __init__(
+        self,
+        pod_of: Callable[[str], Pod | None],
+        demand_of: Callable[[Pod], Demand],
+        row_changed: Callable[[int], None] = lambda row: None,
+    ):
         self._rows: dict[str, int] = {}
         self._by_row: dict[int, set[str]] = {}
         self._held_by: dict[str, tuple[int, int, Demand]] = {}  # key -> (row, priority, demand)
@@ -28,6 +33,7 @@ class Nominations(MutableMapping[str, int]):
         self._counts: dict[int, int] = {}  # priority -> nominations holding room at it
         self._pod_of = pod_of
         self._demand_of = demand_of
+        self._row_changed = row_changed
         # Moves on every change: results computed against the nominations stay valid while
         # it stands still.
         self.version = 0
@@ -41,6 +47,7 @@ class Nominations(MutableMapping[str, int]):
         self._forget_row(key)
         self._rows[key] = row
         self._by_row.setdefault(row, set()).add(key)
+        self._row_changed(row)
         pod = self._pod_of(key)
         if pod is None:
             return
@@ -60,6 +67,7 @@ class Nominations(MutableMapping[str, int]):
     def _forget_row(self, key: str) -> None:
         row = self._rows.get(key)
         if row is not None:
+            self._row_changed(row)
             on_row = self._by_row[row]
             on_row.discard(key)
             if not on_row:

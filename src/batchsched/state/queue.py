@@ -4,18 +4,26 @@ Order among active pods comes from the profile's QueueSort (by default: higher p
 earlier enqueue time, then `namespace/name`). A pod that failed waits in `unschedulable` until
 the cluster changes, then backs off (1 s doubling to 10 s per failed attempt) before it is
 active again; after `max_unschedulable_seconds` it is retried even if nothing changed.
+
+Queueing hints (upstream's QueueingHints): a pod that failed can be filed under a hint group
+(its shape and the plugins that rejected it). Such a pod is retried only when the `Hints` say
+a change since its failure may let it pass; each group is asked once per change, for all its
+pods. Pods filed without a group are retried after any change, as before.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from batchsched.objects.records import Pod
+from batchsched.state.shape_group import ShapeGroup
 
-SortKey = Callable[[Pod, float], tuple[Any, ...]]
+SortKeyValue = tuple[Any, ...]
+SortKey = Callable[[Pod, float], SortKeyValue]
 
 
 def default_sort_key(pod: Pod, enqueued: float) -> tuple[Any, ...]:
@@ -31,6 +39,29 @@ class QueuedPod:
     failed_generation: int = -1
     version: int = 0  # heap entries of an older version are stale
     where: str = field(default="active")
+    group: Hashable | None = None  # its hint group while unschedulable, if it has one
+
+
+class Hints(Protocol):
+    """What the queue asks about changes (the scheduler answers from its plugins' hints)."""
+
+    def marks(self) -> Hashable:
+        """The cluster's position now: what has changed is measured from such marks."""
+        ...
+
+    def moved(self, since: Hashable) -> bool:
+        """Whether anything that may let a waiting pod fit happened since `since`."""
+        ...
+
+    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
+        """The event, if any, since `since` after which pods of `group` (like `pod_key`) may
+        pass a plugin that rejected them; None if every such plugin says no."""
+        ...
+
+    def failed_as_is(self, pod_key: str) -> bool:
+        """Whether the pod just failed in the state as it still is, changing nothing: its
+        group's later members would be told the same until the state moves."""
+        ...
 
 
 class SchedulingQueue:
@@ -46,11 +77,33 @@ class SchedulingQueue:
         self.max_backoff = max_backoff
         self.max_unschedulable_seconds = max_unschedulable_seconds
         self._entries: dict[str, QueuedPod] = {}
-        self._active: list[tuple[tuple[Any, ...], int, str]] = []
+        # (order, version, pod key, group id or -1): pods, and woken groups keyed by the
+        # member to try next.
+        self._active: list[tuple[SortKeyValue, int, str, int]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._unschedulable: set[str] = set()
         # (time, version, key): unschedulable pods to retry at a time even if nothing changes.
         self._wakeups: list[tuple[float, int, str]] = []
+        self.hints: Hints | None = None  # None: every change retries every waiting pod
+        self._groups: dict[Hashable, ShapeGroup] = {}
+        self._group_ids: dict[int, ShapeGroup] = {}
+        self._next_group_id = 0
+        self._unhinted: set[str] = set()  # unschedulable pods outside any shape group
+        # (failed_at, version, key) in failure order: the stale retry of grouped pods.
+        self._failures: deque[tuple[float, int, str]] = deque()
+        # Groups woken and waiting out their backoff: (expiry, group id, group version).
+        self._group_backoff: list[tuple[float, int, int]] = []
+        # Within a pass: the group whose member is being tried, that member's order, the
+        # order of the last entry popped and the state it left, and the groups parked (their
+        # member failed, changing nothing: the rest wait until the state moves).
+        self._trying: tuple[ShapeGroup, SortKeyValue, str] | None = None
+        self._last_order: SortKeyValue | None = None
+        self._seen: Hashable = None
+        self._parked: list[ShapeGroup] = []
+        # Pods entering the active or backoff queue, or leaving for unschedulable, by event
+        # (upstream's incoming_pods_total): PodAdd, ScheduleAttemptFailure, a cluster event
+        # (Node, NodeRoom, Policy, Any), UnschedulableTimeout, RetryTime, Flush.
+        self.incoming: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -72,21 +125,63 @@ class SchedulingQueue:
         enqueued = pod.creation_timestamp.timestamp() if pod.creation_timestamp else now
         entry = QueuedPod(pod=pod, enqueued=enqueued)
         self._entries[pod.key] = entry
+        self._count("PodAdd")
         self._push_active(entry)
 
     def remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None:
-            self._unschedulable.discard(key)
+            self._set_aside(entry)
             entry.version += 1
+
+    def ungroup(self, key: str) -> None:
+        """A waiting pod left its hint group (its new version has another shape): it is
+        retried after any change."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.group is not None:
+            self._leave_group(entry)
+            self._unhinted.add(key)
+
+    def _count(self, event: str) -> None:
+        self.incoming[event] = self.incoming.get(event, 0) + 1
+
+    def _set_aside(self, entry: QueuedPod) -> None:
+        """Forget that the pod is unschedulable (it is woken, or gone)."""
+        key = entry.pod.key
+        self._unschedulable.discard(key)
+        self._unhinted.discard(key)
+        self._leave_group(entry)
+
+    def _leave_group(self, entry: QueuedPod) -> None:
+        if entry.group is None:
+            return
+        group = self._groups[entry.group]
+        group.discard(entry.pod.key)
+        if not group.members and (self._trying is None or self._trying[0] is not group):
+            self._drop(group)
+        entry.group = None
+
+    def _drop(self, group: ShapeGroup) -> None:
+        del self._groups[group.name]
+        del self._group_ids[group.id]
+        group.version += 1
 
     def _push_active(self, entry: QueuedPod) -> None:
         entry.version += 1
         entry.where = "active"
-        heapq.heappush(
-            self._active,
-            (self._sort_key(entry.pod, entry.enqueued), entry.version, entry.pod.key),
-        )
+        order = self._sort_key(entry.pod, entry.enqueued)
+        heapq.heappush(self._active, (order, entry.version, entry.pod.key, -1))
+
+    def _push_group(self, group: ShapeGroup) -> None:
+        """Make the group active from its next member on (dormant again if none is left)."""
+        group.version += 1
+        head = group.head()
+        if head is None:
+            group.where = "unschedulable"
+            group.after = None
+            return
+        group.where = "active"
+        heapq.heappush(self._active, (head[0], group.version, head[1], group.id))
 
     def backoff_seconds(self, attempts: int) -> float:
         if attempts <= 0:
@@ -97,25 +192,102 @@ class SchedulingQueue:
         return float(min(self.initial_backoff * 2**doublings, self.max_backoff))
 
     def pop(self) -> QueuedPod | None:
+        self._follow_state()
         while self._active:
-            _, version, key = heapq.heappop(self._active)
+            order, version, key, group_id = heapq.heappop(self._active)
             entry = self._entries.get(key)
-            if entry is not None and entry.version == version and entry.where == "active":
-                entry.where = "in-flight"
-                return entry
+            if group_id >= 0:
+                group = self._group_ids.get(group_id)
+                if group is None or group.version != version or group.where != "active":
+                    continue
+                head = group.head()
+                if head is None or head[1] != key:
+                    self._push_group(group)  # its first member left: key it anew
+                    continue
+                assert entry is not None
+                group.where = "trying"
+                self._trying = (group, order, key)
+            elif entry is None or entry.version != version or entry.where != "active":
+                continue
+            assert entry is not None
+            entry.where = "in-flight"
+            self._last_order = order
+            return entry
+        self._end_pass()
         return None
 
-    def mark_unschedulable(self, key: str, now: float, generation: int) -> None:
-        """The pod was tried and did not fit the cluster as of `generation`."""
+    def _follow_state(self) -> None:
+        """Between attempts of a pass: wake the parked groups if the state moved, and decide
+        how the group of the member just tried goes on."""
+        if self.hints is None:
+            return
+        seen = self.hints.failed_as_is  # bound once: called per attempt
+        marks = self.hints.marks()
+        if marks != self._seen:
+            self._seen = marks
+            # Their members up to the entry just tried were told at once (nothing had moved);
+            # from there on they are tried again.
+            for group in self._parked:
+                if group.where == "parked":
+                    group.after = self._last_order
+                    self._push_group(group)
+            self._parked = []
+        if self._trying is None:
+            return
+        group, order, key = self._trying
+        self._trying = None
+        if not group.members:
+            self._drop(group)
+            return
+        group.after = order
+        if seen(key):
+            group.where = "parked"
+            group.version += 1
+            self._parked.append(group)
+        else:
+            self._push_group(group)
+
+    def _end_pass(self) -> None:
+        """Parked groups' remaining members keep their answer: the state did not move."""
+        for group in self._parked:
+            if group.where == "parked":
+                group.where = "unschedulable"
+                group.after = None
+        self._parked = []
+        self._last_order = None
+        for group in self._groups.values():
+            group.fresh.clear()
+
+    def mark_unschedulable(
+        self, key: str, now: float, generation: int, group: Hashable | None = None
+    ) -> None:
+        """The pod was tried and did not fit the cluster as of `generation`; with a `group`
+        (and hints), only a change its group's hint accepts retries it before it is stale."""
         entry = self._entries.get(key)
         if entry is None:
             return
+        self._set_aside(entry)
         entry.attempts += 1
         entry.failed_at = now
         entry.failed_generation = generation
         entry.where = "unschedulable"
         entry.version += 1
         self._unschedulable.add(key)
+        self._count("ScheduleAttemptFailure")
+        if group is None or self.hints is None:
+            self._unhinted.add(key)
+            return
+        filed = self._groups.get(group)
+        if filed is None:
+            filed = ShapeGroup(group, self._next_group_id, self.hints.marks())
+            self._next_group_id += 1
+            self._groups[group] = self._group_ids[filed.id] = filed
+        order = self._sort_key(entry.pod, entry.enqueued)
+        # A pod tried in this pass is not tried again in it, though its group goes on.
+        fresh = filed.where in ("active", "trying", "parked")
+        filed.add(key, order, now + self.backoff_seconds(entry.attempts), fresh)
+        entry.group = group
+        self._failures.append((now, entry.version, key))
 
     def wake_at(self, key: str, when: float) -> None:
         """An unschedulable pod is retried at `when` even if the cluster does not change."""
@@ -135,46 +307,116 @@ class SchedulingQueue:
 
     def refresh(self, now: float, generation: int) -> None:
         """Move pods whose wait is over to the active queue."""
-        woken: set[str] = set()
+        woken: dict[str, str] = {}
         while (due := self._next_wakeup_entry()) is not None and due[0] <= now:
-            woken.add(heapq.heappop(self._wakeups)[2])
-        for key in list(self._unschedulable):
+            woken[heapq.heappop(self._wakeups)[2]] = "RetryTime"
+        while self._failures and self._failures[0][0] + self.max_unschedulable_seconds <= now:
+            _, version, key = self._failures.popleft()
+            entry = self._entries.get(key)
+            if entry is not None and entry.version == version:
+                woken.setdefault(key, "UnschedulableTimeout")
+        for key in self._unhinted:
             entry = self._entries[key]
-            changed = generation > entry.failed_generation
-            stale = now - entry.failed_at >= self.max_unschedulable_seconds
-            if changed or stale or key in woken:
-                self._unschedulable.discard(key)
-                entry.where = "backoff"
-                entry.version += 1
-                expiry = entry.failed_at + self.backoff_seconds(entry.attempts)
-                heapq.heappush(self._backoff, (expiry, entry.version, key))
+            if generation > entry.failed_generation:
+                woken.setdefault(key, "Any")
+            elif now - entry.failed_at >= self.max_unschedulable_seconds:
+                woken.setdefault(key, "UnschedulableTimeout")
+        for key, event in sorted(woken.items()):
+            entry = self._entries[key]
+            self._set_aside(entry)
+            self._count(event)
+            entry.where = "backoff"
+            entry.version += 1
+            expiry = entry.failed_at + self.backoff_seconds(entry.attempts)
+            heapq.heappush(self._backoff, (expiry, entry.version, key))
+        for group in self._hinted_groups(moved_only=True):
+            group.where = "backoff"
+            group.version += 1
+            heapq.heappush(self._group_backoff, (group.expiry, group.id, group.version))
         while self._backoff and self._backoff[0][0] <= now:
             _, version, key = heapq.heappop(self._backoff)
             waiting = self._entries.get(key)
             if waiting is not None and waiting.version == version and waiting.where == "backoff":
                 self._push_active(waiting)
+        while self._group_backoff and self._group_backoff[0][0] <= now:
+            _, group_id, version = heapq.heappop(self._group_backoff)
+            ready = self._group_ids.get(group_id)
+            if ready is not None and ready.version == version and ready.where == "backoff":
+                ready.after = None
+                self._push_group(ready)
+
+    def _hinted_groups(self, moved_only: bool) -> list[ShapeGroup]:
+        """The waiting groups a change since they were last judged may help, as their hint
+        says, counted under the event it names. `moved_only`: only once something moved
+        the generation (as every retry waits for a change in a cluster)."""
+        if self.hints is None:
+            return []
+        marks = self.hints.marks()
+        woken = []
+        for name, group in self._groups.items():
+            if group.where != "unschedulable" or group.marks == marks:
+                continue
+            if moved_only and not self.hints.moved(group.marks):
+                continue
+            event = self.hints.wakes(name, next(iter(group.members)), group.marks)
+            group.marks = marks
+            if event is not None:
+                self.incoming[event] = self.incoming.get(event, 0) + len(group.members)
+                woken.append(group)
+        return woken
 
     def flush(self) -> None:
-        """Everything waiting becomes active now (one-shot mode, where time does not pass)."""
-        self._unschedulable.clear()
+        """Everything waiting becomes active now (time does not pass)."""
+        for entry in list(self._entries.values()):
+            if entry.where not in ("active", "in-flight"):
+                self._wake_now(entry, "Flush")
         self._backoff.clear()
+        self._group_backoff.clear()
         self._wakeups.clear()
+
+    def settle(self) -> None:
+        """One-shot mode, where time does not pass: every waiting pod that a change since
+        its failure may help becomes active now, with no backoff (all of them without hints).
+        """
+        woken = {key: "Any" for key in self._unhinted}
         for entry in self._entries.values():
-            if entry.where != "active":
-                self._push_active(entry)
+            if entry.where == "backoff":
+                woken.setdefault(entry.pod.key, "Flush")
+        for key, event in sorted(woken.items()):
+            self._wake_now(self._entries[key], event)
+        backing_off = [g for g in self._groups.values() if g.where == "backoff"]
+        for group in [*backing_off, *self._hinted_groups(moved_only=False)]:
+            group.after = None
+            self._push_group(group)
+
+    def _wake_now(self, entry: QueuedPod, event: str) -> None:
+        self._set_aside(entry)
+        self._count(event)
+        self._push_active(entry)
 
     def next_wakeup(self) -> float | None:
         """When the earliest backing-off or woken pod becomes active (for a simulator's clock)."""
-        wakeup = self._next_wakeup_entry()
+        times = []
+        if (wakeup := self._next_wakeup_entry()) is not None:
+            times.append(wakeup[0])
         for expiry, version, key in sorted(self._backoff):
             entry = self._entries.get(key)
             if entry is not None and entry.version == version:
-                return expiry if wakeup is None else min(expiry, wakeup[0])
-        return None if wakeup is None else wakeup[0]
+                times.append(expiry)
+                break
+        for expiry, group_id, version in sorted(self._group_backoff):
+            group = self._group_ids.get(group_id)
+            if group is not None and group.version == version:
+                times.append(expiry)
+                break
+        return min(times, default=None)
 
     def pending_counts(self) -> dict[str, int]:
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}
         for entry in self._entries.values():
-            where = "active" if entry.where == "in-flight" else entry.where
-            counts[where] = counts.get(where, 0) + 1
+            where = entry.where
+            if entry.group is not None and where == "unschedulable":
+                where = self._groups[entry.group].where
+            where = where if where in ("backoff", "unschedulable") else "active"
+            counts[where] += 1
         return counts

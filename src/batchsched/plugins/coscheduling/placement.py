@@ -50,7 +50,9 @@ class TentativePlacement:
         pre = self.framework.pre_filter(cycle)
         if pre.reject is not None:
             none = np.zeros(state.rows, dtype=np.bool_)
-            return Diagnosis(state.node_count, {}, none, pre_filter_message=pre.reject)
+            return Diagnosis(
+                state.node_count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
+            )
         placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,12 +23,16 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
     Cycle,
+    Diagnosis,
     GroupAttempt,
     GroupOutcome,
     GroupPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     QueueSortPlugin,
 )
 from batchsched.plugins.coscheduling.admission import (
@@ -70,6 +74,24 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
     def attach(self, state: ClusterState) -> None:
         self.state = state
+
+    # ---- queueing hints ----------------------------------------------------------------
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        # Placing the members is the filters' business (their hints are asked too) and
+        # preempting for them the preemption plugin's; a group's own rules read the group,
+        # its members, and for minResources the room of the whole cluster.
+        return {
+            ClusterEvent.POD_GROUP: None,
+            ClusterEvent.NODE: None,
+            ClusterEvent.NODE_ROOM: self._needs_min_resources,
+        }
+
+    @staticmethod
+    def _needs_min_resources(change: ClusterChange, pod: Pod) -> bool:
+        key = group_key_of(pod)
+        group = change.state.pod_groups.get(key) if key is not None else None
+        return group is not None and bool(group.min_resources)
 
     # ---- QueueSort ---------------------------------------------------------------------
 
@@ -122,6 +144,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if not pending:
             return outcome
         message = self._admission(state, key, members, now)
+        outcome.rejected_by = frozenset({self.name})
         if message:
             self._wait(key, pending, message, outcome)
             until = self._backoff_until.get(key)
@@ -139,6 +162,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             placed, failures = place_members(placement, pending, need)
         finally:
             placement.undo()  # the scheduler binds the members that are kept
+        outcome.rejected_by = _rejecters(self.name, failures)
         if len(placed) >= need:
             self._backoff_until.pop(key, None)
             self._events.pop(key, None)
@@ -154,7 +178,12 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             f"{done + len(placed)}/{group.min_member} members can run "
             f"({done} bound or succeeded, {len(placed)} fit); {reason}"
         )
-        preemption = self._preempt(attempt, members, pending, need, outcome) if failures else ""
+        preemption = ""
+        if failures:
+            preemption = self._preempt(attempt, members, pending, need, outcome)
+            preemptor = self._preemption_plugin(attempt)
+            if preemptor is not None:
+                outcome.rejected_by |= {preemptor.name}
         if preemption:
             message = f"{message} {preemption}"
         self._wait(key, pending, message, outcome)
@@ -175,9 +204,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
         Victims and nominations go into `outcome.decisions` only if the whole group gets room.
         """
-        plugin = next(
-            (p for p in attempt.framework.post_filters if isinstance(p, DefaultPreemption)), None
-        )
+        plugin = self._preemption_plugin(attempt)
         if plugin is None:
             return ""
         state, now = attempt.state, attempt.now
@@ -207,6 +234,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             f"preemption: evicting {len(found.victims)} pod(s) to make room for "
             f"{len(found.placements)} members."
         )
+
+    @staticmethod
+    def _preemption_plugin(attempt: GroupAttempt) -> DefaultPreemption | None:
+        posts = attempt.framework.post_filters
+        return next((p for p in posts if isinstance(p, DefaultPreemption)), None)
 
     def _wait(self, key: str, pending: list[Pod], message: str, outcome: GroupOutcome) -> None:
         """Every pending member stays pending with the group's reason; the group is told."""
@@ -259,3 +291,11 @@ def _room_for(state: ClusterState, lead: Pod, members: list[Pod]) -> IntArray:
             demand = state.demand(m)
             free[state.nominations[m.key], demand.cols] += demand.amounts
     return free
+
+
+def _rejecters(name: str, failures: Sequence[tuple[Pod, Diagnosis]]) -> frozenset[str]:
+    """This plugin and the filters that kept members off nodes."""
+    found = {name}
+    for _, diagnosis in failures:
+        found |= diagnosis.rejected_by
+    return frozenset(found)

@@ -26,6 +26,8 @@ from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
     Cycle,
     Diagnosis,
     FilterPlugin,
@@ -34,6 +36,7 @@ from batchsched.plugins.base import (
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     Rejection,
     RowLocalPlugin,
 )
@@ -82,6 +85,27 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         self.chooser = VictimChooser(settings)
         self._reserved: BoolArray = np.zeros(0, dtype=np.bool_)
         self._reserved_version: tuple[int, int] = (-1, -1)
+
+    # ---- queueing hints ----------------------------------------------------------------
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        # A DaemonSet pod's victims depend on most of the cluster and on time: it is retried
+        # after any change. Other pods are only ever kept off reserved nodes.
+        return {
+            ClusterEvent.NODE: None,
+            ClusterEvent.NODE_ROOM: self._unreserved_or_daemon,
+            ClusterEvent.POLICY: _is_daemon,
+            ClusterEvent.ANY: _is_daemon,
+        }
+
+    @staticmethod
+    def _unreserved_or_daemon(change: ClusterChange, pod: Pod) -> bool:
+        """A changed node is not held for another pod (e.g. its reservation ended)."""
+        state = change.state
+        if _is_daemon(change, pod) or not state.reservations:
+            return True
+        held = {row for row, r in state.reservations.items() if r.pod != pod.key}
+        return any(row not in held for row in change.rows.tolist())
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -209,3 +233,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
 
 def _said(what: str, decisions: list[Decision] | None = None) -> PostFilterResult:
     return PostFilterResult(decisions=decisions or [], message=f"preemption: {what}.")
+
+
+def _is_daemon(change: ClusterChange, pod: Pod) -> bool:
+    return daemonset_node(pod) is not None

@@ -9,7 +9,7 @@ with gang units instead, and the best node of both, by the SPEC's order, wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -51,45 +51,114 @@ def gang_rows(state: ClusterState, rule: VictimRule, candidates: BoolArray) -> B
     return rows
 
 
+ChoiceKey = tuple[float | int, ...]
+# Per node row: its victims (None: it cannot host the preemptor), their rank among nodes, and
+# the rows the answer read.
+RowAnswers = dict[int, tuple[NodeVictims | None, ChoiceKey | None, frozenset[int]]]
+
+
+class GangSearchMemo:
+    """Per-node searches with gang units, kept between attempts of preemptors alike.
+
+    A node's answer depends on its pods and room, on the rows of the groups they belong to,
+    on the groups themselves, on PDBs and classes, and on the preemptor's priority, demand
+    and clock. Answers are kept per (priority, demand, time) and dropped for a node when it or
+    a row of its groups changed; any change of groups, PDBs or classes drops them all. Without
+    this, every preemptor searched every node hosting a gang again: nodes x preemptors.
+    """
+
+    _LIMIT = 256
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._answers: dict[Hashable, tuple[int, RowAnswers]] = {}
+
+    def answers(self, rule: VictimRule, demand: Demand) -> RowAnswers:
+        state = self.state
+        key = (
+            rule.priority,
+            rule.now,
+            demand.cols.tobytes(),
+            demand.amounts.tobytes(),
+            state.group_version,
+            state.policy_version,
+            state.node_generation,  # ranks among nodes follow their names
+        )
+        mark, rows = self._answers.get(key, (state.change_mark(), {}))
+        changed = state.rows_changed_since(mark)
+        if changed is None:
+            rows = {}
+        elif changed:
+            touched = set(changed)
+            rows = {r: kept for r, kept in rows.items() if not kept[2] & touched}
+        if key not in self._answers and len(self._answers) >= self._LIMIT:
+            self._answers.clear()
+        self._answers[key] = (state.change_mark(), rows)
+        return rows
+
+
 def with_gang_victims(
     rule: VictimRule,
     demand: Demand,
     free: IntArray,
     candidates: BoolArray,
     search: Callable[[BoolArray], Evaluation],
+    memo: GangSearchMemo | None = None,
 ) -> Evaluation:
     """The preemption node and victims among `candidates`, with groups as victim units.
 
     `search` is the single-victim search over a candidate mask; it runs alone when no
     candidate row hosts a group member, so plain clusters pay one scan of the groups.
+    `memo` keeps per-node answers between attempts (`free` must be the preemptor's view of
+    the state's room, which nominations of others change only through logged rows; a
+    preemptor with a nomination of its own sees more and is left out).
     """
     state = rule.state
     gangs = gang_rows(state, rule, candidates)
     if not gangs.any():
         return search(candidates)
     plain = search(candidates & ~gangs)
-    options: list[NodeVictims] = []
+    options: list[tuple[ChoiceKey, NodeVictims]] = []
     if plain.row is not None:
-        options.append(NodeVictims(plain.row, tuple(plain.victims), plain.pdb_violations))
+        best = NodeVictims(plain.row, tuple(plain.victims), plain.pdb_violations)
+        options.append((choice_key(best, state), best))
     failed = 0
+    kept: RowAnswers = {}
+    if memo is not None and rule.preemptor.key not in state.nominations:
+        kept = memo.answers(rule, demand)
     for row in np.flatnonzero(gangs).tolist():
-        found = select_victims_on_node(
-            rule,
-            demand,
-            free[row] + _terminating_room(state, row),
-            row,
-            units=lambda pod: running_members(state, pod),
-        )
-        if found is None:
+        answer = kept.get(row)
+        if answer is None:
+            found = select_victims_on_node(
+                rule,
+                demand,
+                free[row] + _terminating_room(state, row),
+                row,
+                units=lambda pod: running_members(state, pod),
+            )
+            rank = None if found is None else choice_key(found, state)
+            answer = kept[row] = (found, rank, _group_rows(state, row))
+        if answer[0] is None or answer[1] is None:
             failed += 1
         else:
-            options.append(found)
+            options.append((answer[1], answer[0]))
     if not options:
         reasons = dict(plain.reasons)
         reasons[NO_VICTIMS] = reasons.get(NO_VICTIMS, 0) + failed
         return Evaluation(reasons=reasons)
-    best = min(options, key=lambda found: choice_key(found, state))
+    best = min(options, key=lambda option: option[0])[1]
     return Evaluation(row=best.row, victims=list(best.victims), pdb_violations=best.pdb_violations)
+
+
+def _group_rows(state: ClusterState, row: int) -> frozenset[int]:
+    """The row and the rows of every member of the groups its pods belong to."""
+    rows = {row}
+    for pod in state.node_pods[row].values():
+        group = group_key_of(pod)
+        for key in state.group_members.get(group, ()) if group is not None else ():
+            if (other := state.bound.get(key)) is not None:
+                rows.add(other)
+    return frozenset(rows)
 
 
 def _terminating_room(state: ClusterState, row: int) -> IntArray:

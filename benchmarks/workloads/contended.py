@@ -1,0 +1,162 @@
+"""Contended: `batchsched schedule` on a mixed, nearly full cluster (issue 18's workload).
+
+Nodes of 32 CPU / 128Gi, every other one with 8 GPUs, each nearly full with three running pods
+of the classes low, mid and `tolerant` (tolerates preemption by pods below `high` for 10
+minutes after it started); a running 2-pod gang on every tenth pair of nodes; a PDB over the
+mid pods of every 100 nodes. Twice as many pending pods as nodes, of priorities low, mid and
+high in a few shapes, 10% of them in 4-member PodGroups. Generated from a seed.
+
+Reported: wall time, pods/s (pending pods decided per second), bindings, evictions, passes and
+`attempts_per_binding` (scheduling attempts, failed ones included, per pod bound).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from batchsched.config import default_config
+from batchsched.objects.load import Objects
+from batchsched.objects.podgroup import GROUP_LABEL
+from batchsched.objects.records import (
+    LabelSelector,
+    Node,
+    Pod,
+    PodCondition,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+)
+from batchsched.oneshot import run
+from benchmarks.harness import Metrics, timed, workload
+
+NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+GPU = "nvidia.com/gpu"
+GI = 2**30
+TOLERANT = {
+    "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "1000",
+    "preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "600",
+}
+CLASSES = [
+    PriorityClass("low", 10),
+    PriorityClass("tolerant", 50, annotations=TOLERANT),
+    PriorityClass("mid", 100),
+    PriorityClass("high", 1000),
+]
+PRIORITY = {pc.name: pc.value for pc in CLASSES}
+# Running pods per node (CPU millicores, GiB, GPUs on a GPU node): 30 of 32 CPU, 120 of
+# 128Gi and 7 of 8 GPUs taken.
+RUNNING = [("low", 10_000, 40, 2), ("mid", 10_000, 40, 3), ("tolerant", 10_000, 40, 2)]
+# Pending shapes (CPU millicores, GiB, GPUs).
+SHAPES = [(2_000, 8, 0), (4_000, 16, 0), (8_000, 32, 0), (4_000, 16, 1), (8_000, 32, 2)]
+
+
+def generate(nodes: int, seed: int) -> Objects:
+    """The workload on `nodes` nodes; the same seed gives the same objects."""
+    rng = random.Random(seed)
+    objects = Objects(priority_classes=list(CLASSES))
+    for i in range(nodes):
+        gpus = 8 if i % 2 == 0 else 0
+        allocatable = {"cpu": 32_000, "memory": 128 * GI, "pods": 110}
+        if gpus:
+            allocatable[GPU] = gpus
+        name = f"node-{i:05d}"
+        objects.nodes.append(Node(name, allocatable, labels={"kubernetes.io/hostname": name}))
+        for cls, cpu, mem, gpu in RUNNING:
+            group = ""
+            if cls == "low" and i % 20 < 2:  # one member on each node of every tenth pair
+                group = f"running-gang-{i // 20:04d}"
+            labels = {"app": f"svc-{i // 100:03d}"} if cls == "mid" else {}
+            if group:
+                labels[GROUP_LABEL] = group
+            requests = {"cpu": cpu, "memory": mem * GI, "pods": 1}
+            if gpus:
+                requests[GPU] = gpu
+            # Started between 30 minutes and 1 minute ago: some tolerations have run out.
+            started = NOW - timedelta(seconds=rng.randrange(60, 1800))
+            objects.pods.append(
+                _pod(f"run-{i:05d}-{cls}", cls, requests, labels, started, name, started)
+            )
+        if i % 20 == 0:
+            objects.pod_groups.append(
+                PodGroup("default", f"running-gang-{i // 20:04d}", 2, creation_timestamp=NOW)
+            )
+        if i % 100 == 0:
+            selector = LabelSelector({"app": f"svc-{i // 100:03d}"}, ())
+            objects.pdbs.append(PodDisruptionBudget("default", f"svc-{i // 100:03d}", selector, 2))
+    pending = 2 * nodes
+    grouped = pending // 10 // 4 * 4
+    for j in range(pending):
+        cls = rng.choice(["low", "mid", "high"])
+        cpu, mem, gpu = rng.choice(SHAPES)
+        labels = {}
+        if j < grouped:
+            group = f"gang-{j // 4:05d}"
+            labels[GROUP_LABEL] = group
+            if j % 4 == 0:
+                objects.pod_groups.append(PodGroup("default", group, 4, creation_timestamp=NOW))
+            cls = ["low", "mid", "high"][(j // 4) % 3]
+        requests = {"cpu": cpu, "memory": mem * GI, "pods": 1}
+        if gpu:
+            requests[GPU] = gpu
+        created = NOW - timedelta(seconds=rng.randrange(0, 600))
+        objects.pods.append(_pod(f"pend-{j:05d}", cls, requests, labels, created))
+    return objects
+
+
+def _pod(
+    name: str,
+    cls: str,
+    requests: dict[str, int],
+    labels: dict[str, str],
+    created: datetime,
+    node: str = "",
+    started: datetime | None = None,
+) -> Pod:
+    return Pod(
+        namespace="default",
+        name=name,
+        uid=f"uid-{name}",
+        requests=requests,
+        scheduler_name="batchsched",
+        node_name=node,
+        phase="Running" if node else "Pending",
+        priority=PRIORITY[cls],
+        priority_class_name=cls,
+        labels=labels,
+        creation_timestamp=created,
+        start_time=started,
+        conditions=(PodCondition("PodScheduled", "True", started),) if started else (),
+    )
+
+
+def contended(nodes: int) -> Metrics:
+    objects = generate(nodes, seed=nodes)
+    pending = sum(1 for p in objects.pods if not p.node_name)
+    with timed() as watch:
+        result = run(objects, default_config(), NOW)
+    return {
+        "nodes": nodes,
+        "pending_pods": pending,
+        "wall_seconds": round(watch.seconds, 2),
+        "pods_per_second": round(pending / watch.seconds),
+        "bindings": len(result.bindings),
+        "evictions": len(result.evictions),
+        "passes": result.passes,
+        "attempts_per_binding": round(result.attempts / max(len(result.bindings), 1), 2),
+    }
+
+
+@workload("Contended/1000Nodes")
+def contended_1000() -> Metrics:
+    return contended(1000)
+
+
+@workload("Contended/2000Nodes")
+def contended_2000() -> Metrics:
+    return contended(2000)
+
+
+@workload("Contended/5000Nodes")
+def contended_5000() -> Metrics:
+    return contended(5000)

@@ -1,0 +1,128 @@
+"""Queueing hints: which plugins have them, what each says, and how the queue uses them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from batchsched.config import default_config
+from batchsched.decisions import Bind, Decision, Unschedulable
+from batchsched.framework import Framework
+from batchsched.objects.records import Node, Pod, Taint
+from batchsched.plugins.base import ClusterChange, ClusterEvent, FilterPlugin
+from batchsched.plugins.registry import REGISTRY
+from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+from tests.conftest import NOW
+
+GI = 2**30
+# Every plugin that can reject a pod has hints; a plugin added without them wakes its pods
+# after any change (the base class's default), which is always safe.
+WITH_HINTS = {
+    "Coscheduling",
+    "DaemonSetPreemption",
+    "DefaultPreemption",
+    "NodeAffinity",
+    "NodeName",
+    "NodeResourcesFit",
+    "NodeUnschedulable",
+    "PreemptionToleration",
+    "TaintToleration",
+}
+
+
+def pod(name: str, cpu: int, created: float = 0.0, node: str = "") -> Pod:
+    return Pod(
+        "ns",
+        name,
+        requests={"cpu": cpu, "memory": GI, "pods": 1},
+        priority=0,
+        node_name=node,
+        scheduler_name="batchsched",
+        creation_timestamp=datetime.fromtimestamp(created, UTC),
+    )
+
+
+def cluster(*nodes: Node) -> tuple[ClusterState, Scheduler]:
+    state = ClusterState()
+    for n in nodes:
+        state.upsert_node(n)
+    return state, Scheduler(state, default_config())
+
+
+def counts(decisions: list[Decision]) -> tuple[int, int]:
+    binds = sum(isinstance(d, Bind) for d in decisions)
+    return binds, sum(isinstance(d, Unschedulable) for d in decisions)
+
+
+def test_the_plugins_with_hints() -> None:
+    have = {name for name, build in REGISTRY.items() if build(None).events_to_register()}
+    assert have == WITH_HINTS
+
+
+def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
+    class Strict(FilterPlugin):
+        name = "Strict"
+
+    framework = Framework(default_config().profiles[0])
+    framework._events["Strict"] = Strict().events_to_register()
+    state = ClusterState()
+    change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp))
+    assert framework.queueing_hint(frozenset({"Strict"}), change, pod("p", 1)) is (
+        ClusterEvent.POLICY
+    )
+    assert framework.queueing_hint(frozenset({"NodeResourcesFit"}), change, pod("p", 1)) is None
+
+
+def test_room_freed_where_the_pod_still_does_not_fit_does_not_wake_it() -> None:
+    state, scheduler = cluster(
+        Node("small", {"cpu": 1000, "memory": 8 * GI, "pods": 10}),
+        Node("big", {"cpu": 4000, "memory": 8 * GI, "pods": 10}),
+    )
+    state.upsert_pod(pod("on-small", 1000, node="small"))
+    state.upsert_pod(pod("on-big", 2000, node="big"))
+    state.upsert_pod(pod("wide", 3000))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    state.remove_pod("ns/on-small")  # 1 CPU free there: still too little for 3
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
+    state.remove_pod("ns/on-big")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=40))) == (1, 0)
+    assert scheduler.queue.incoming["NodeRoom"] == 1
+
+
+def test_a_relabelled_node_wakes_pods_its_labels_kept_out() -> None:
+    tainted = Node("n", {"cpu": 4000, "memory": 8 * GI, "pods": 10})
+    tainted.taints = (Taint("dedicated", "x", "NoSchedule"),)
+    state, scheduler = cluster(tainted)
+    state.upsert_pod(pod("p", 1000))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    state.upsert_node(Node("n", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (1, 0)
+    assert scheduler.queue.incoming["Node"] == 1
+
+
+def test_a_woken_shape_is_tried_until_one_fails_while_the_state_stands_still() -> None:
+    state, scheduler = cluster(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    state.upsert_pod(pod("running", 2000, node="n"))
+    for i in range(10):
+        state.upsert_pod(pod(f"p{i}", 1000, created=i))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 10)
+    state.remove_pod("ns/running")
+    # Two fit: the third fails and nothing moves after it, so the seven behind it are told
+    # nothing new and are not tried (without hints, all ten would be).
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 1)
+    assert sorted(k for k in state.bound) == ["ns/p0", "ns/p1"]
+    assert scheduler.queue.pending_counts()["unschedulable"] == 8
+
+
+def test_without_hints_every_waiting_pod_is_tried_after_any_change() -> None:
+    state = ClusterState()
+    state.upsert_node(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    scheduler = Scheduler(state, default_config(), queueing_hints=False)
+    state.upsert_pod(pod("running", 2000, node="n"))
+    for i in range(10):
+        state.upsert_pod(pod(f"p{i}", 1000, created=i))
+    scheduler.schedule_pass(NOW)
+    state.remove_pod("ns/running")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 8)
