@@ -44,6 +44,20 @@ def timed() -> Iterator[Stopwatch]:
         watch.seconds = time.perf_counter() - start
 
 
+def one_pass(scheduler: Scheduler, now: datetime, pods: int) -> Metrics:
+    """Time one scheduling pass that must bind `pods` pods (decisions applied in memory)."""
+    with timed() as watch:
+        decisions = scheduler.schedule_pass(now)
+    bound = sum(isinstance(d, Bind) for d in decisions)
+    if bound != pods:
+        raise RuntimeError(f"expected {pods} bindings, got {bound}")
+    return {
+        "pods": pods,
+        "seconds": round(watch.seconds, 3),
+        "pods_per_second": round(bound / watch.seconds),
+    }
+
+
 def settle(scheduler: Scheduler, now: datetime) -> list[list[Decision]]:
     """Scheduling passes as `batchsched schedule` runs them (victims leave at once, time
     stands still) until a pass binds and evicts nothing; each pass's decisions."""

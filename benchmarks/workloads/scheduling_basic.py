@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from batchsched.config import default_config
-from batchsched.decisions import Bind
 from batchsched.objects.records import Node, Pod
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, one_pass, workload
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 GI = 2**30
@@ -36,17 +35,7 @@ def build(nodes: int, pods: int) -> Scheduler:
 
 
 def run(nodes: int, pods: int) -> Metrics:
-    scheduler = build(nodes, pods)
-    with timed() as watch:
-        decisions = scheduler.schedule_pass(NOW)
-    bound = sum(isinstance(d, Bind) for d in decisions)
-    if bound != pods:
-        raise RuntimeError(f"expected {pods} bindings, got {bound}")
-    return {
-        "pods": pods,
-        "seconds": round(watch.seconds, 3),
-        "pods_per_second": round(bound / watch.seconds),
-    }
+    return one_pass(build(nodes, pods), NOW, pods)
 
 
 @workload("SchedulingBasic/5000Nodes_10000Pods")

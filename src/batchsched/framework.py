@@ -22,6 +22,7 @@ from batchsched.plugins.base import (
     FilterPlugin,
     GroupPlugin,
     IndexArray,
+    Plugin,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
@@ -31,6 +32,7 @@ from batchsched.plugins.base import (
     RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
+    StillFails,
 )
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
@@ -43,6 +45,7 @@ _EVENT_ORDER = [
     ClusterEvent.NODE_ROOM,
     ClusterEvent.ANY,
 ]
+_SKIPPING = "framework.skipping"  # Cycle.scratch: the plugins that skip the pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,15 @@ class Framework:
         self._row_local = all(
             isinstance(p, RowLocalPlugin) for p in [*self.dynamic_filters, *self.score_plugins]
         )
+        # Filters and scores beyond the static ones, and those that read more of a pod than
+        # its demand.
+        dynamic = list(dict.fromkeys([*self.dynamic_filters, *self.score_plugins]))
+        self._skippers = [p for p in dynamic if type(p).skips is not Plugin.skips]
+        self._global_filters = [
+            p for p in self.dynamic_filters if not isinstance(p, RowLocalPlugin)
+        ]
+        self._global_scores = [(p, w) for p, w in self.scores if not isinstance(p, RowLocalPlugin)]
+        self._readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
 
@@ -129,13 +141,36 @@ class Framework:
 
     def shape_key(self, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements."""
-        return self._shape_key(demand, self._shapes(pod))
+        return self._shape_key(pod, demand, self._shapes(pod))
 
-    @staticmethod
-    def _shape_key(demand: Demand, shapes: tuple[Hashable, ...] | None) -> Hashable | None:
+    def _shape_key(
+        self, pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
+    ) -> Hashable | None:
         if shapes is None:
             return None
-        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes())
+        read = tuple([p.reads(pod) for p in self._readers])
+        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), read)
+
+    def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
+        """The dynamic filters and scores that skip this pod, asked once per cycle."""
+        found = cycle.scratch.get(_SKIPPING)
+        if found is None:
+            state, pod = cycle.state, cycle.pod
+            found = cycle.scratch[_SKIPPING] = frozenset(
+                p for p in self._skippers if p.skips(state, pod)
+            )
+        assert isinstance(found, frozenset)
+        return found
+
+    def _global_for(self, cycle: Cycle) -> tuple[list[FilterPlugin], list[tuple[ScorePlugin, int]]]:
+        """The filters and scores that are not row-local and have something to say about
+        this pod (those that skip it pass every node alike)."""
+        if self._row_local:
+            return [], []
+        skipping = self._skipping(cycle)
+        filters = [p for p in self._global_filters if p not in skipping]
+        scores = [(p, w) for p, w in self._global_scores if p not in skipping]
+        return filters, scores
 
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
@@ -186,9 +221,10 @@ class Framework:
         return True
 
     def find_nodes(
-        self, cycle: Cycle, allowed: BoolArray | None = None
+        self, cycle: Cycle, allowed: BoolArray | None = None, local_only: bool = False
     ) -> tuple[BoolArray, Diagnosis]:
-        """Feasible nodes, and the diagnosis for the nodes that are not."""
+        """Feasible nodes, and the diagnosis for the nodes that are not (with `local_only`,
+        as the static and row-local filters alone see them)."""
         state = cycle.state
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
         rejections = list(verdict.rejections)
@@ -199,6 +235,10 @@ class Framework:
         for plugin in self.dynamic_filters:
             if not candidates.any():
                 break
+            if plugin in self._skipping(cycle):
+                continue
+            if local_only and not isinstance(plugin, RowLocalPlugin):
+                continue
             failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
             if failed.any():
                 rejected_by.add(plugin.name)
@@ -214,16 +254,50 @@ class Framework:
         resolvable = rejected & ~unresolvable
         if allowed is not None:
             resolvable &= allowed
+        clashes = [(rej.nodes, rej.still_fails) for rej in rejections if rej.still_fails]
+        if not local_only and resolvable.any():
+            clashes += self._later_verdicts(cycle, resolvable)
+        clashes = [(nodes & resolvable, check) for nodes, check in clashes]
         return candidates, Diagnosis(
-            state.node_count, counts, resolvable, rejected_by=frozenset(rejected_by)
+            state.node_count,
+            counts,
+            resolvable,
+            rejected_by=frozenset(rejected_by),
+            clashes=clashes,
         )
+
+    def _later_verdicts(
+        self, cycle: Cycle, resolvable: BoolArray
+    ) -> list[tuple[BoolArray, StillFails]]:
+        """What the dynamic filters say of the resolvable nodes an earlier filter rejected.
+
+        Each node counts once in the message, under its first failure; but preemption must
+        know everything that stands in the way there, as upstream's runs every filter with
+        the victims gone: a node short of room may also clash with particular pods (host
+        ports, anti-affinity, spread), or fail for good (required affinity), which takes it
+        out of `resolvable` (updated in place). Returns the clashes found.
+        """
+        clashes: list[tuple[BoolArray, StillFails]] = []
+        skipping = self._skipping(cycle)
+        for plugin in self.dynamic_filters:
+            if plugin in skipping or not resolvable.any():
+                continue
+            for rej in plugin.filter(cycle, resolvable.copy()):
+                if not rej.resolvable:
+                    resolvable &= ~rej.nodes
+                elif rej.still_fails is not None:
+                    clashes.append((rej.nodes, rej.still_fails))
+        return clashes
 
     # ---- score -------------------------------------------------------------------------
 
-    def _totals(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+    def _totals(self, cycle: Cycle, feasible: BoolArray, local_only: bool = False) -> IntArray:
         total = np.zeros(feasible.shape[0], dtype=np.int64)
         for plugin, weight in self.scores:
-            total += plugin.score(cycle, feasible) * weight
+            if local_only and not isinstance(plugin, RowLocalPlugin):
+                continue
+            if plugin not in self._skipping(cycle):
+                total += plugin.score(cycle, feasible) * weight
         total[~feasible] = -1
         return total
 
@@ -236,13 +310,31 @@ class Framework:
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
         """The node row for the pod (its nominated node if that fits), or why none fits.
 
-        When every dynamic filter and score is row-local, a pod shape's results are kept and
+        The results of the static and row-local filters and scores are kept per pod shape and
         refreshed only for rows that changed since, so a stream of similar pods costs
-        O(changed nodes) array work each, plus one argmax.
+        O(changed nodes) array work each, plus one argmax; filters and scores that read other
+        nodes' pods (spread, inter-pod affinity) then run over all nodes on top of them.
         """
         state = cycle.state
         nominated = state.nominations.get(cycle.pod.key)
         placement = self._cached_placement(cycle) if allowed is None else None
+        global_filters, global_scores = self._global_for(cycle)
+        if placement is not None and (global_filters or global_scores):
+            feasible = placement.feasible.copy()
+            for plugin in global_filters:
+                if not feasible.any():
+                    break
+                for rej in plugin.filter(cycle, feasible):
+                    feasible &= ~rej.nodes
+            if not feasible.any():
+                return self.find_nodes(cycle, allowed)[1]
+            if nominated is not None and feasible[nominated]:
+                return nominated
+            total = placement.total.copy()
+            for scorer, weight in global_scores:
+                total += scorer.score(cycle, feasible) * weight
+            total[~feasible] = -1
+            return _best(state, total)
         if placement is None:
             if allowed is not None and (row := self._fits_only_row(cycle, allowed)) is not None:
                 return row
@@ -264,25 +356,29 @@ class Framework:
         None when more rows are allowed, the row does not fit, or a dynamic filter is not
         row-local: the full pass then decides, and explains.
         """
-        if not self._row_local or np.count_nonzero(allowed) != 1:
+        if np.count_nonzero(allowed) != 1 or any(self._global_for(cycle)):
             return None
         row = int(np.argmax(allowed))
         rows = np.array([row], dtype=np.intp)
         if not self._passes_static_row(cycle, row):
             return None
+        skipping = self._skipping(cycle)
         for flt in self.dynamic_filters:
-            assert isinstance(flt, RowLocalPlugin)
-            if not flt.fits_rows(cycle, rows)[0]:
+            if (
+                isinstance(flt, RowLocalPlugin)
+                and flt not in skipping
+                and not flt.fits_rows(cycle, rows)[0]
+            ):
                 return None
         return row
 
     def _cached_placement(self, cycle: Cycle) -> _Placement | None:
         state = cycle.state
-        if not self._row_local or not state.is_shared_free(cycle.free):
+        if not state.is_shared_free(cycle.free):
             return None
         shapes = self._shapes(cycle.pod)
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        key = self._shape_key(cycle.demand, shapes)
+        key = self._shape_key(cycle.pod, cycle.demand, shapes)
         if key is None:
             return None
         placement = self._placements.get(key)
@@ -294,9 +390,12 @@ class Framework:
                     self._refresh(cycle, verdict, placement, np.asarray(sorted(set(changed))))
                 placement.mark = state.change_mark()
                 return placement
-        feasible, _ = self.find_nodes(cycle)
+        feasible, _ = self.find_nodes(cycle, local_only=True)
         placement = _Placement(
-            state.node_generation, state.change_mark(), feasible, self._totals(cycle, feasible)
+            state.node_generation,
+            state.change_mark(),
+            feasible,
+            self._totals(cycle, feasible, local_only=True),
         )
         if len(self._placements) >= _CACHE_LIMIT:
             self._placements.clear()
@@ -307,13 +406,14 @@ class Framework:
         self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
     ) -> None:
         ok = verdict.passing[rows].copy()
+        skipping = self._skipping(cycle)
         for flt in self.dynamic_filters:
-            assert isinstance(flt, RowLocalPlugin)
-            ok &= flt.fits_rows(cycle, rows)
+            if isinstance(flt, RowLocalPlugin) and flt not in skipping:
+                ok &= flt.fits_rows(cycle, rows)
         total = np.zeros(rows.shape[0], dtype=np.int64)
         for scorer, weight in self.scores:
-            assert isinstance(scorer, RowLocalPlugin)
-            total += scorer.score_rows(cycle, rows) * weight
+            if isinstance(scorer, RowLocalPlugin) and scorer not in skipping:
+                total += scorer.score_rows(cycle, rows) * weight
         total[~ok] = -1
         placement.feasible[rows] = ok
         placement.total[rows] = total
@@ -396,6 +496,6 @@ def _apply(
     for rej in found:
         nodes = rej.nodes & candidates
         if nodes.any():
-            into.append(Rejection(rej.reason, nodes, rej.resolvable))
+            into.append(Rejection(rej.reason, nodes, rej.resolvable, rej.still_fails))
             failed |= nodes
     return failed

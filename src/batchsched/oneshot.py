@@ -76,6 +76,8 @@ def build_state(objects: Objects) -> ClusterState:
         state.upsert_node(node)
     for pdb in objects.pdbs:
         state.upsert_pdb(pdb)
+    for namespace in objects.namespaces:
+        state.upsert_namespace(namespace)
     for group in objects.pod_groups:
         state.upsert_pod_group(group)
     for device_class in objects.device_classes:

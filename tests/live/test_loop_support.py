@@ -24,13 +24,7 @@ def test_refused_pods_stay_pending_with_the_field_named(
         },
     )
     anti = pod("anti", cpu="1")
-    anti["spec"]["affinity"] = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
-            ]
-        }
-    }
+    anti["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
     api.create("pods", anti)
     dra = pod("dra", cpu="1")
     dra["spec"]["containers"][0]["resources"]["limits"] = {"example.com/gpu": "1"}
@@ -44,7 +38,7 @@ def test_refused_pods_stay_pending_with_the_field_named(
     cond = condition(api, "anti")
     assert cond is not None and cond["status"] == "False" and cond["reason"] == "Unschedulable"
     assert cond["message"] == (
-        "pod uses spec.affinity.podAntiAffinity, which batchsched does not support yet"
+        "pod uses spec.resourceClaims, which batchsched does not support yet"
     )
     dra_cond = condition(api, "dra")
     assert dra_cond is not None and "DeviceClass gpu.example.com" in dra_cond["message"]

@@ -617,3 +617,31 @@ def test_a_gang_with_a_protected_member_elsewhere_is_not_touched() -> None:
     )
     assert evicted(result) == []
     assert "member(s) of a running PodGroup with protected members" in message(result, "agent-n1")
+
+
+def _with_port(manifest: Manifest, port: int = 9100) -> Manifest:
+    manifest["spec"]["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port}]
+    return manifest
+
+
+def test_a_host_port_clash_makes_its_holder_the_victim() -> None:
+    # Room is plenty: only the port is in the way, so the holder goes, not the closer match.
+    result = schedule(
+        node("n1", cpu="8"),
+        _with_port(running("holder", "n1", "2", "2Gi")),
+        running("twin", "n1", "500m", "1Gi"),
+        _with_port(daemon("agent-n1", "n1")),
+    )
+    assert evicted(result) == ["holder"]
+    assert bound(result) == {"agent-n1": "n1"}
+
+
+def test_a_port_held_by_a_protected_pod_evicts_nothing() -> None:
+    result = schedule(
+        node("n1", cpu="8"),
+        _with_port(running("holder", "n1", "2", "2Gi", priority=5000)),
+        running("twin", "n1", "500m", "1Gi"),
+        _with_port(daemon("agent-n1", "n1")),
+    )
+    assert evicted(result) == []
+    assert "would not make enough room" in result.unschedulable["default/agent-n1"]

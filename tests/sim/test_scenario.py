@@ -214,3 +214,55 @@ def test_generator_with_a_count_stops_after_that_many_jobs(tmp_path: Path) -> No
     jobs = [j for j in load_scenario(write(tmp_path, raw)).jobs(1) if j.name.startswith("gen-")]
     assert [j.name for j in jobs] == [f"gen-{i:05d}" for i in range(7)]
     assert all(j.submit > 3600 for j in jobs)
+
+
+def test_job_templates_carry_labels_affinity_and_spread(tmp_path: Path) -> None:
+    raw = base()
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "ps"}}, "topologyKey": "host"}
+            ]
+        }
+    }
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "ps"}},
+        }
+    ]
+    raw["work"]["jobs"][0].update(labels={"app": "ps"}, affinity=anti)
+    raw["work"]["generators"][0]["topologySpreadConstraints"] = spread
+    jobs = load_scenario(write(tmp_path, raw)).jobs(seed=1)
+    one = next(j for j in jobs if j.name == "one")
+    assert one.labels == {"app": "ps"}
+    assert one.pod_affinity is not None and one.pod_affinity.required_anti[0].topology_key == "host"
+    generated = next(j for j in jobs if j.name.startswith("gen-"))
+    assert generated.spread_constraints[0].topology_key == "zone"
+    raw["work"]["jobs"][0]["topologySpreadConstraints"] = [{**spread[0], "maxSkew": 0}]
+    with pytest.raises(
+        ScenarioError, match=r"work.jobs\[0\].topologySpreadConstraints\[0\].maxSkew"
+    ):
+        load_scenario(write(tmp_path, raw))
+
+
+def test_anti_affinity_jobs_spread_in_the_simulator() -> None:
+    from batchsched.objects.records import AffinityTerm, PodAffinity, Selector
+    from tests.sim.simkit import gpu_node, job, simulation
+
+    term = AffinityTerm(Selector((("app", "ps"),)), "kubernetes.io/hostname")
+    nodes = []
+    for i in range(3):
+        n = gpu_node(f"n{i}")
+        n.labels["kubernetes.io/hostname"] = n.name
+        nodes.append(n)
+    jobs = [
+        job(f"ps{i}", gpus=1, labels={"app": "ps"}, pod_affinity=PodAffinity(required_anti=(term,)))
+        for i in range(3)
+    ]
+    sim = simulation(nodes, jobs, until=10.0)
+    sim.run()
+    placed = {p.node_name for p in sim.state.pods.values() if p.node_name}
+    assert placed == {"n0", "n1", "n2"}

@@ -21,22 +21,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 # One pod spec fragment per row of REFUSED, and the path the message must name.
 USES: dict[str, tuple[dict[str, Any], str]] = {
-    "spec.affinity.podAffinity": (
-        {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-        "spec.affinity.podAffinity",
-    ),
-    "spec.affinity.podAntiAffinity": (
-        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-        "spec.affinity.podAntiAffinity",
-    ),
-    "spec.topologySpreadConstraints": (
-        {"topologySpreadConstraints": [{"maxSkew": 1}]},
-        "spec.topologySpreadConstraints",
-    ),
-    "spec.containers[*].ports[*].hostPort": (
-        {"containers": [{"name": "c", "ports": [{"containerPort": 1}, {"hostPort": 8080}]}]},
-        "spec.containers[0].ports[1].hostPort",
-    ),
     "spec.volumes[*].persistentVolumeClaim": (
         {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "x"}}]},
         "spec.volumes[0].persistentVolumeClaim",
@@ -92,14 +76,10 @@ def test_each_refused_field_is_found_and_named(field: str) -> None:
 def test_a_plain_pod_uses_nothing_refused() -> None:
     manifest = pod("p", affinity={"nodeAffinity": {}})
     manifest["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "x"}}]
-    manifest["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    manifest["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
     manifest["spec"]["topologySpreadConstraints"] = []
+    manifest["spec"]["resourceClaims"] = []
     assert read_pod(manifest).refused == ""
-
-
-def test_host_network_makes_every_container_port_a_host_port() -> None:
-    spec = {"hostNetwork": True, "containers": [{"name": "c", "ports": [{"containerPort": 9}]}]}
-    assert refused_field(spec) == "spec.containers[0].ports[0].hostPort"
 
 
 def test_malformed_fields_do_not_crash_the_guard() -> None:
@@ -125,14 +105,14 @@ def test_device_classes_in_the_state_map_their_resources() -> None:
 
 
 def test_a_refused_pod_never_preempts() -> None:
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}
+    claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
     result = schedule(
         node("n1", cpu="2"),
         pod("low", cpu="2", node_name="n1", priority=0),
-        pod("high", cpu="2", priority=1000, affinity=anti),
+        pod("high", cpu="2", priority=1000, resourceClaims=claims),
     )
     assert result.evictions == [] and result.bindings == []
-    assert "spec.affinity.podAntiAffinity" in result.unschedulable["default/high"]
+    assert "spec.resourceClaims" in result.unschedulable["default/high"]
 
 
 def test_not_ready_names_gates_and_deletion() -> None:
@@ -162,18 +142,10 @@ def test_docs_list_every_refused_row() -> None:
 
 
 def test_a_refused_pod_gives_up_a_nomination_it_carries() -> None:
-    manifest = pod("p", cpu="1", topologySpreadConstraints=[{"maxSkew": 1}])
+    manifest = pod("p", cpu="1", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
     manifest["status"]["nominatedNodeName"] = "n1"
     state = build_state(objects_of(node("n1"), manifest))
     assert "default/p" in state.nominations
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert [type(d).__name__ for d in decisions] == ["Nominate", "Unschedulable"]
     assert "default/p" not in state.nominations
-
-
-def test_host_ports_of_plain_init_containers_are_not_refused() -> None:
-    ports = [{"containerPort": 80, "hostPort": 80}]
-    spec = {"initContainers": [{"name": "i", "ports": ports}], "containers": [{"name": "c"}]}
-    assert refused_field(spec) == ""
-    spec["initContainers"][0]["restartPolicy"] = "Always"
-    assert refused_field(spec) == "spec.initContainers[0].ports[0].hostPort"

@@ -8,6 +8,7 @@ from typing import Any
 
 from batchsched.objects.parse import (
     read_device_class,
+    read_namespace,
     read_node,
     read_pdb,
     read_pod,
@@ -16,6 +17,7 @@ from batchsched.objects.parse import (
 )
 from batchsched.objects.records import (
     DeviceClass,
+    Namespace,
     Node,
     Pod,
     PodDisruptionBudget,
@@ -24,7 +26,7 @@ from batchsched.objects.records import (
 )
 from batchsched.state.cluster import ClusterState
 
-Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup | DeviceClass
+Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup | DeviceClass | Namespace
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,14 @@ KINDS: tuple[Kind, ...] = (
         read_node,
         ClusterState.upsert_node,
         ClusterState.remove_node,
+    ),
+    Kind(
+        "Namespace",
+        "/api/v1/namespaces",
+        False,
+        read_namespace,
+        ClusterState.upsert_namespace,
+        ClusterState.remove_namespace,
     ),
     Kind(
         "PodDisruptionBudget",

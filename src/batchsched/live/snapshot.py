@@ -45,7 +45,15 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
     """The cluster's objects with those from files added; a file's object replaces the
     cluster's object of the same kind and name (to ask "what if this pod were changed")."""
     merged = Objects(warnings=list(files.warnings))
-    for attr in ("nodes", "pods", "priority_classes", "pdbs", "pod_groups", "device_classes"):
+    for attr in (
+        "nodes",
+        "pods",
+        "priority_classes",
+        "pdbs",
+        "pod_groups",
+        "device_classes",
+        "namespaces",
+    ):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}
         kept = [obj for obj in getattr(cluster, attr) if _name(obj) not in names]

@@ -13,6 +13,7 @@ import yaml
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.parse import (
     read_device_class,
+    read_namespace,
     read_node,
     read_pdb,
     read_pod,
@@ -21,6 +22,7 @@ from batchsched.objects.parse import (
 )
 from batchsched.objects.records import (
     DeviceClass,
+    Namespace,
     Node,
     Pod,
     PodDisruptionBudget,
@@ -39,6 +41,7 @@ class Objects:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
     device_classes: list[DeviceClass] = field(default_factory=list)
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
@@ -60,6 +63,8 @@ class Objects:
             self.pod_groups.append(read_pod_group(obj))
         elif kind == "DeviceClass":
             self.device_classes.append(read_device_class(obj))
+        elif kind == "Namespace":
+            self.namespaces.append(read_namespace(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
@@ -70,6 +75,7 @@ class Objects:
             ("PodDisruptionBudget", [b.key for b in self.pdbs]),
             ("PodGroup", [g.key for g in self.pod_groups]),
             ("DeviceClass", [c.name for c in self.device_classes]),
+            ("Namespace", [n.name for n in self.namespaces]),
         ):
             seen: set[str] = set()
             for name in names:

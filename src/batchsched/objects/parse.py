@@ -17,18 +17,25 @@ from typing import Any, TypeVar, cast
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.quantity import CPU, MEMORY, PODS, QuantityError, resource_amount
 from batchsched.objects.records import (
+    ANY_HOST_IP,
+    AffinityTerm,
     DeviceClass,
+    HostPort,
     LabelSelector,
+    Namespace,
     Node,
     NodeSelectorTerm,
     OwnerReference,
     Pod,
+    PodAffinity,
     PodCondition,
     PodDisruptionBudget,
     PodGroup,
     PodGroupStatus,
     PriorityClass,
     Requirement,
+    Selector,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -40,6 +47,7 @@ T = TypeVar("T")
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -243,6 +251,36 @@ def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _host_ports(r: _Reader, spec: Any) -> tuple[HostPort, ...]:
+    """Ports bound on the node: those with a hostPort, of the containers and of the
+    restartable init containers (sidecars, which run alongside them), as upstream counts."""
+    host_network = r.at("spec").get(spec, "hostNetwork", bool, False)
+    out = []
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(r.at("spec").items(spec, field)):
+            c = r.at(f"spec.{field}[{i}]")
+            if not isinstance(container, Mapping):
+                raise c.fail("", "must be a mapping")
+            if field == "initContainers" and container.get("restartPolicy") != "Always":
+                continue
+            for j, raw in enumerate(c.items(container, "ports")):
+                p = c.at(f"ports[{j}]")
+                port = p.get(raw, "hostPort", int, 0)
+                if host_network and not port:
+                    # The API server sets hostPort to containerPort on the host network.
+                    port = p.get(raw, "containerPort", int, 0)
+                if not 0 <= port <= 65535:
+                    raise p.fail("hostPort", f"must be between 0 and 65535, got {port}")
+                if port == 0:
+                    continue
+                protocol = p.get(raw, "protocol", str, "") or "TCP"
+                if protocol not in _PROTOCOLS:
+                    raise p.fail("protocol", f"{protocol!r} is not one of {', '.join(_PROTOCOLS)}")
+                ip = p.get(raw, "hostIP", str, "") or ANY_HOST_IP
+                out.append(HostPort(ip=ip, protocol=protocol, port=port))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerRequests:
     requests: dict[str, int]
@@ -415,6 +453,9 @@ def read_pod(obj: Json) -> Pod:
         node_selector=sp.string_map(spec, "nodeSelector"),
         required_terms=_node_selector_terms(r, spec),
         tolerations=_tolerations(r, spec),
+        host_ports=_host_ports(r, spec),
+        spread_constraints=read_spread_constraints(r.at("spec"), spec, "topologySpreadConstraints"),
+        pod_affinity=_pod_affinity(r.at("spec"), spec),
         owner_references=tuple(owners),
         conditions=tuple(conditions),
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
@@ -425,6 +466,17 @@ def read_pod(obj: Json) -> Pod:
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         scheduling_gates=_scheduling_gates(r, spec),
         refused=refused_field(spec),
+    )
+
+
+def read_namespace(obj: Json) -> Namespace:
+    r = _Reader("Namespace", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    return Namespace(
+        name=r.name,
+        labels=r.string_map(obj, "metadata.labels"),
+        resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
     )
 
 
@@ -459,6 +511,114 @@ def read_device_class(obj: Json) -> DeviceClass:
         extended_resource_name=r.get(obj, "spec.extendedResourceName", str, ""),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
     )
+
+
+def read_spread_constraints(r: _Reader, obj: Any, path: str) -> tuple[SpreadConstraint, ...]:
+    """`topologySpreadConstraints` of a pod, or a PodTopologySpread `defaultConstraints` list
+    (which has no labelSelector: the pod's owner stands in)."""
+    out = []
+    for i, raw in enumerate(r.items(obj, path)):
+        c = r.at(f"{path}[{i}]")
+        skew = c.get(raw, "maxSkew", int, 0)
+        if skew < 1:
+            raise c.fail("maxSkew", f"must be at least 1, got {skew}")
+        key = c.get(raw, "topologyKey", str, "")
+        if not key:
+            raise c.fail("topologyKey", "is required")
+        when = c.get(raw, "whenUnsatisfiable", str, "")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise c.fail(
+                "whenUnsatisfiable", f"{when!r} is not one of DoNotSchedule, ScheduleAnyway"
+            )
+        min_domains = c.get(raw, "minDomains", int, 1)
+        if min_domains < 1:
+            raise c.fail("minDomains", f"must be at least 1, got {min_domains}")
+        if min_domains > 1 and when != "DoNotSchedule":
+            raise c.fail("minDomains", "may be set only with whenUnsatisfiable: DoNotSchedule")
+        policies = []
+        for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            value = c.get(raw, field, str, default)
+            if value not in ("Honor", "Ignore"):
+                raise c.fail(field, f"{value!r} is not one of Honor, Ignore")
+            policies.append(value == "Honor")
+        keys = tuple(str(k) for k in c.get(raw, "matchLabelKeys", list, []))
+        selector = raw.get("labelSelector") if isinstance(raw, Mapping) else None
+        out.append(
+            SpreadConstraint(
+                max_skew=skew,
+                topology_key=key,
+                hard=when == "DoNotSchedule",
+                selector=Selector.of(
+                    None if selector is None else read_label_selector(c, raw, "labelSelector")
+                ),
+                min_domains=min_domains,
+                honor_node_affinity=policies[0],
+                honor_node_taints=policies[1],
+                match_label_keys=keys,
+            )
+        )
+    return tuple(out)
+
+
+def _affinity_terms(r: _Reader, obj: Any, path: str, weighted: bool) -> tuple[AffinityTerm, ...]:
+    out = []
+    for i, raw in enumerate(r.items(obj, path)):
+        c = r.at(f"{path}[{i}]")
+        weight = 0
+        if weighted:
+            weight = c.get(raw, "weight", int, 0)
+            if not 1 <= weight <= 100:
+                raise c.fail("weight", f"must be between 1 and 100, got {weight}")
+            raw = c.get(raw, "podAffinityTerm", dict, {})
+            c = c.at("podAffinityTerm")
+        key = c.get(raw, "topologyKey", str, "")
+        if not key:
+            raise c.fail("topologyKey", "is required")
+        selector = raw.get("labelSelector") if isinstance(raw, Mapping) else None
+        ns_selector = raw.get("namespaceSelector") if isinstance(raw, Mapping) else None
+        out.append(
+            AffinityTerm(
+                selector=Selector.of(
+                    None if selector is None else read_label_selector(c, raw, "labelSelector")
+                ),
+                topology_key=key,
+                namespaces=tuple(str(n) for n in c.get(raw, "namespaces", list, [])),
+                namespace_selector=None
+                if ns_selector is None
+                else Selector.of(read_label_selector(c, raw, "namespaceSelector")),
+                match_label_keys=tuple(str(k) for k in c.get(raw, "matchLabelKeys", list, [])),
+                mismatch_label_keys=tuple(
+                    str(k) for k in c.get(raw, "mismatchLabelKeys", list, [])
+                ),
+                weight=weight,
+            )
+        )
+    return tuple(out)
+
+
+def _pod_affinity(r: _Reader, spec: Any) -> PodAffinity | None:
+    """`affinity.podAffinity` and `affinity.podAntiAffinity`, or None when neither has a term."""
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+    found = PodAffinity(
+        required=_affinity_terms(r, spec, f"affinity.podAffinity.{required}", False),
+        preferred=_affinity_terms(r, spec, f"affinity.podAffinity.{preferred}", True),
+        required_anti=_affinity_terms(r, spec, f"affinity.podAntiAffinity.{required}", False),
+        preferred_anti=_affinity_terms(r, spec, f"affinity.podAntiAffinity.{preferred}", True),
+    )
+    return found if found != PodAffinity() else None
+
+
+def read_defaults(raw: list[Any]) -> tuple[SpreadConstraint, ...]:
+    """PodTopologySpreadArgs `defaultConstraints`: constraints without a labelSelector."""
+    r = _Reader("PodTopologySpreadArgs", {})
+    for i, item in enumerate(raw):
+        if isinstance(item, Mapping) and "labelSelector" in item:
+            raise r.fail(
+                f"defaultConstraints[{i}].labelSelector",
+                "must not be set: the selector is deduced for each pod",
+            )
+    return read_spread_constraints(r, {"defaultConstraints": raw}, "defaultConstraints")
 
 
 def read_label_selector(r: _Reader, obj: Any, path: str) -> LabelSelector:

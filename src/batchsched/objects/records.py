@@ -67,6 +67,24 @@ class OwnerReference:
     controller: bool
 
 
+ANY_HOST_IP = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A container port bound on the node (`hostPort` > 0), as NodePorts compares them."""
+
+    ip: str  # ANY_HOST_IP: every address of the node
+    protocol: str
+    port: int
+
+    def conflicts(self, other: HostPort) -> bool:
+        """Same port and protocol on the same address, or on every address of either side."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.ip == other.ip or ANY_HOST_IP in (self.ip, other.ip)
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -102,6 +120,9 @@ class Pod:
     node_selector: dict[str, str] = field(default_factory=dict)
     required_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    pod_affinity: PodAffinity | None = None
     owner_references: tuple[OwnerReference, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
     creation_timestamp: datetime | None = None
@@ -175,6 +196,99 @@ def _label_requirement_holds(req: Requirement, labels: dict[str, str]) -> bool:
     if req.operator == "DoesNotExist":
         return not present
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A label selector in a hashable form; `nothing` is a null selector (matches no pod).
+
+    `owner` narrows it to pods with that controller (kind, name): the stand-in for the
+    selector of a pod's ReplicaSet or StatefulSet when spread constraints are defaulted.
+    """
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+    nothing: bool = False
+    owner: tuple[str, str] | None = None
+
+    @classmethod
+    def of(cls, selector: LabelSelector | None) -> Selector:
+        if selector is None:
+            return cls(nothing=True)
+        labels = tuple(sorted(selector.match_labels.items()))
+        return cls(labels, selector.match_expressions)
+
+    def matches(self, pod: Pod) -> bool:
+        if not self.matches_labels(pod.labels):
+            return False
+        return self.owner is None or self.owner in controllers_of(pod)
+
+    def matches_labels(self, labels: dict[str, str]) -> bool:
+        if self.nothing:
+            return False
+        if any(labels.get(k) != v for k, v in self.match_labels):
+            return False
+        return all(_label_requirement_holds(req, labels) for req in self.match_expressions)
+
+    def with_label_keys(
+        self, labels: dict[str, str], match: tuple[str, ...], mismatch: tuple[str, ...] = ()
+    ) -> Selector:
+        """`matchLabelKeys` / `mismatchLabelKeys`: each key the owner carries joins the
+        selector as `key In (its value)` / `key NotIn (its value)`."""
+        extra = tuple(Requirement(k, "In", (labels[k],)) for k in match if k in labels)
+        extra += tuple(Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels)
+        if not extra or self.nothing:
+            return self
+        return Selector(self.match_labels, self.match_expressions + extra, False, self.owner)
+
+
+def controllers_of(pod: Pod) -> tuple[tuple[str, str], ...]:
+    return tuple((ref.kind, ref.name) for ref in pod.owner_references if ref.controller)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """One `topologySpreadConstraints` entry (`matchLabelKeys` still to be merged: that
+    needs the incoming pod's labels)."""
+
+    max_skew: int
+    topology_key: str
+    hard: bool  # whenUnsatisfiable: DoNotSchedule (else ScheduleAnyway)
+    selector: Selector
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy: Honor (default) or Ignore
+    honor_node_taints: bool = False  # nodeTaintsPolicy: Honor or Ignore (default)
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term as written (`weight` > 0 for preferred terms)."""
+
+    selector: Selector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: Selector | None = None  # None: not set
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+    weight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    required: tuple[AffinityTerm, ...] = ()
+    preferred: tuple[AffinityTerm, ...] = ()
+    required_anti: tuple[AffinityTerm, ...] = ()
+    preferred_anti: tuple[AffinityTerm, ...] = ()
+
+
+@dataclass(slots=True)
+class Namespace:
+    """Read for its labels: pod affinity terms select namespaces by label."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    resource_version: str = ""
 
 
 @dataclass(slots=True)

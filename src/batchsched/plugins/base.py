@@ -8,7 +8,7 @@ Statuses say whether removing pods could help (`resolvable`), which is what Post
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -22,6 +22,12 @@ from batchsched.objects.records import Pod
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 IndexArray = npt.NDArray[np.intp]
+# For a rejection that removing particular pods can lift (a port or anti-affinity clash, a
+# spread skew): whether node `row` still fails once the pods keyed in `removed` are gone.
+StillFails = Callable[[int, Collection[str]], bool]
+# Cycle.scratch key: checks (StillFails) a filter passed but that victims could break (the pod's
+# required affinity to pods that might be taken); preemption keeps every one of them holding.
+PREEMPTION_GUARDS = "preemption.guards"
 
 
 @dataclass(slots=True)
@@ -45,6 +51,8 @@ class Rejection:
     reason: str
     nodes: BoolArray
     resolvable: bool  # could preemption (removing pods) make these nodes fit?
+    # Set when the clash is with particular pods (not room): preemption must remove them.
+    still_fails: StillFails | None = None
 
 
 @dataclass(slots=True)
@@ -56,6 +64,16 @@ class Diagnosis:
     resolvable: BoolArray  # nodes whose only failures are resolvable
     pre_filter_message: str = ""
     rejected_by: frozenset[str] = frozenset()  # names of the filters that rejected a node
+    # Resolvable nodes that failed for a clash with particular pods, with the check that
+    # says whether a set of victims lifts it (Rejection.still_fails).
+    clashes: list[tuple[BoolArray, StillFails]] = field(default_factory=list)
+
+    def clash_check(self, row: int) -> StillFails | None:
+        """Every clash on `row` at once: it still fails while any of them does."""
+        checks = [check for nodes, check in self.clashes if nodes[row]]
+        if not checks:
+            return None
+        return lambda r, removed: any(check(r, removed) for check in checks)
 
     def message(self) -> str:
         if self.pre_filter_message:
@@ -118,6 +136,16 @@ class Plugin:
         (None: every such event may). A plugin returning None has no hints: a pod it
         rejected is retried after any change, which is always safe."""
         return None
+
+    def reads(self, pod: Pod) -> Hashable:
+        """What this plugin reads of the pod beyond its demand and the static filters' shapes
+        (e.g. its host ports): pods alike in all of these get the same answer."""
+        return ()
+
+    def skips(self, state: ClusterState, pod: Pod) -> bool:
+        """Whether this filter or score has nothing to say about `pod` now: every node passes
+        and scores alike. Lets pods without inter-pod constraints keep the cheap paths."""
+        return False
 
 
 class PreFilterPlugin(Plugin):

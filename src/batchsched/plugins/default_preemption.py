@@ -30,6 +30,7 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    PREEMPTION_GUARDS,
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -118,6 +119,8 @@ class DefaultPreemption(PostFilterPlugin):
             diagnosis.resolvable,
             lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows),
             self._gang_memo,
+            diagnosis.clashes,
+            cycle.scratch.get(PREEMPTION_GUARDS, ()),
         )
         if found.row is None:
             reasons = dict(found.reasons)

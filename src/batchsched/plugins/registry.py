@@ -9,10 +9,13 @@ from batchsched.plugins.base import Plugin
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
+from batchsched.plugins.interpodaffinity import InterPodAffinity
 from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.plugins.node_name import NodeName
+from batchsched.plugins.node_ports import NodePorts
 from batchsched.plugins.node_resources_fit import NodeResourcesFit
 from batchsched.plugins.node_unschedulable import NodeUnschedulable
+from batchsched.plugins.podtopologyspread import PodTopologySpread
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.plugins.priority_sort import PrioritySort
 from batchsched.plugins.taint_toleration import TaintToleration
@@ -37,7 +40,10 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeName": _no_args(NodeName),
     "TaintToleration": _no_args(TaintToleration),
     "NodeAffinity": _no_args(NodeAffinity),
+    "NodePorts": _no_args(NodePorts),
     "NodeResourcesFit": NodeResourcesFit,
+    "PodTopologySpread": PodTopologySpread,
+    "InterPodAffinity": InterPodAffinity,
     "Coscheduling": Coscheduling,
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
@@ -60,11 +66,14 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeAffinity", 0),
         # Before NodeResourcesFit: a reserved node must fail unresolvably for other pods.
         ("DaemonSetPreemption", 0),
+        ("NodePorts", 0),
         ("NodeResourcesFit", 0),
+        ("PodTopologySpread", 0),
+        ("InterPodAffinity", 0),
     ],
     # DaemonSetPreemption first: it alone acts on DaemonSet pods (the others skip them).
     "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0)],
-    "score": [("NodeResourcesFit", 1)],
+    "score": [("NodeResourcesFit", 1), ("PodTopologySpread", 2), ("InterPodAffinity", 2)],
     "reserve": [],
     "permit": [("Coscheduling", 0)],
 }

@@ -64,19 +64,6 @@ def _keyed(field: str, plugin: str, *paths: str) -> Refused:
     return Refused(field, plugin, find, tuple(p.split(".")[0] for p in paths))
 
 
-def _host_ports(spec: Mapping[str, Any]) -> str | None:
-    # With hostNetwork the API server sets hostPort to the containerPort: every port is one.
-    host_network = spec.get("hostNetwork") is True
-    for group in ("initContainers", "containers"):
-        for i, container in _items(spec.get(group)):
-            if group == "initContainers" and container.get("restartPolicy") != "Always":
-                continue  # an init container's ports are gone before the pod runs
-            for j, port in _items(container.get("ports")):
-                if port.get("hostPort") or (host_network and port.get("containerPort")):
-                    return f"spec.{group}[{i}].ports[{j}].hostPort"
-    return None
-
-
 def _volumes(field: str, plugin: str, *sources: str) -> Refused:
     def find(spec: Mapping[str, Any]) -> str | None:
         for i, volume in _items(spec.get("volumes")):
@@ -126,10 +113,6 @@ DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
 _CONTAINERS = ("initContainers", "containers")
 
 REFUSED: tuple[Refused, ...] = (
-    _keyed("spec.affinity.podAffinity", "InterPodAffinity", "affinity.podAffinity"),
-    _keyed("spec.affinity.podAntiAffinity", "InterPodAffinity", "affinity.podAntiAffinity"),
-    _keyed("spec.topologySpreadConstraints", "PodTopologySpread", "topologySpreadConstraints"),
-    Refused("spec.containers[*].ports[*].hostPort", "NodePorts", _host_ports, _CONTAINERS),
     _volumes(
         "spec.volumes[*].persistentVolumeClaim",
         "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits",

@@ -278,10 +278,12 @@ class Simulation:
                 requests=dict(spec.requests),
                 scheduler_name=spec.scheduler_name,
                 priority_class_name=spec.priority_class,
-                labels={JOB_LABEL: spec.name},
+                labels={**spec.labels, JOB_LABEL: spec.name},
                 annotations=dict(annotations),
                 node_selector=spec.node_selector,
                 tolerations=spec.tolerations,
+                pod_affinity=spec.pod_affinity,
+                spread_constraints=spec.spread_constraints,
                 creation_timestamp=created,
                 termination_grace_period_seconds=spec.grace_seconds,
             )

@@ -36,7 +36,13 @@ import yaml
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
-from batchsched.objects.records import Node, PriorityClass, Toleration
+from batchsched.objects.records import (
+    Node,
+    PodAffinity,
+    PriorityClass,
+    SpreadConstraint,
+    Toleration,
+)
 from batchsched.objects.schema import unknown_fields
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
@@ -81,6 +87,9 @@ _TEMPLATE = (
     "schedulerName",
     "nodeSelector",
     "tolerations",
+    "labels",
+    "affinity",
+    "topologySpreadConstraints",
 )
 _JOB = (*_TEMPLATE, "submit")
 _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
@@ -278,6 +287,9 @@ class _Template:
     scheduler_name: str
     node_selector: dict[str, str]
     tolerations: tuple[Toleration, ...]
+    labels: dict[str, str]
+    pod_affinity: PodAffinity | None
+    spread_constraints: tuple[SpreadConstraint, ...]
 
     def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
         pods = self.pods.draw(rng)
@@ -303,6 +315,9 @@ class _Template:
             scheduler_name=self.scheduler_name,
             node_selector=self.node_selector,
             tolerations=self.tolerations,
+            labels=self.labels,
+            pod_affinity=self.pod_affinity,
+            spread_constraints=self.spread_constraints,
         )
 
 
@@ -316,13 +331,14 @@ def _template(f: Fields) -> _Template:
         sub = Fields(f.source, {res: raw}, f.path("requests"), (res,))
         requests[res] = sub.dist(res, functools.partial(resource_amount, res))
     pod_spec: dict[str, Any] = {"containers": [{"name": "main"}]}
-    for key in ("nodeSelector", "tolerations"):
+    for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"):
         if f.has(key):
             pod_spec[key] = f.raw[key]
+    metadata = {"name": "job", "labels": f.raw["labels"] if f.has("labels") else {}}
     try:
-        shape = read_pod({"metadata": {"name": "job"}, "spec": pod_spec})
+        shape = read_pod({"metadata": metadata, "spec": pod_spec})
     except ManifestError as err:
-        field_name = err.field.removeprefix("spec.")
+        field_name = err.field.removeprefix("spec.").removeprefix("metadata.")
         raise f.fail(field_name, err.what) from None
     min_member = f.value("minMember", positive_int)
     return _Template(
@@ -339,6 +355,9 @@ def _template(f: Fields) -> _Template:
         scheduler_name=f.value("schedulerName", string, "batchsched"),
         node_selector=shape.node_selector,
         tolerations=shape.tolerations,
+        labels=shape.labels,
+        pod_affinity=shape.pod_affinity,
+        spread_constraints=shape.spread_constraints,
     )
 
 

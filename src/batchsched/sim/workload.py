@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from batchsched.objects.records import Toleration
+from batchsched.objects.records import PodAffinity, SpreadConstraint, Toleration
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 JOB_LABEL = "batchsched.sim/job"
@@ -40,6 +40,10 @@ class JobSpec:
     scheduler_name: str = "batchsched"
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    # Pod labels beyond the job label, and inter-pod placement (affinity, spread) of its pods.
+    labels: dict[str, str] = field(default_factory=dict)
+    pod_affinity: PodAffinity | None = None
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
     # The class the workload gave the job, when a scenario variant renamed it: results are
     # compared across variants by this name.
     workload_class: str = ""

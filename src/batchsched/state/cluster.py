@@ -17,6 +17,7 @@ import numpy.typing as npt
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import (
     DeviceClass,
+    Namespace,
     Node,
     Pod,
     PodDisruptionBudget,
@@ -75,6 +76,7 @@ class ClusterState:
         self.nominations = Nominations(self.pods.get, self.demand, self._touch)
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.namespaces: dict[str, Namespace] = {}
         self.pod_groups: dict[str, PodGroup] = {}
         self.device_classes: dict[str, DeviceClass] = {}
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
@@ -100,6 +102,9 @@ class ClusterState:
         # "namespace/name" of pods that other pods name in an ownerReference, with the
         # number of pods naming each (owner pods, e.g. a Spark driver).
         self.owner_refs: dict[str, int] = {}
+        # Keys of pods carrying pod (anti-)affinity terms: while there are none, pods without
+        # terms skip InterPodAffinity without looking at any node.
+        self.with_pod_affinity: set[str] = set()
         # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
@@ -290,6 +295,14 @@ class ClusterState:
         self.policy_version += 1
         self.generation += 1
 
+    def upsert_namespace(self, namespace: Namespace) -> None:
+        self.namespaces[namespace.name] = namespace
+        self.generation += 1
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+        self.generation += 1
+
     def upsert_pod_group(self, group: PodGroup) -> None:
         self.pod_groups[group.key] = group
         self._group_changed(group.key)
@@ -367,6 +380,10 @@ class ClusterState:
             self._demands.pop(key, None)
         self._count_owner_refs(old, -1)
         self._count_owner_refs(pod, +1)
+        if pod.pod_affinity is not None:
+            self.with_pod_affinity.add(key)
+        else:
+            self.with_pod_affinity.discard(key)
         if key in self.assumed:
             if not pod.node_name and not pod.terminated:
                 pod.node_name = old.node_name if old is not None else ""
@@ -400,6 +417,7 @@ class ClusterState:
         if pod is None:
             return
         self._count_owner_refs(pod, -1)
+        self.with_pod_affinity.discard(key)
         self.release(key)
         if key in self.bound:
             self._unbind(key)
@@ -455,6 +473,18 @@ class ClusterState:
         self._bind(key, pod)
         self.release(key)
         self._touch_group(key)
+
+    def hold(self, key: str, idx: int) -> None:
+        """Show a pod on a node for a tentative placement: a pending member while its group
+        is placed, so that the rules reading a node's pods (host ports, spread, inter-pod
+        affinity) see it; the caller takes its room (`take_room`). `unhold` takes a pod off
+        (also a would-be victim while a gang tries placing without it); `hold` puts it back."""
+        self.node_pods[idx][key] = self.pods[key]
+        self._touch(idx)
+
+    def unhold(self, key: str, idx: int) -> None:
+        self.node_pods[idx].pop(key, None)
+        self._touch(idx)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending."""

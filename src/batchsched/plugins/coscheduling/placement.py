@@ -5,6 +5,10 @@ taken on the `free` array it sees before the next member is placed, so later mem
 earlier ones. The placement is tentative: `undo` gives every member's room back, whatever the
 outcome; the scheduler then binds the members the plugin decided to bind, as it binds any pod.
 
+Placed members are also shown on their nodes (`ClusterState.hold`), so that later members see
+them in the rules that read a node's pods: anti-affinity between members, spread across
+members, affinity to each other, host ports.
+
 When the group sees the state's own room (no nominations in the way), the room is taken on it
 directly and the change is logged like a bind, which lets the framework refresh its cached
 per-shape results for the one row each member took instead of re-evaluating every node.
@@ -40,7 +44,7 @@ class TentativePlacement:
         self.now = now
         self.free = free
         self.group = group
-        self._taken: list[tuple[int, Demand]] = []
+        self._taken: list[tuple[int, Demand, str]] = []
 
     def place(self, pod: Pod) -> int | Diagnosis:
         """The node row chosen for `pod` (its room now taken), or why none fits."""
@@ -56,13 +60,15 @@ class TentativePlacement:
         placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
-            self._taken.append((placed, demand))
+            state.hold(pod.key, placed)
+            self._taken.append((placed, demand, pod.key))
         return placed
 
     def undo(self) -> None:
         """Give back the room of every member placed so far."""
-        for idx, demand in reversed(self._taken):
+        for idx, demand, key in reversed(self._taken):
             self.state.take_room(self.free, idx, demand, sign=-1)
+            self.state.unhold(key, idx)
         self._taken.clear()
 
 

@@ -211,10 +211,26 @@ class GroupFit:
 
     def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
         """Where the members go with these units gone, or None if minMember is not reached."""
+        state = self.state
         placement = TentativePlacement(
-            self.framework, self.state, self.now, self.room(chosen), self.group
+            self.framework, state, self.now, self.room(chosen), self.group
         )
-        placed, _ = place_members(placement, self.pending, self.need)
+        # The chosen victims leave their nodes' pods too: their host ports, their matches for
+        # spread and affinity and their anti-affinity go with them.
+        gone = [
+            (pod.key, state.bound[pod.key])
+            for i in np.flatnonzero(chosen).tolist()
+            for pod in self.index.units[i].pods
+            if pod.key in state.bound
+        ]
+        for key, row in gone:
+            state.unhold(key, row)
+        try:
+            placed, _ = place_members(placement, self.pending, self.need)
+        finally:
+            placement.undo()
+            for key, row in gone:
+                state.hold(key, row)
         return placed if len(placed) >= self.need else None
 
 

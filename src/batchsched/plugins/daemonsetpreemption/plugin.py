@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from batchsched.plugins.base import (
 )
 from batchsched.plugins.daemonsetpreemption.victims import (
     STRATEGIES,
+    Clash,
     VictimChooser,
     VictimSettings,
     fits,
@@ -189,7 +191,9 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
                 f"node {node} is reserved for this pod; preemptionPolicy Never: no victims",
                 decisions,
             )
-        return self._preempt(cycle, state, idx, node, decisions)
+        found = diagnosis.clash_check(idx)
+        clash = None if found is None else partial(found, idx)
+        return self._preempt(cycle, state, idx, node, decisions, clash)
 
     def _preempt(
         self,
@@ -198,6 +202,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         idx: int,
         node: str,
         decisions: list[Decision],
+        check: Clash | None,
     ) -> PostFilterResult:
         pod = cycle.pod
         running: list[Pod] = []
@@ -207,13 +212,15 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         names = state.resources.names
         free = {names[col]: int(state.free[idx, col]) for col in range(len(names))}
         room = room_with(free, leaving)  # pods already told to go will free their room
-        if leaving and fits(room, pod.requests):
+        if leaving and fits(room, pod.requests) and (check is None or not check(())):
             return _said(
                 f"waiting for {len(leaving)} pod(s) on node {node} to terminate", decisions
             )
         node_obj = state.nodes[idx]
         assert node_obj is not None
-        selection = self.chooser.choose(state, pod, running, node_obj.allocatable, room, cycle.now)
+        selection = self.chooser.choose(
+            state, pod, running, node_obj.allocatable, room, cycle.now, check
+        )
         decisions.extend(selection.warnings)
         if not selection.victims:
             return _said(f"node {node}: {selection.why_none}", decisions)

@@ -21,7 +21,7 @@ evicted). Room and `max_victims` count the pods on this node.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,6 +45,9 @@ SINGLE, MULTIPLE = "single", "multiple"
 STRATEGIES = (SINGLE, MULTIPLE)
 
 Resources = Mapping[str, int]
+# Whether the DaemonSet pod still clashes (host port, anti-affinity) with the node's pods once
+# the keyed pods are gone (the filter's `still_fails` on its node).
+Clash = Callable[[Collection[str]], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,12 +221,19 @@ class VictimChooser:
         allocatable: Resources,
         room: Resources,
         now: datetime,
+        clash: Clash | None = None,
     ) -> Selection:
         """Victims among `pods` (the node's running pods) so that `preemptor` fits in `room`
-        plus what they free."""
+        plus what they free, and no longer clashes with the pods that stay."""
         eligible, protected, warnings = self.candidates(state, preemptor, pods, allocatable, now)
         selection = Selection(warnings=warnings)
         need = preemptor.requests
+
+        def works(victims: list[Pod]) -> bool:
+            if not fits(room_with(room, victims), need):
+                return False
+            return clash is None or not clash({v.key for v in victims})
+
         too_many = 0
         for klass in range(len(CLASSES)):
             allowed = [c for c in eligible if c.klass <= klass]
@@ -232,23 +242,25 @@ class VictimChooser:
             for strategy in self.settings.strategies:
                 if strategy == SINGLE:
                     newest = [c for c in allowed if c.klass == klass]
-                    victims = self._single(newest, preemptor, room)
+                    victims = self._single(newest, preemptor, works)
                 else:
-                    victims = self._multiple(allowed, room, need)
+                    victims = self._multiple(allowed, works)
                     if len(victims) > self.settings.max_victims:
                         too_many = len(victims)
                         victims = []
                 if victims:
                     selection.victims = _with_groups(state, victims)
                     return selection
-        selection.why_none = self._why_none(eligible, protected, room, need, too_many)
+        selection.why_none = self._why_none(eligible, protected, works, too_many)
         return selection
 
-    def _single(self, allowed: list[Candidate], preemptor: Pod, room: Resources) -> list[Pod]:
+    def _single(
+        self, allowed: list[Candidate], preemptor: Pod, works: Callable[[list[Pod]], bool]
+    ) -> list[Pod]:
         limit = self.settings.deviation_percent
         best: tuple[float, Candidate] | None = None
         for cand in allowed:
-            if not fits(room_with(room, [cand.pod]), preemptor.requests):
+            if not works([cand.pod]):
                 continue
             deviation = deviation_percent(cand.pod, preemptor)
             if deviation <= limit and (best is None or deviation < best[0]):
@@ -256,18 +268,18 @@ class VictimChooser:
         return [] if best is None else [best[1].pod]
 
     @staticmethod
-    def _multiple(allowed: list[Candidate], room: Resources, need: Resources) -> list[Pod]:
+    def _multiple(allowed: list[Candidate], works: Callable[[list[Pod]], bool]) -> list[Pod]:
         taken: list[Pod] = []
         for cand in allowed:
             taken.append(cand.pod)
-            if fits(room_with(room, taken), need):
+            if works(taken):
                 break
         else:
             return []
         # Reprieve the most important first: the walk took them last.
         for pod in reversed(list(taken)):
             rest = [p for p in taken if p is not pod]
-            if fits(room_with(room, rest), need):
+            if works(rest):
                 taken = rest
         return taken
 
@@ -275,15 +287,14 @@ class VictimChooser:
         self,
         eligible: list[Candidate],
         protected: dict[str, int],
-        room: Resources,
-        need: Resources,
+        works: Callable[[list[Pod]], bool],
         too_many: int,
     ) -> str:
         kept = ", ".join(f"{n} {reason}" for reason, n in sorted(protected.items()))
         kept_note = f" (not eligible: {kept})" if kept else ""
         if not eligible:
             return f"no pod there may be evicted{kept_note}"
-        if not fits(room_with(room, [c.pod for c in eligible]), need):
+        if not works([c.pod for c in eligible]):
             by_class = ", ".join(
                 f"{n} {name}"
                 for name, n in (

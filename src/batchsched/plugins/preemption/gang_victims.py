@@ -1,20 +1,24 @@
-"""Gang as victim (SPEC section 4): a running PodGroup is preempted whole or not at all.
+"""Candidate nodes the vectorised search cannot judge: gang victims and pod clashes.
 
+Gang as victim (SPEC section 4): a running PodGroup is preempted whole or not at all.
 Evicting one member of a running group below minMember kills the group's progress, so the
 victim unit of a group member is every running member of its group (on any node), and node
-choice counts them all. Preemption's vectorised search treats victims one by one; on the
-candidate nodes that host a lower-priority group member this module runs the per-node search
-with gang units instead, and the best node of both, by the SPEC's order, wins.
+choice counts them all. Clashes: a node where particular pods are in the way (host ports,
+anti-affinity, spread skew) works only if the victims lift the clash, which the filter's
+`still_fails` check judges. Preemption's vectorised search reasons about room alone; on these
+nodes this module runs the per-node search instead, and the best node of both, by the SPEC's
+order, wins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable, Sequence
 
 import numpy as np
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.plugins.base import StillFails
 from batchsched.plugins.preemption.reasons import NO_VICTIMS
 from batchsched.plugins.preemption.search import Evaluation
 from batchsched.plugins.preemption.victims import (
@@ -104,20 +108,34 @@ def with_gang_victims(
     candidates: BoolArray,
     search: Callable[[BoolArray], Evaluation],
     memo: GangSearchMemo | None = None,
+    clashes: Sequence[tuple[BoolArray, StillFails]] = (),
+    guards: Sequence[StillFails] = (),
 ) -> Evaluation:
-    """The preemption node and victims among `candidates`, with groups as victim units.
+    """The preemption node and victims among `candidates`, with groups as victim units and
+    clashes lifted.
 
     `search` is the single-victim search over a candidate mask; it runs alone when no
-    candidate row hosts a group member, so plain clusters pay one scan of the groups.
+    candidate row hosts a group member or a clash, so plain clusters pay one scan of the
+    groups. `clashes` are the Diagnosis's nodes that failed for particular pods; `guards`
+    must hold on the chosen node once the victims are gone (every candidate is then searched
+    node by node). Answers on such nodes are the preemptor's own: never kept in `memo`.
     `memo` keeps per-node answers between attempts (`free` must be the preemptor's view of
     the state's room, which nominations of others change only through logged rows; a
     preemptor with a nomination of its own sees more and is left out).
     """
     state = rule.state
     gangs = gang_rows(state, rule, candidates)
-    if not gangs.any():
+    checks: dict[int, list[StillFails]] = {}
+    for nodes, check in clashes:
+        for row in np.flatnonzero(nodes & candidates).tolist():
+            checks.setdefault(row, []).append(check)
+    per_row = gangs.copy()
+    per_row[list(checks)] = True
+    if guards:
+        per_row |= candidates
+    if not per_row.any():
         return search(candidates)
-    plain = search(candidates & ~gangs)
+    plain = search(candidates & ~per_row)
     options: list[tuple[ChoiceKey, NodeVictims]] = []
     if plain.row is not None:
         best = NodeVictims(plain.row, tuple(plain.victims), plain.pdb_violations)
@@ -126,8 +144,9 @@ def with_gang_victims(
     kept: RowAnswers = {}
     if memo is not None and rule.preemptor.key not in state.nominations:
         kept = memo.answers(rule, demand)
-    for row in np.flatnonzero(gangs).tolist():
-        answer = kept.get(row)
+    for row in np.flatnonzero(per_row).tolist():
+        row_checks = [*checks.get(row, ()), *guards]
+        answer = None if row_checks else kept.get(row)
         if answer is None:
             found = select_victims_on_node(
                 rule,
@@ -135,9 +154,12 @@ def with_gang_victims(
                 free[row] + _terminating_room(state, row),
                 row,
                 units=lambda pod: running_members(state, pod),
+                still_fails=_bound(row_checks, row),
             )
             rank = None if found is None else choice_key(found, state)
-            answer = kept[row] = (found, rank, _group_rows(state, row))
+            answer = (found, rank, _group_rows(state, row))
+            if not row_checks:
+                kept[row] = answer
         if answer[0] is None or answer[1] is None:
             failed += 1
         else:
@@ -148,6 +170,12 @@ def with_gang_victims(
         return Evaluation(reasons=reasons)
     best = min(options, key=lambda option: option[0])[1]
     return Evaluation(row=best.row, victims=list(best.victims), pdb_violations=best.pdb_violations)
+
+
+def _bound(checks: list[StillFails], row: int) -> Callable[[Collection[str]], bool] | None:
+    if not checks:
+        return None
+    return lambda removed: any(check(row, removed) for check in checks)
 
 
 def _group_rows(state: ClusterState, row: int) -> frozenset[int]:

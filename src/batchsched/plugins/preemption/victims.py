@@ -116,6 +116,7 @@ def select_victims_on_node(
     base_free: IntArray,
     row: int,
     units: VictimUnits = single_pod,
+    still_fails: Callable[[Collection[str]], bool] | None = None,
 ) -> NodeVictims | None:
     """The minimal victim set on node `row`, or None if the node cannot host the preemptor.
 
@@ -123,7 +124,9 @@ def select_victims_on_node(
     terminating, minus nominated pods of higher or equal priority). All takeable units are
     removed; if the preemptor still does not fit there is no set. Otherwise units are
     reprieved most important first, PDB-violating ones before the others, and every unit
-    whose return still lets the preemptor fit stays.
+    whose return still lets the preemptor fit stays. `still_fails`, for a node where the
+    preemptor clashes with particular pods (ports, anti-affinity, spread), says whether the
+    clash remains with the given pod keys removed; a unit whose return brings it back goes.
     """
     state = rule.state
     pods = sorted(state.node_pods[row].values(), key=importance_key)
@@ -144,7 +147,8 @@ def select_victims_on_node(
     rooms = [_room_on(state, unit, row) for unit in chosen]
     for room in rooms:
         free += room
-    if not fits(free, demand):
+    gone = {m.key for unit in chosen for m in unit}
+    if not fits(free, demand) or (still_fails is not None and still_fails(gone)):
         return None
     flags = iter(pdb_violating(rule, [m for unit in chosen for m in unit]))
     unit_flags = [[next(flags) for _ in unit] for unit in chosen]
@@ -153,8 +157,10 @@ def select_victims_on_node(
     violations = 0
     for i in order:
         trial = free - rooms[i]
-        if fits(trial, demand):
+        back = {m.key for m in chosen[i]}
+        if fits(trial, demand) and (still_fails is None or not still_fails(gone - back)):
             free = trial
+            gone -= back
             continue
         victims.extend(chosen[i])
         violations += sum(unit_flags[i])
