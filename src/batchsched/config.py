@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from batchsched.objects.documents import load_yaml_file
 from batchsched.plugins.args import ConfigError, check_known_keys
 from batchsched.plugins.base import (
     FilterPlugin,
@@ -277,10 +276,4 @@ def _parse_config(raw: Any) -> SchedulerConfig:
 def load_config(path: Path | None) -> SchedulerConfig:
     if path is None:
         return default_config()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    return parse_config(raw, str(path))
+    return parse_config(load_yaml_file(path), str(path))

@@ -31,8 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from batchsched.objects.documents import load_yaml_file
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
@@ -132,12 +131,7 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+    raw = load_yaml_file(path)
     top = Fields(path, raw, "", _TOP)
     base = path.parent
     name = top.value("name", string, path.stem)
