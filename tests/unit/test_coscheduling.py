@@ -316,7 +316,7 @@ def test_crd_matches_what_the_reader_accepts() -> None:
     assert spec["properties"]["minMember"]["minimum"] == 1
     phases = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"]
     assert phases["enum"] == ["Pending", "Scheduling", "Running", "Finished", "Failed"]
-    with pytest.raises(Exception, match="spec.minMember: must be an integer between 1 and"):
+    with pytest.raises(Exception, match="spec.minMember: must be at least 1"):
         objects_of(group("bad", 0))
 
 
@@ -338,10 +338,7 @@ def test_a_member_of_another_scheduler_counts_but_is_not_placed() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (
-            "{minMember: 0}",
-            "PodGroup ml/bad: spec.minMember: must be an integer between 1 and 2147483647, got 0",
-        ),
+        ("{minMember: 0}", "PodGroup ml/bad: spec.minMember: must be at least 1, got 0"),
         ("{minMember: 2, minResources: {cpu: lots}}", "spec.minResources.cpu: 'lots' is not"),
         ("{}", "PodGroup ml/bad: spec.minMember: is required"),
     ],

@@ -20,15 +20,23 @@ class NumberError(ValueError):
     """A numeric field's value is not allowed; the message says what is."""
 
 
-def _allowed(kind: str, low: float | None, high: float | None, low_open: bool) -> str:
-    if low is not None and high is not None and not low_open:
-        return f"{kind} between {_text(low)} and {_text(high)}"
-    bounds = []
-    if low is not None:
-        bounds.append(f"{'greater than' if low_open else 'at least'} {_text(low)}")
-    if high is not None:
-        bounds.append(f"at most {_text(high)}")
-    return " ".join([kind, " and ".join(bounds)]).strip()
+def _range(low: float | None, high: float | None, low_open: bool, value: float) -> str:
+    """What is allowed, naming only the bound that matters: a field's own bounds, and the
+    integer width only when the value is beyond it."""
+    widths = {INT32_MIN: 32, INT32_MAX: 32, INT64_MIN: 64, INT64_MAX: 64}
+    low_is_width = low in widths and isinstance(low, int)
+    high_is_width = high in widths and isinstance(high, int)
+    if low is not None and high is not None and not (low_open or high_is_width or low_is_width):
+        return f"between {_text(low)} and {_text(high)}"
+    if high is not None and value > high:
+        width = f" (a {widths[high]}-bit integer)" if high_is_width else ""  # type: ignore[index]
+        return f"at most {_text(high)}{width}"
+    if low is None:
+        return ""
+    if low_open:
+        return "positive" if low == 0 else f"greater than {_text(low)}"
+    width = f" (a {widths[low]}-bit integer)" if low_is_width else ""  # type: ignore[index]
+    return f"at least {_text(low)}{width}"
 
 
 def _text(bound: float) -> str:
@@ -37,12 +45,10 @@ def _text(bound: float) -> str:
 
 def integer(value: object, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
     """An integer in [low, high] (Kubernetes' int64 by default)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        allowed = _allowed("an integer", low, high, False)
-        width = {(INT32_MIN, INT32_MAX): 32, (INT64_MIN, INT64_MAX): 64}.get((low, high))
-        if width:
-            allowed = f"a {width}-bit integer ({low} to {high})"
-        raise NumberError(f"must be {allowed}, got {shown(value)}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise NumberError(f"must be an integer, got {shown(value)}")
+    if not low <= value <= high:
+        raise NumberError(f"must be {_range(low, high, False, value)}, got {shown(value)}")
     return value
 
 
@@ -53,16 +59,18 @@ def number(
     low_open: bool = False,
 ) -> float:
     """A finite number in the range; `low_open` excludes `low` itself."""
-    allowed = _allowed("a number", low, high, low_open)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise NumberError(f"must be {allowed}, got {shown(value)}")
+        raise NumberError(f"must be a number, got {shown(value)}")
     try:
         result = float(value)
     except OverflowError:  # an integer beyond any float
-        raise NumberError(f"must be {allowed}, got {shown(value)}") from None
+        result = math.inf if value > 0 else -math.inf
     if not math.isfinite(result):
         raise NumberError(f"must be a finite number, got {shown(value)}")
     too_low = low is not None and (result <= low if low_open else result < low)
     if too_low or (high is not None and result > high):
+        allowed = _range(low, high, low_open, result)
+        if allowed == "positive":
+            raise NumberError(f"must be a positive number, got {shown(value)}")
         raise NumberError(f"must be {allowed}, got {shown(value)}")
     return result

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from batchsched.objects.documents import load_yaml_file
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.records import Node, PriorityClass, Toleration
 from batchsched.objects.schema import unknown_fields
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
+    MAX_COUNT,
     REQUIRED,
     Fields,
     ScenarioError,
@@ -112,7 +113,10 @@ class Scenario:
         rng = random.Random(seed)
         jobs: list[JobSpec] = []
         for source in self.sources:
-            jobs.extend(source(rng))
+            try:
+                jobs.extend(source(rng))
+            except ValueError as err:  # a draw outside its field's range
+                raise ScenarioError(f"{self.path}: work: a drawn value {err}") from None
         seen: set[str] = set()
         for job in jobs:
             key = f"{job.namespace}/{job.name}"
@@ -200,10 +204,8 @@ def _check_variant_classes(
 
 
 def _time(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str):
-        raise ValueError(f"must be an RFC 3339 time, got {value!r}")
+        raise ValueError(f"must be an RFC 3339 time, got {shown(value)}")
     return parse_time(value)
 
 
@@ -226,8 +228,8 @@ def _cluster(path: Path, raw: Any) -> list[Node]:
         )
         name = pool.value("name", string, REQUIRED)
         count = pool.value("count", positive_int, REQUIRED)
-        if not pool.has("allocatable"):
-            raise pool.fail("allocatable", "is required")
+        if not isinstance(pool.raw.get("allocatable"), Mapping):
+            raise pool.fail("allocatable", "is required: a mapping of resource to quantity")
         width = max(3, len(str(count - 1)))
         for n in range(count):
             manifest = {
@@ -354,15 +356,23 @@ def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
         raise f.fail("to", "give `to` (a duration) or `count` so that arrivals stop")
     if end <= begin:
         raise f.fail("to", "must be after `from`")
+    if count is None and rate * (end - begin) > MAX_COUNT / 2:
+        raise f.fail(
+            "arrivalsPerHour",
+            f"would submit about {rate * (end - begin):.0f} jobs between `from` and `to`; "
+            f"give `count` (at most {MAX_COUNT}) or a lower rate",
+        )
 
     def generate(rng: random.Random) -> list[JobSpec]:
         jobs: list[JobSpec] = []
         t = begin
-        while count is None or len(jobs) < count:
+        while len(jobs) < (count or MAX_COUNT):
             t += rng.expovariate(rate)
             if t >= end:
-                break
+                return jobs
             jobs.append(template.make(rng, f"{prefix}-{len(jobs):05d}", t))
+        if count is None:
+            raise ValueError(f"of {prefix}: more than {MAX_COUNT} arrivals before `to`")
         return jobs
 
     return generate
