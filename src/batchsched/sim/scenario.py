@@ -359,7 +359,7 @@ def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
     if count is None and rate * (end - begin) > MAX_COUNT / 2:
         raise f.fail(
             "arrivalsPerHour",
-            f"would submit about {rate * (end - begin):.0f} jobs between `from` and `to`; "
+            f"would submit about {rate * (end - begin):.3g} jobs between `from` and `to`; "
             f"give `count` (at most {MAX_COUNT}) or a lower rate",
         )
 
