@@ -26,7 +26,7 @@ from batchsched.sim.scenario import load_scenario
 from tests.sim.test_scenario import base as scenario_base
 
 ROOT = Path(__file__).resolve().parents[2]
-MANIFESTS = list(yaml_documents((ROOT / "examples/basic/cluster.yaml").read_text(), "basic"))[0]
+MANIFESTS = next(yaml_documents((ROOT / "examples/basic/cluster.yaml").read_text(), "basic"))
 CONFIGS = [
     load_yaml_file(ROOT / "examples/daemonset/config.yaml"),
     load_yaml_file(ROOT / "examples/gang/binpack-config.yaml"),
