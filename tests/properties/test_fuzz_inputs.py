@@ -11,6 +11,7 @@ suite has no time threshold; a regression there would show as a hang, not a flak
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,12 @@ def _bomb() -> str:
 def written(draw: st.DrawFn, doc: Any) -> bytes:
     """The document as a file, maybe damaged in a way no mutation of values can express."""
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-    damage = draw(st.sampled_from(["none", "none", "deep", "bomb", "bytes", "truncate"]))
+    damage = draw(st.sampled_from(["none", "none", "deep", "json", "bomb", "bytes", "truncate"]))
     if damage == "deep":
         text = "[" * draw(st.integers(90, 5000)) + "\n" + text
+    elif damage == "json":  # orjson reads it, and allows 1,024 levels of nesting
+        depth = draw(st.integers(0, 1020))
+        text = "[" * depth + json.dumps(doc) + "]" * depth
     elif damage == "bomb":
         text = _bomb()
     elif damage == "truncate":
@@ -148,7 +152,9 @@ def test_mutated_configs(
     config = tmp_path / "config.yaml"
     config.write_bytes(data.draw(written(data.draw(mutated(data.draw(st.sampled_from(CONFIGS)))))))
     manifests = str(ROOT / "examples/basic/cluster.yaml")
-    assert_handled(["schedule", manifests, "--config", str(config), "--now", "2026-11-23"], capsys)
+    assert_handled(
+        ["schedule", manifests, "--config", str(config), "--now", "2026-11-23T00:00:00Z"], capsys
+    )
 
 
 @SETTINGS

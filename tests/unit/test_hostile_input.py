@@ -95,6 +95,13 @@ def test_deep_nesting_in_every_kind_of_file(
         assert code == 2 and f"{bad}: line 1" in err and "deeper than" in err
 
 
+def test_deeply_nested_json_lists_name_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = schedule(tmp_path, capsys, "[" * 1000 + "]" * 1000)
+    assert code == 2 and "m.yaml: lists nest deeper than 100 levels" in err
+
+
 def test_huge_exponents_cost_no_big_number_arithmetic(monkeypatch: pytest.MonkeyPatch) -> None:
     powers: list[int] = []
 
@@ -198,7 +205,7 @@ def test_config_types_are_checked(
         (lambda p: p["metadata"].update(labels="x"), "metadata.labels: must be a mapping"),
         (
             lambda p: p["metadata"].update(creationTimestamp="9999-12-31T23:59:59Z"),
-            "metadata.creationTimestamp: '9999-12-31T23:59:59Z' is not an RFC 3339 time",
+            "metadata.creationTimestamp: '9999-12-31T23:59:59Z' is outside the years 1 to 9000",
         ),
     ],
 )

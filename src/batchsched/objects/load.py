@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from batchsched.objects.documents import read_text, yaml_documents
+from batchsched.objects.documents import MAX_DEPTH, read_text, yaml_documents
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.parse import (
     read_device_class,
@@ -115,12 +115,14 @@ def _documents(text: str, source: str) -> Iterator[Any]:
     yield from yaml_documents(text, source)
 
 
-def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
+def _flatten(doc: Any, source: str, depth: int = 0) -> Iterator[Mapping[str, Any]]:
     if doc is None:
         return
+    if depth >= MAX_DEPTH:  # JSON is read by orjson, which allows 1,024 levels
+        raise ManifestError(f"lists nest deeper than {MAX_DEPTH} levels", source=source)
     if isinstance(doc, list):
         for item in doc:
-            yield from _flatten(item, source)
+            yield from _flatten(item, source, depth + 1)
         return
     if not isinstance(doc, Mapping):
         raise ManifestError(
@@ -129,7 +131,7 @@ def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for item in doc["items"]:
-            yield from _flatten(item, source)
+            yield from _flatten(item, source, depth + 1)
         return
     yield doc
 
