@@ -87,6 +87,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 _NO_KEY = object()
+_COLLECTIONS = (dict, list)
 _MERGE = object()
 # A parent of the open collection: (container, is_list, pending key, expanded, anchor, merges)
 _Frame = tuple[Any, bool, Any, int, str | None, list[tuple[Any, Any]]]
@@ -189,7 +190,7 @@ class _Builder:
             if is_list:
                 container.append(value)
             elif key is _NO_KEY:
-                if isinstance(value, dict | list):
+                if type(value) is not str and isinstance(value, _COLLECTIONS):
                     raise self.fail(event, "a mapping key must be a scalar")
                 key = value
             else:
