@@ -18,9 +18,10 @@ from batchsched.cli import main
 from batchsched.decisions import Bind, Evict
 from batchsched.objects import quantity
 from batchsched.objects.documents import MAX_DEPTH, DocumentError, yaml_documents
-from batchsched.objects.errors import MAX_MESSAGE_CHARS
+from batchsched.objects.errors import MAX_MESSAGE_CHARS, InputError
 from batchsched.objects.load import load_text
 from batchsched.oneshot import OneShotResult, _apply
+from batchsched.sim.scenario import load_scenario
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, priority_class
 from tests.sim.test_scenario import base as scenario_base
@@ -443,3 +444,19 @@ def test_cli_text_states_the_order(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0
     assert out.startswith("Apply the evictions first, then the bindings")
     assert copy.deepcopy(objs) == objs
+
+
+@pytest.mark.parametrize(
+    ("duration", "message"),
+    [("nan", "duration: must be a finite number"), ("1e300", "duration: must be between 0")],
+)
+def test_trace_numbers_are_finite(tmp_path: Path, duration: str, message: str) -> None:
+    (tmp_path / "philly.csv").write_text(
+        f"timestamp,duration,num_gpus\n2017-10-03 12:00:00,{duration},8\n"
+    )
+    path = write_scenario(
+        tmp_path,
+        lambda s: s.update(work={"trace": {"format": "philly", "path": "philly.csv"}}),
+    )
+    with pytest.raises(InputError, match=f"philly.csv: line 2: {message}"):
+        load_scenario(path).jobs(0)
