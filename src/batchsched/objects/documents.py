@@ -20,6 +20,7 @@ values recursively bound their own depth.
 from __future__ import annotations
 
 import base64
+import gc
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,6 +83,20 @@ def yaml_documents(text: str, source: str) -> Iterator[Any]:
         loader.dispose()
 
 
+def _without_gc(build: Callable[[], Any]) -> Any:
+    """Build a document with the cyclic garbage collector paused: a snapshot is millions of
+    new dicts and lists, each allocation counting towards a collection that walks them all
+    again, and the values built here hold no cycles (an alias to an open collection is
+    refused), so there is nothing for it to find."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return build()
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -129,7 +144,7 @@ class _Builder:
             get()  # DocumentStartEvent
             self.anchors.clear()
             self.nodes = self.aliased = 0
-            value = self.document()
+            value = _without_gc(self.document)
             get()  # DocumentEndEvent
             yield value
 
