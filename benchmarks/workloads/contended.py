@@ -142,6 +142,7 @@ def contended(nodes: int) -> Metrics:
         "pods_per_second": round(pending / watch.seconds),
         "bindings": len(result.bindings),
         "evictions": len(result.evictions),
+        "withdrawn": len(result.withdrawn),  # bound, then preempted in a later pass
         "passes": result.passes,
         "attempts_per_binding": round(result.attempts / max(len(result.bindings), 1), 2),
     }

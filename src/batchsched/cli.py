@@ -124,6 +124,9 @@ def _text(result: OneShotResult) -> str:
             )
         lines.append("")
 
+    if data["evictions"]:
+        lines.append("Apply the evictions first, then the bindings once the victims are gone.")
+        lines.append("")
     table("BINDINGS", data["bindings"], ["pod", "node"])
     table("EVICTIONS", data["evictions"], ["pod", "node", "preemptor", "reason"])
     table("UNSCHEDULABLE", data["unschedulable"], ["pod", "message"])

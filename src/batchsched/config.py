@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from batchsched.objects.documents import load_yaml_file
+from batchsched.objects.numbers import INT32_MAX, NumberError, integer, number
 from batchsched.plugins.args import ConfigError, check_known_keys
 from batchsched.plugins.base import (
     FilterPlugin,
@@ -123,9 +123,10 @@ def _names(raw: Any, where: str, with_weight: bool) -> list[tuple[str, int]]:
             raise ConfigError(
                 f"{where}[{i}]: unknown plugin {name!r} (known: {', '.join(sorted(REGISTRY))})"
             )
-        weight = item.get("weight", 1 if with_weight else 0)
-        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
-            raise ConfigError(f"{where}[{i}].weight: must be a non-negative integer")
+        try:
+            weight = integer(item.get("weight", 1 if with_weight else 0), 0, INT32_MAX)
+        except NumberError as err:
+            raise ConfigError(f"{where}[{i}].weight: {err}") from None
         out.append((name, weight))
     return out
 
@@ -185,7 +186,10 @@ def _profile(raw: Any, i: int) -> Profile:
         _apply_plugin_set(profile.plugins, point, plugins_raw[point], f"{where}.plugins.{point}")
     if len(profile.plugins["queueSort"]) != 1:
         raise ConfigError(f"{where}.plugins.queueSort: exactly one plugin must be enabled")
-    for j, item in enumerate(raw.get("pluginConfig") or []):
+    plugin_config = raw.get("pluginConfig") or []
+    if not isinstance(plugin_config, list):
+        raise ConfigError(f"{where}.pluginConfig: must be a list of {{name, args}}")
+    for j, item in enumerate(plugin_config):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}.pluginConfig[{j}]: must be a mapping with a name")
         check_known_keys(item, ("name", "args"), f"{where}.pluginConfig[{j}]")
@@ -225,11 +229,15 @@ def _check_common_queue_sort(profiles: list[Profile]) -> None:
             )
 
 
+# Backoffs longer than a day would never be waited for; the bound keeps time arithmetic finite.
+_MAX_BACKOFF_SECONDS = 86_400.0
+
+
 def _seconds(raw: Mapping[str, Any], key: str, default: float) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{key}: must be a positive number of seconds, got {value!r}")
-    return float(value)
+    try:
+        return number(raw.get(key, default), 0.0, _MAX_BACKOFF_SECONDS, low_open=True)
+    except NumberError as err:
+        raise ConfigError(f"{key}: {err}") from None
 
 
 def parse_config(raw: Any, source: str = "config") -> SchedulerConfig:
@@ -277,10 +285,4 @@ def _parse_config(raw: Any) -> SchedulerConfig:
 def load_config(path: Path | None) -> SchedulerConfig:
     if path is None:
         return default_config()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    return parse_config(raw, str(path))
+    return parse_config(load_yaml_file(path), str(path))

@@ -3,6 +3,12 @@
 Passes run until nothing changes. Time does not advance: every pass uses the same `now`, and a
 victim of preemption is removed at once, as if its graceful termination had finished, so a
 preemptor that got room binds in a later pass.
+
+The output is a plan, net of the passes: a pod bound in one pass and preempted in a later one
+appears in neither `bindings` nor `evictions` (it was pending and stays pending, reported with
+why), and neither do the other members of its PodGroup bound in this run, so a gang is never
+left bound below minMember. Applied in order (evictions, then once the victims are gone the
+bindings), it reaches the state the passes reached, less the withdrawn pods.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ from batchsched.state.cluster import ClusterState
 _MAX_PASSES = 100_000
 
 
+APPLY_ORDER = ("evictions", "bindings")
+
+
 @dataclass
 class OneShotResult:
     bindings: list[Bind] = field(default_factory=list)
@@ -41,9 +50,43 @@ class OneShotResult:
     warnings: list[Warn] = field(default_factory=list)
     passes: int = 0
     attempts: int = 0  # scheduling attempts of pods, failed ones included
+    # Pods bound and then preempted within the run (left out of the plan): pod -> why.
+    withdrawn: dict[str, str] = field(default_factory=dict)
+    _bound_in_pass: dict[str, int] = field(default_factory=dict)
+
+    def bind(self, decision: Bind) -> None:
+        self.bindings.append(decision)
+        self._bound_in_pass[decision.pod] = self.passes
+
+    def evict(self, decision: Evict, state: ClusterState) -> None:
+        """A victim; one bound earlier in this run is withdrawn from the plan instead."""
+        bound_in = self._bound_in_pass.get(decision.pod)
+        if bound_in is None:
+            self.evictions.append(decision)
+            return
+        self.withdrawn[decision.pod] = (
+            f"bound to {decision.node} in pass {bound_in}, then preempted by "
+            f"{decision.preemptor} in pass {self.passes} ({decision.reason}); the plan leaves "
+            "it pending"
+        )
+        for group, members in state.group_members.items():
+            if decision.pod in members:
+                for member in sorted(members - self.withdrawn.keys()):
+                    if member in self._bound_in_pass:
+                        self.withdrawn[member] = (
+                            f"bound in pass {self._bound_in_pass[member]}, but {decision.pod} "
+                            f"of its PodGroup {group} was then preempted; the plan leaves the "
+                            "gang pending"
+                        )
+
+    def net(self) -> None:
+        """Drop the withdrawn pods' bindings; report them as unschedulable with why."""
+        self.bindings = [b for b in self.bindings if b.pod not in self.withdrawn]
+        self.unschedulable.update(self.withdrawn)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "applyOrder": list(APPLY_ORDER),
             "bindings": [
                 {"pod": b.pod, "node": b.node} for b in sorted(self.bindings, key=lambda b: b.pod)
             ],
@@ -106,6 +149,7 @@ def run(
         for key, pod in state.pending.items()
         if scheduler.owns(pod)
     }
+    result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
     for key in state.group_members:
         group = state.pod_groups.get(key)
@@ -127,12 +171,12 @@ def _apply(
     changed = False
     for decision in decisions:
         if isinstance(decision, Bind):
-            result.bindings.append(decision)
+            result.bind(decision)
             result.attempts += 1
             changed = True
         elif isinstance(decision, Evict):
+            result.evict(decision, state)
             state.remove_pod(decision.pod)
-            result.evictions.append(decision)
             changed = True
         elif isinstance(decision, PodGroupUpdate):
             result.pod_groups[decision.group] = decision

@@ -10,7 +10,7 @@ pods in the files are listed with when their time-limited protection ends, at `n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from batchsched.objects.load import Objects
@@ -24,6 +24,7 @@ from batchsched.plugins.preemption.toleration_policy import (
     TolerationPolicy,
     parse_policy,
     scheduled_since,
+    toleration_end,
     toleration_for,
 )
 
@@ -171,7 +172,7 @@ def build_report(objects: Objects, now: datetime) -> PolicyReport:
         since = scheduled_since(pod)
         until = None
         if policy.toleration_seconds > 0 and since is not None:
-            until = since + timedelta(seconds=policy.toleration_seconds)
+            until = toleration_end(since, policy.toleration_seconds)
         protected = until is None or until > now
         report.pods.append(
             ProtectedPod(pod.key, pc.name, policy.minimum_preemptable_priority, until, protected)

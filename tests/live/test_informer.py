@@ -144,3 +144,26 @@ def test_a_crd_removed_while_watching_empties_its_objects(api, sink, start) -> N
     api.missing.add("podgroups")
     api.drop_watches()
     assert names(take(sink, 1)) == ["-default/g"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("cpu", "1e99999999", "'1e99999999' is too large"),
+        ("memory", "100000Ei", "'100000Ei' is too large"),
+        ("priority", 2**40, "spec.priority: must be at most 2147483647"),
+    ],
+)
+def test_out_of_range_numbers_are_skipped_not_a_crash(
+    api, sink, start, caplog, field: str, value: object, message: str
+) -> None:
+    bad = pod("bad")
+    if field == "priority":
+        bad["spec"]["priority"] = value
+    else:
+        bad["spec"]["containers"][0]["resources"]["requests"][field] = value
+    api.create("pods", bad)
+    api.create("pods", pod("good"))
+    start(PODS)
+    assert names(take(sink, 1)) == ["+good"]
+    assert "Pod default/bad" in caplog.text and message in caplog.text

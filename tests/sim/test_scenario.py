@@ -153,7 +153,7 @@ def test_variants_rename_classes_and_default_to_one_unnamed(tmp_path: Path) -> N
         ),
         (
             lambda s: s["cluster"]["pools"][0].update(count=0),
-            r"cluster.pools\[0\].count: must be a whole number >= 1",
+            r"cluster.pools\[0\].count: must be between 1 and 100000",
         ),
         (
             lambda s: s["cluster"]["pools"][0].update(taints=[{"key": "a", "effect": "Never"}]),

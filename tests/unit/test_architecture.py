@@ -17,7 +17,7 @@ CORE = [
     SRC / "config.py",
 ]
 # Reading a config or manifest file is the loaders' job; everything else in the core is pure.
-FILE_READERS = {SRC / "config.py", SRC / "objects" / "load.py"}
+FILE_READERS = {SRC / "config.py", SRC / "objects" / "load.py", SRC / "objects" / "documents.py"}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -95,7 +95,7 @@ def test_several_profiles() -> None:
         ),
         ({"kind": "KubeSchedulerConfiguration", "profilez": []}, "unknown keys \\['profilez'\\]"),
         ({"apiVersion": "kubescheduler.config.k8s.io/v1beta1"}, "apiVersion: must be"),
-        ({"podInitialBackoffSeconds": 0}, "positive number of seconds"),
+        ({"podInitialBackoffSeconds": 0}, "podInitialBackoffSeconds: must be a positive number"),
         ({"podInitialBackoffSeconds": 20}, "at least podInitialBackoffSeconds"),
     ],
 )

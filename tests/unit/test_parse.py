@@ -4,7 +4,7 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.load import load_files, load_text
 from batchsched.objects.parse import read_pod
 from tests.builders import node, pod, priority_class
@@ -113,5 +113,5 @@ def test_duplicate_objects_are_refused(tmp_path: Path) -> None:
 
 
 def test_not_yaml_is_a_clear_error() -> None:
-    with pytest.raises(ManifestError, match="bad.yaml: not valid YAML or JSON"):
+    with pytest.raises(InputError, match="bad.yaml: not valid YAML"):
         load_text("kind: [unclosed", "bad.yaml")

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import reprlib
+
 
 class InputError(Exception):
-    """Invalid user input (manifest, annotation, configuration). Never a bug in batchsched."""
+    """Invalid user input (manifest, annotation, configuration). Never a bug in batchsched.
+
+    The message is capped in length: it may quote input, and input can be huge.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(capped(message))
 
 
 class ManifestError(InputError):
@@ -28,3 +36,24 @@ class ManifestError(InputError):
     def located(self, source: str) -> ManifestError:
         """The same error, with the file (or API path) it came from."""
         return ManifestError(self.what, obj=self.obj, field=self.field, source=source)
+
+
+MAX_VALUE_CHARS = 60
+MAX_MESSAGE_CHARS = 1000
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist = 2, 3, 3
+_SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = MAX_VALUE_CHARS, 30, 30
+
+
+def shown(value: object) -> str:
+    """A value as an error message quotes it: its repr, abbreviated so that a huge or deeply
+    nested value (e.g. one expanded from YAML aliases) costs a few lines, not megabytes."""
+    return _SHOWN.repr(value)
+
+
+def capped(message: str) -> str:
+    """A message cut to MAX_MESSAGE_CHARS, saying how much was left out."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    cut = MAX_MESSAGE_CHARS - 40
+    return f"{message[:cut]}... ({len(message) - cut} more characters)"

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
+from batchsched.objects.documents import MAX_DEPTH, read_text, yaml_documents
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.parse import (
     read_device_class,
@@ -118,18 +118,17 @@ def _documents(text: str, source: str) -> Iterator[Any]:
             return
         except orjson.JSONDecodeError:
             pass  # YAML is a superset of JSON: let the YAML parser report the error
-    try:
-        yield from yaml.safe_load_all(text)
-    except yaml.YAMLError as err:
-        raise ManifestError(f"not valid YAML or JSON: {err}", source=source) from None
+    yield from yaml_documents(text, source)
 
 
-def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
+def _flatten(doc: Any, source: str, depth: int = 0) -> Iterator[Mapping[str, Any]]:
     if doc is None:
         return
+    if depth >= MAX_DEPTH:  # JSON is read by orjson, which allows 1,024 levels
+        raise ManifestError(f"lists nest deeper than {MAX_DEPTH} levels", source=source)
     if isinstance(doc, list):
         for item in doc:
-            yield from _flatten(item, source)
+            yield from _flatten(item, source, depth + 1)
         return
     if not isinstance(doc, Mapping):
         raise ManifestError(
@@ -138,7 +137,7 @@ def _flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for item in doc["items"]:
-            yield from _flatten(item, source)
+            yield from _flatten(item, source, depth + 1)
         return
     yield doc
 
@@ -171,10 +170,6 @@ def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
 def load_files(paths: list[Path]) -> Objects:
     objects = Objects()
     for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise ManifestError(f"cannot read: {err.strerror}", source=str(path)) from None
-        load_text(text, str(path), objects)
+        load_text(read_text(path), str(path), objects)
     objects.check_unique(", ".join(str(p) for p in paths))
     return objects

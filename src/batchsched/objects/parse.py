@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import ManifestError, shown
+from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
 from batchsched.objects.quantity import CPU, MEMORY, PODS, QuantityError, resource_amount
 from batchsched.objects.records import (
     ANY_HOST_IP,
@@ -48,12 +49,27 @@ _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Object names as the API server validates them (apimachinery's IsDNS1123Subdomain / Label).
+_DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(?:\.{_DNS1123_LABEL})*")
+_LABEL = re.compile(_DNS1123_LABEL)
+# Times batchsched can add durations to without leaving Python's datetime range.
+_EARLIEST, _LATEST = datetime(1, 1, 2, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
 
 @functools.cache
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
+
+
+def _walked(obj: Any, path: str) -> str:
+    """The part of `path` that leads to the first value that is not a mapping."""
+    parts = _parts(path)
+    for i, part in enumerate(parts):
+        if not isinstance(obj, Mapping):
+            return ".".join(parts[:i])
+        obj = obj.get(part)
+    return path
 
 
 class _Reader:
@@ -67,11 +83,29 @@ class _Reader:
         namespace = meta.get("namespace")
         self.name = name if isinstance(name, str) else ""
         self.namespace = namespace if isinstance(namespace, str) and namespace else "default"
-        self.label = kind if not self.name else f"{kind} {self.name}"
+        self.label = kind if not self.name else f"{kind} {_abbreviated(self.name)}"
         self.prefix = ""
 
     def namespaced(self) -> None:
-        self.label = f"{self.kind} {self.namespace}/{self.name or '?'}"
+        name = _abbreviated(self.name) or "?"
+        self.label = f"{self.kind} {_abbreviated(self.namespace)}/{name}"
+
+    def require_name(self) -> None:
+        """metadata.name (and namespace) present and valid, as the API server requires."""
+        if not self.name:
+            raise self.fail("metadata.name", "is required")
+        if len(self.name) > 253 or not _SUBDOMAIN.fullmatch(self.name):
+            raise self.fail(
+                "metadata.name",
+                "must be a DNS-1123 subdomain (at most 253 characters: lower-case letters, "
+                "digits, '-' and '.', starting and ending with a letter or digit)",
+            )
+        if len(self.namespace) > 63 or not _LABEL.fullmatch(self.namespace):
+            raise self.fail(
+                "metadata.namespace",
+                "must be a DNS-1123 label (at most 63 characters: lower-case letters, digits "
+                "and '-', starting and ending with a letter or digit)",
+            )
 
     def at(self, prefix: str) -> _Reader:
         """A reader for a nested object: errors name the field from the object's root."""
@@ -89,37 +123,53 @@ class _Reader:
         for part in _parts(path):
             # `dict` first: API objects are dicts, and the Mapping check is slow.
             if type(value) is not dict and not isinstance(value, Mapping):
-                return default
+                where = _walked(obj, path)
+                raise self.fail(where, f"must be a mapping, got {shown(value)}")
             value = value.get(part)
             if value is None:
                 return default
-        if type(value) is expected:  # the common case, and never a bool taken for an int
+        if expected is int:  # ints are range-checked: never a bool, never beyond int64
+            try:
+                return cast(T, integer(value))
+            except NumberError as err:
+                raise self.fail(path, str(err)) from None
+        if type(value) is expected:  # the common case
             return value
-        if expected is int and isinstance(value, bool):
-            raise self.fail(path, f"must be an integer, got {value!r}")
-        if expected is str and not isinstance(value, str):
-            raise self.fail(path, f"must be a string, got {value!r}")
         if not isinstance(value, expected):
-            raise self.fail(path, f"must be {_type_name(expected)}, got {value!r}")
+            raise self.fail(path, f"must be {_type_name(expected)}, got {shown(value)}")
         return value
+
+    def integer(self, obj: Any, path: str, default: int, low: int, high: int) -> int:
+        """An integer field within its range (Kubernetes' int32 or int64 fields)."""
+        raw: Any = self.get(obj, path, object, None)
+        if raw is None:
+            return default
+        try:
+            return integer(raw, low, high)
+        except NumberError as err:
+            raise self.fail(path, str(err)) from None
 
     def string_map(self, obj: Any, path: str) -> dict[str, str]:
         raw = self.get(obj, path, dict, {})
         out: dict[str, str] = {}
         for key, value in raw.items():
             if not isinstance(value, str):
-                raise self.fail(f"{path}.{key}", f"must be a string, got {value!r}")
+                raise self.fail(f"{path}.{key}", f"must be a string, got {shown(value)}")
             out[str(key)] = value
         return out
 
     def time(self, obj: Any, path: str) -> datetime | None:
-        raw = self.get(obj, path, str, "")
+        raw = self.get(obj, path, object, "")
+        if isinstance(raw, datetime):  # YAML read by another loader: an unquoted timestamp
+            raw = format_time(raw if raw.tzinfo else raw.replace(tzinfo=UTC))
+        if not isinstance(raw, str):
+            raise self.fail(path, f"must be an RFC 3339 time, got {shown(raw)}")
         if not raw:
             return None
         try:
             return parse_time(raw)
-        except ValueError:
-            raise self.fail(path, f"{raw!r} is not an RFC 3339 time") from None
+        except ValueError as err:
+            raise self.fail(path, str(err)) from None
 
     def resources(self, obj: Any, path: str) -> dict[str, int]:
         raw = self.get(obj, path, dict, {})
@@ -136,9 +186,12 @@ class _Reader:
 
 
 def _type_name(expected: type[object]) -> str:
-    return {dict: "a mapping", list: "a list", int: "an integer", bool: "true or false"}.get(
-        expected, expected.__name__
-    )
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "true or false"}
+    return names.get(expected, expected.__name__)
+
+
+def _abbreviated(name: str) -> str:
+    return name if len(name) <= 80 else f"{name[:60]}...({len(name)} characters)"
 
 
 _RFC3339 = re.compile(
@@ -148,13 +201,17 @@ _RFC3339 = re.compile(
 
 def parse_time(raw: str) -> datetime:
     """An RFC 3339 time (`2026-11-22T10:00:00Z`): a date, a time and a zone, as the API has
-    them (a bare date or a time without zone is refused, as Go's RFC 3339 parser does)."""
+    them (a bare date or a time without zone is refused, as Go's RFC 3339 parser does),
+    between the years 1 and 9000 so that adding a duration to it stays a date."""
     if not _RFC3339.fullmatch(raw):
-        raise ValueError(f"{raw!r} is not an RFC 3339 time")
+        raise ValueError(f"{shown(raw)} is not an RFC 3339 time")
     text = raw.upper().replace("Z", "+00:00")
     if "." in text:  # Python takes at most 6 fractional digits: cut nanoseconds to micro
         text = re.sub(r"(\.\d{6})\d+", r"\1", text)
-    return datetime.fromisoformat(text)
+    value = datetime.fromisoformat(text)
+    if not _EARLIEST <= value < _LATEST:
+        raise ValueError(f"{shown(raw)} is outside the years 1 to 9000")
+    return value
 
 
 def format_time(value: datetime) -> str:
@@ -163,8 +220,7 @@ def format_time(value: datetime) -> str:
 
 def read_node(obj: Json) -> Node:
     r = _Reader("Node", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     allocatable = r.resources(obj, "status.allocatable") or r.resources(obj, "status.capacity")
     taints = []
     for i, raw in enumerate(r.items(obj, "spec.taints")):
@@ -389,8 +445,7 @@ def _scheduling_gates(r: _Reader, spec: Any) -> tuple[str, ...]:
 def read_pod(obj: Json) -> Pod:
     r = _Reader("Pod", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         raise r.fail("spec", "is required")
@@ -408,7 +463,7 @@ def read_pod(obj: Json) -> Pod:
         raise r.fail("spec.preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
     priority: int | None = None
     if spec.get("priority") is not None:
-        priority = sp.get(spec, "priority", int, 0)
+        priority = sp.integer(spec, "priority", 0, INT32_MIN, INT32_MAX)
     owners = []
     for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
         o = r.at(f"metadata.ownerReferences[{i}]")
@@ -436,7 +491,7 @@ def read_pod(obj: Json) -> Pod:
                 message=c.get(raw, "message", str, ""),
             )
         )
-    grace = sp.get(spec, "terminationGracePeriodSeconds", int, 30)
+    grace = sp.integer(spec, "terminationGracePeriodSeconds", 30, 0, INT64_MAX)
     return Pod(
         namespace=r.namespace,
         name=r.name,
@@ -471,8 +526,7 @@ def read_pod(obj: Json) -> Pod:
 
 def read_namespace(obj: Json) -> Namespace:
     r = _Reader("Namespace", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     return Namespace(
         name=r.name,
         labels=r.string_map(obj, "metadata.labels"),
@@ -482,13 +536,10 @@ def read_namespace(obj: Json) -> Namespace:
 
 def read_priority_class(obj: Json) -> PriorityClass:
     r = _Reader("PriorityClass", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     if obj.get("value") is None:
         raise r.fail("value", "is required")
-    value = r.get(obj, "value", int, 0)
-    if not INT32_MIN <= value <= INT32_MAX:
-        raise r.fail("value", f"{value} is outside the 32-bit integer range")
+    value = r.integer(obj, "value", 0, INT32_MIN, INT32_MAX)
     policy = r.get(obj, "preemptionPolicy", str, "PreemptLowerPriority")
     if policy not in _PREEMPTION_POLICIES:
         raise r.fail("preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
@@ -504,8 +555,7 @@ def read_priority_class(obj: Json) -> PriorityClass:
 
 def read_device_class(obj: Json) -> DeviceClass:
     r = _Reader("DeviceClass", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     return DeviceClass(
         name=r.name,
         extended_resource_name=r.get(obj, "spec.extendedResourceName", str, ""),
@@ -634,33 +684,29 @@ def read_label_selector(r: _Reader, obj: Any, path: str) -> LabelSelector:
 def read_pdb(obj: Json) -> PodDisruptionBudget:
     r = _Reader("PodDisruptionBudget", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     return PodDisruptionBudget(
         namespace=r.namespace,
         name=r.name,
         selector=read_label_selector(r, obj, "spec.selector"),
-        disruptions_allowed=r.get(obj, "status.disruptionsAllowed", int, 0),
+        disruptions_allowed=r.integer(obj, "status.disruptionsAllowed", 0, 0, INT32_MAX),
     )
 
 
 def read_pod_group(obj: Json) -> PodGroup:
     r = _Reader("PodGroup", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
-    if obj.get("spec", {}).get("minMember") is None:
+    r.require_name()
+    min_member = r.integer(obj, "spec.minMember", 0, 1, INT32_MAX)
+    if min_member == 0:
         raise r.fail("spec.minMember", "is required")
-    min_member = r.get(obj, "spec.minMember", int, 0)
-    if min_member < 1:
-        raise r.fail("spec.minMember", f"must be at least 1, got {min_member}")
-    timeout = obj.get("spec", {}).get("scheduleTimeoutSeconds")
+    timeout = r.integer(obj, "spec.scheduleTimeoutSeconds", -1, 0, INT32_MAX)
     status = PodGroupStatus(
         phase=r.get(obj, "status.phase", str, "") or "Pending",
-        running=r.get(obj, "status.running", int, 0),
-        succeeded=r.get(obj, "status.succeeded", int, 0),
-        failed=r.get(obj, "status.failed", int, 0),
-        admitted=r.get(obj, "status.admitted", int, 0),
+        running=r.integer(obj, "status.running", 0, 0, INT32_MAX),
+        succeeded=r.integer(obj, "status.succeeded", 0, 0, INT32_MAX),
+        failed=r.integer(obj, "status.failed", 0, 0, INT32_MAX),
+        admitted=r.integer(obj, "status.admitted", 0, 0, INT32_MAX),
         occupied_by=r.get(obj, "status.occupiedBy", str, ""),
         schedule_start_time=r.time(obj, "status.scheduleStartTime"),
     )
@@ -669,9 +715,7 @@ def read_pod_group(obj: Json) -> PodGroup:
         name=r.name,
         min_member=min_member,
         min_resources=r.resources(obj, "spec.minResources"),
-        schedule_timeout_seconds=(
-            None if timeout is None else r.get(obj, "spec.scheduleTimeoutSeconds", int, 0)
-        ),
+        schedule_timeout_seconds=None if timeout < 0 else timeout,
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         status=status,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),

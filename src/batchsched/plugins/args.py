@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from batchsched.objects.errors import InputError
+from batchsched.objects.errors import InputError, shown
+from batchsched.objects.numbers import INT32_MAX, NumberError, integer
 
 T = TypeVar("T")
 
@@ -29,7 +30,7 @@ class ArgsReader:
         self.plugin = plugin
         self.args: Mapping[str, Any] = args or {}
         if not isinstance(self.args, Mapping):
-            raise self.fail("", f"args must be a mapping, got {args!r}")
+            raise self.fail("", f"args must be a mapping, got {shown(args)}")
         for key in self.args:
             if key in ("kind", "apiVersion"):
                 continue
@@ -44,16 +45,16 @@ class ArgsReader:
     def get(self, key: str, expected: type[T], default: T) -> T:
         value = self.args.get(key, default)
         if expected is int and isinstance(value, bool):
-            raise self.fail(key, f"must be an integer, got {value!r}")
+            raise self.fail(key, f"must be an integer, got {shown(value)}")
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected):
-            raise self.fail(key, f"must be of type {expected.__name__}, got {value!r}")
+            raise self.fail(key, f"must be of type {expected.__name__}, got {shown(value)}")
         return value
 
-    def int_in(self, key: str, default: int, low: int, high: int | None = None) -> int:
-        value = self.get(key, int, default)
-        if value < low or (high is not None and value > high):
-            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-            raise self.fail(key, f"must be {bound}, got {value}")
-        return value
+    def int_in(self, key: str, default: int, low: int, high: int = INT32_MAX) -> int:
+        """An integer argument; upstream's are int32 unless they say otherwise."""
+        try:
+            return integer(self.get(key, int, default), low, high)
+        except NumberError as err:
+            raise self.fail(key, str(err)) from None

@@ -14,10 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from batchsched.objects.errors import shown
+from batchsched.objects.numbers import NumberError, number
+
 T = TypeVar("T")
 Convert = Callable[[Any], T]
 
 KINDS = ("uniform", "exponential", "lognormal", "choice")
+# Beyond this a lognormal's draws overflow a float before any field could use them.
+_MAX_SIGMA = 10.0
 
 
 class DistributionError(ValueError):
@@ -56,11 +61,14 @@ def parse_distribution(raw: Any, convert: Convert[T], numeric: bool) -> Distribu
     if not isinstance(args, Mapping) or set(args) != {"median", "sigma"}:
         raise DistributionError("lognormal: must be {median: ..., sigma: ...}")
     median = _number(convert, args["median"])
-    sigma = args["sigma"]
-    if median <= 0 or isinstance(sigma, bool) or not isinstance(sigma, int | float) or sigma < 0:
-        raise DistributionError("lognormal: median must be positive and sigma a number >= 0")
+    try:
+        sigma = number(args["sigma"], 0.0, _MAX_SIGMA)
+    except NumberError as err:
+        raise DistributionError(f"lognormal: sigma {err}") from None
+    if median <= 0:
+        raise DistributionError("lognormal: median must be positive")
     mu = math.log(median)
-    return _numeric(lambda rng: rng.lognormvariate(mu, float(sigma)), convert)
+    return _numeric(lambda rng: rng.lognormvariate(mu, sigma), convert)
 
 
 def _numeric(sample: Callable[[random.Random], float], convert: Convert[T]) -> Distribution[T]:
@@ -73,9 +81,10 @@ def _choice(args: Any, convert: Convert[T]) -> Distribution[T]:
     elif isinstance(args, Mapping) and args:
         options = []
         for value, weight in args.items():
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
-                raise DistributionError(f"choice: weight of {value!r} must be a positive number")
-            options.append((_convert(convert, value), float(weight)))
+            try:
+                options.append((_convert(convert, value), number(weight, 0.0, low_open=True)))
+            except NumberError as err:
+                raise DistributionError(f"choice: weight of {shown(value)} {err}") from None
     else:
         raise DistributionError("choice: must be a non-empty list or {value: weight} mapping")
     values = [v for v, _ in options]

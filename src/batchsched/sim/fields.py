@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from batchsched.objects.errors import InputError
-from batchsched.objects.quantity import QuantityError
+from batchsched.objects.errors import InputError, shown
+from batchsched.objects.numbers import INT32_MAX, integer, number
 from batchsched.sim.distributions import Distribution, DistributionError, parse_distribution
 from batchsched.sim.workload import parse_duration
 
@@ -25,10 +25,11 @@ class Fields:
         self.source = source
         self.where = where
         if not isinstance(raw, Mapping):
-            raise self.fail("", f"must be a mapping, got {raw!r}")
+            raise self.fail("", f"must be a mapping, got {shown(raw)}")
         unknown = sorted(str(k) for k in raw if k not in allowed)
         if unknown:
-            raise self.fail(unknown[0], f"unknown field (allowed: {', '.join(allowed)})")
+            name = unknown[0] if len(unknown[0]) <= 60 else f"{unknown[0][:57]}..."
+            raise self.fail(name, f"unknown field (allowed: {', '.join(allowed)})")
         self.raw: Mapping[str, Any] = raw
 
     def path(self, key: str) -> str:
@@ -50,7 +51,7 @@ class Fields:
             return default
         try:
             return convert(raw)
-        except (ValueError, TypeError, QuantityError) as err:
+        except ValueError as err:  # NumberError and QuantityError included
             raise self.fail(key, str(err)) from None
 
     def dist(
@@ -77,47 +78,50 @@ class Fields:
     def file(self, key: str) -> Path:
         """A path relative to the scenario file; it must exist."""
         path: Path = self.source.parent / self.value(key, string, REQUIRED)
-        if not path.is_file():
-            raise self.fail(key, f"no such file: {path}")
+        try:
+            found = path.is_file()
+        except OSError as err:  # e.g. a name longer than the file system allows
+            raise self.fail(key, f"cannot read {shown(str(path))}: {err.strerror}") from None
+        if not found:
+            raise self.fail(key, f"no such file: {shown(str(path))}")
         return path
+
+
+# Things a scenario makes: nodes of a pool, pods of a job, jobs of a generator.
+MAX_COUNT = 100_000
 
 
 def string(value: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"must be a non-empty string, got {value!r}")
+        raise ValueError(f"must be a non-empty string, got {shown(value)}")
     return value
 
 
 def class_name(value: Any) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"must be a PriorityClass name, got {value!r}")
+        raise ValueError(f"must be a PriorityClass name, got {shown(value)}")
     return value
 
 
 def positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
-        raise ValueError(f"must be a whole number >= 1, got {value!r}")
+    """A count from 1 to MAX_COUNT; a draw from a continuous distribution is rounded."""
     if isinstance(value, float):
-        return max(1, round(value))  # a draw from a continuous distribution
-    return value
+        value = max(1, round(number(value, 0.0, MAX_COUNT)))
+    return integer(value, 1, MAX_COUNT)
 
 
 def non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"must be a whole number >= 0, got {value!r}")
-    return value
+    return integer(value, 0, INT32_MAX)
 
 
 def boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, got {value!r}")
+        raise ValueError(f"must be true or false, got {shown(value)}")
     return value
 
 
 def positive_number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"must be a positive number, got {value!r}")
-    return float(value)
+    return number(value, 0.0, low_open=True)
 
 
 def positive_duration(value: Any) -> float:
@@ -131,5 +135,5 @@ def class_table(value: Any) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(c, str) for k, c in value.items()
     ):
-        raise ValueError(f"must map names to PriorityClass names, got {value!r}")
+        raise ValueError(f"must map names to PriorityClass names, got {shown(value)}")
     return dict(value)

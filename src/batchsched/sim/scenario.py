@@ -31,9 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.documents import load_yaml_file
+from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.records import (
@@ -46,6 +45,7 @@ from batchsched.objects.records import (
 from batchsched.objects.schema import unknown_fields
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
+    MAX_COUNT,
     REQUIRED,
     Fields,
     ScenarioError,
@@ -122,7 +122,10 @@ class Scenario:
         rng = random.Random(seed)
         jobs: list[JobSpec] = []
         for source in self.sources:
-            jobs.extend(source(rng))
+            try:
+                jobs.extend(source(rng))
+            except ValueError as err:  # a draw outside its field's range
+                raise ScenarioError(f"{self.path}: work: a drawn value {err}") from None
         seen: set[str] = set()
         for job in jobs:
             key = f"{job.namespace}/{job.name}"
@@ -141,12 +144,7 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+    raw = load_yaml_file(path)
     top = Fields(path, raw, "", _TOP)
     base = path.parent
     name = top.value("name", string, path.stem)
@@ -215,10 +213,8 @@ def _check_variant_classes(
 
 
 def _time(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str):
-        raise ValueError(f"must be an RFC 3339 time, got {value!r}")
+        raise ValueError(f"must be an RFC 3339 time, got {shown(value)}")
     return parse_time(value)
 
 
@@ -241,8 +237,8 @@ def _cluster(path: Path, raw: Any) -> list[Node]:
         )
         name = pool.value("name", string, REQUIRED)
         count = pool.value("count", positive_int, REQUIRED)
-        if not pool.has("allocatable"):
-            raise pool.fail("allocatable", "is required")
+        if not isinstance(pool.raw.get("allocatable"), Mapping):
+            raise pool.fail("allocatable", "is required: a mapping of resource to quantity")
         width = max(3, len(str(count - 1)))
         for n in range(count):
             manifest = {
@@ -379,15 +375,23 @@ def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
         raise f.fail("to", "give `to` (a duration) or `count` so that arrivals stop")
     if end <= begin:
         raise f.fail("to", "must be after `from`")
+    if count is None and rate * (end - begin) > MAX_COUNT / 2:
+        raise f.fail(
+            "arrivalsPerHour",
+            f"would submit about {rate * (end - begin):.3g} jobs between `from` and `to`; "
+            f"give `count` (at most {MAX_COUNT}) or a lower rate",
+        )
 
     def generate(rng: random.Random) -> list[JobSpec]:
         jobs: list[JobSpec] = []
         t = begin
-        while count is None or len(jobs) < count:
+        while len(jobs) < (count or MAX_COUNT):
             t += rng.expovariate(rate)
             if t >= end:
-                break
+                return jobs
             jobs.append(template.make(rng, f"{prefix}-{len(jobs):05d}", t))
+        if count is None:
+            raise ValueError(f"of {prefix}: more than {MAX_COUNT} arrivals before `to`")
         return jobs
 
     return generate

@@ -8,9 +8,11 @@ preempted; the pods of any other job are independent workers that restart one by
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 
+from batchsched.objects.errors import shown
 from batchsched.objects.records import PodAffinity, SpreadConstraint, Toleration
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -72,30 +74,43 @@ def gpus_of(requests: dict[str, int]) -> float:
     return float(whole) if whole else requests.get(GPU_MILLI, 0) / 1000.0
 
 
+# A century: longer than any simulation, short enough that virtual times stay dates.
+MAX_DURATION = 100 * 365 * 86400.0
+
+
 def parse_duration(value: object) -> float:
-    """Seconds from a number or a string like `90`, `45s`, `10m`, `1h30m`, `2d`."""
+    """Seconds from a number or a string like `90`, `45s`, `10m`, `1h30m`, `2d`: finite, not
+    negative and at most MAX_DURATION."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration")
+        raise ValueError(f"{shown(value)} is not a duration")
     if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError(f"{value!r} is negative")
-        return float(value)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{value!r} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)")
+        # An int beyond any float is simply too long.
+        seconds = float(value) if isinstance(value, float) or value <= MAX_DURATION else math.inf
+    elif not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{shown(value)} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)")
+    else:
+        seconds = _duration_text(value)
+    if math.isnan(seconds):
+        raise ValueError(f"{shown(value)} is not a duration")
+    if seconds < 0:
+        raise ValueError(f"{shown(value)} is negative")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"{shown(value)} is longer than 100 years")
+    return seconds
+
+
+def _duration_text(value: str) -> float:
     text = value.strip()
     try:
-        seconds = float(text)
+        return float(text)
     except ValueError:
         match = _DURATION.match(text)
         if match is None or not any(match.groups()):
             raise ValueError(
-                f"{value!r} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)"
+                f"{shown(value)} is not a duration (e.g. 90, 45s, 10m, 1h30m, 2d)"
             ) from None
         d, h, m, s = (float(g) if g else 0.0 for g in match.groups())
         return d * 86400 + h * 3600 + m * 60 + s
-    if seconds < 0:
-        raise ValueError(f"{value!r} is negative")
-    return seconds
 
 
 def format_duration(seconds: float) -> str:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from batchsched.plugins.preemption.nodes import RowResults, Slots
 
 NO_VICTIMS = "No preemption victims found"
+_LAST_TIMESTAMP = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
 
 
 class Reasons:
@@ -49,7 +50,7 @@ class Reasons:
         if kind == self.MISSING:
             return f"victims' PriorityClass not found ({listed})"
         if kind == self.TOLERATED:
-            if math.isfinite(unlock):
+            if unlock < _LAST_TIMESTAMP:  # later than a date can show: as good as never
                 listed += ", until " + format_time(datetime.fromtimestamp(unlock, UTC))
             return f"victims tolerate preemption ({listed})"
         return NO_VICTIMS

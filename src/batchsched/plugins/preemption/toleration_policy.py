@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from batchsched.objects.errors import shown
+from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from batchsched.objects.records import Pod, PriorityClass
 
 PREFIXES = (
@@ -22,7 +24,6 @@ PREFIXES = (
 )
 MINIMUM_KEY = "minimum-preemptable-priority"
 SECONDS_KEY = "toleration-seconds"
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
@@ -53,7 +54,11 @@ def parse_policy(pc: PriorityClass) -> TolerationPolicy:
     if found is not None:
         key, raw = found
         if not _INTEGER.match(raw):
-            return TolerationPolicy(minimum, 0, f"{key}: {raw!r} is not a base-10 integer")
+            return TolerationPolicy(minimum, 0, f"{key}: {shown(raw)} is not a base-10 integer")
+        if len(raw.lstrip("+-")) > 19:
+            return TolerationPolicy(
+                minimum, 0, f"{key}: {shown(raw)} is outside the 32-bit integer range"
+            )
         minimum = int(raw)
         if not INT32_MIN <= minimum <= INT32_MAX:
             return TolerationPolicy(
@@ -64,6 +69,11 @@ def parse_policy(pc: PriorityClass) -> TolerationPolicy:
         key, raw = found
         if not _INTEGER.match(raw):
             return TolerationPolicy(pc.value + 1, 0, f"{key}: {raw!r} is not a base-10 integer")
+        # As upstream parses it (a 64-bit integer); the length test keeps int() cheap.
+        if len(raw.lstrip("+-")) > 19 or not INT64_MIN <= int(raw) <= INT64_MAX:
+            return TolerationPolicy(
+                pc.value + 1, 0, f"{key}: {shown(raw)} is outside the 64-bit integer range"
+            )
         seconds = int(raw)
     return TolerationPolicy(minimum, seconds)
 
@@ -106,7 +116,17 @@ def protected_until(
     since = scheduled_since(victim)
     if since is None:
         return None
-    return since + timedelta(seconds=policy.toleration_seconds)
+    return toleration_end(since, policy.toleration_seconds)
+
+
+def toleration_end(since: datetime, seconds: int) -> datetime | None:
+    """When a toleration of `seconds` from `since` ends; None when that is past any date a
+    clock can show (e.g. `toleration-seconds: "315360000000"`, ten thousand years): for as
+    long as anyone can measure, so as good as forever."""
+    try:
+        return since + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
 
 
 FOREVER = -1
@@ -157,4 +177,5 @@ def exempt_for(toleration: int | None, victim: Pod, now: datetime) -> bool:
     since = scheduled_since(victim)
     if since is None:
         return True
-    return since + timedelta(seconds=toleration) > now
+    end = toleration_end(since, toleration)
+    return end is None or end > now

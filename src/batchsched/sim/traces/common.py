@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchsched.objects.errors import shown
+from batchsched.objects.numbers import INT32_MAX, NumberError, integer, number
 from batchsched.objects.records import Node
 from batchsched.sim.fields import (
     Fields,
@@ -16,7 +18,7 @@ from batchsched.sim.fields import (
     positive_int,
     string,
 )
-from batchsched.sim.workload import JobSpec, parse_duration
+from batchsched.sim.workload import MAX_DURATION, JobSpec, parse_duration
 
 # Options of every format: which file, how many jobs, and how the jobs behave when preempted.
 COMMON_OPTIONS = ("path", "limit", "checkpointInterval", "restartDelay", "namespace")
@@ -84,7 +86,10 @@ class CsvRows:
         try:
             value = convert(raw)
         except ValueError:
-            raise self.fail(column, f"{raw!r} is not a number") from None
-        if value < 0:
-            raise self.fail(column, f"{raw!r} is negative")
-        return value
+            raise self.fail(column, f"{shown(raw)} is not a number") from None
+        try:  # not negative; a count within 32 bits; a time finite and at most a century
+            if convert is int:
+                return integer(value, 0, INT32_MAX)
+            return number(value, 0.0, MAX_DURATION)
+        except NumberError as err:
+            raise self.fail(column, str(err)) from None
