@@ -31,6 +31,7 @@ from batchsched.plugins.base import (
     RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
+    StaticScorePlugin,
 )
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
@@ -82,11 +83,17 @@ class Framework:
             f for f in filters[:lead] if isinstance(f, StaticFilterPlugin)
         ]
         self.dynamic_filters: list[FilterPlugin] = filters[lead:]
-        self.scores: list[tuple[ScorePlugin, int]] = [
+        scores: list[tuple[ScorePlugin, int]] = [
             (p, w)
             for (name, w) in profile.plugins["score"]
             if isinstance(p := self.plugins[name], ScorePlugin) and w > 0
         ]
+        # Scores of static node properties are cached raw and normalised at selection; the
+        # others are summed into the cached placements.
+        self.static_scores: list[tuple[StaticScorePlugin, int]] = [
+            (p, w) for p, w in scores if isinstance(p, StaticScorePlugin)
+        ]
+        self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
@@ -100,6 +107,10 @@ class Framework:
         )
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
+        self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
+        self._memo: (
+            tuple[Pod, Demand | None, tuple[Hashable, ...] | None, Hashable | None] | None
+        ) = None
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -124,18 +135,35 @@ class Framework:
 
     def _shapes(self, pod: Pod) -> tuple[Hashable, ...] | None:
         """The pod's shape for every static filter, or None if any says 'do not cache'."""
-        shapes = tuple(f.shape(pod) for f in self.static_filters)
-        return shapes if all(s is not None for s in shapes) else None
+        return self._keys(pod, None)[0]
+
+    def _keys(
+        self, pod: Pod, demand: Demand | None
+    ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
+        """The pod's static filter shapes and (given its demand) its shape key, remembered
+        for the last pod asked: the scheduler's twin check and the placement both ask."""
+        memo = self._memo
+        if memo is None or memo[0] is not pod or (demand is not None and memo[1] is not demand):
+            shapes: tuple[Hashable, ...] | None = tuple(f.shape(pod) for f in self.static_filters)
+            if not all(s is not None for s in shapes):  # type: ignore[union-attr]
+                shapes = None
+            key = None if demand is None else self._shape_key(pod, demand, shapes)
+            memo = self._memo = (pod, demand, shapes, key)
+        return memo[2], memo[3]
 
     def shape_key(self, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements."""
-        return self._shape_key(demand, self._shapes(pod))
+        return self._keys(pod, demand)[1]
 
     @staticmethod
-    def _shape_key(demand: Demand, shapes: tuple[Hashable, ...] | None) -> Hashable | None:
+    def _shape_key(
+        pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
+    ) -> Hashable | None:
         if shapes is None:
             return None
-        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes())
+        # The non-zero requests are what the resource scores read besides the demand.
+        nonzero = ClusterState.nonzero_of(pod)
+        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), nonzero)
 
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
@@ -153,10 +181,7 @@ class Framework:
         """The verdict of the leading run of static filters that have a shape (all of them,
         usually), cached per shape, and how many filters that run covers. The rest are for
         this pod alone (e.g. NodeAffinity for a pod pinned by name)."""
-        if self._cache_generation != state.node_generation:
-            self._cache.clear()
-            self._placements.clear()
-            self._cache_generation = state.node_generation
+        self._follow_nodes(state)
         lead = 0
         while lead < len(shapes) and shapes[lead] is not None:
             lead += 1
@@ -168,6 +193,14 @@ class Framework:
                 self._cache.clear()
             self._cache[key] = verdict
         return verdict, lead
+
+    def _follow_nodes(self, state: ClusterState) -> None:
+        """Drop what was derived from static node properties once they change."""
+        if self._cache_generation != state.node_generation:
+            self._cache.clear()
+            self._placements.clear()
+            self._raw_scores.clear()
+            self._cache_generation = state.node_generation
 
     def _passes_static_row(self, cycle: Cycle, row: int) -> bool:
         """Whether one node passes every static filter, without evaluating the others where
@@ -221,17 +254,48 @@ class Framework:
     # ---- score -------------------------------------------------------------------------
 
     def _totals(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        """The weighted sum of the row-local scores; -1 where infeasible."""
         total = np.zeros(feasible.shape[0], dtype=np.int64)
         for plugin, weight in self.scores:
-            total += plugin.score(cycle, feasible) * weight
+            if not plugin.uniform(cycle):
+                total += plugin.score(cycle, feasible) * weight
         total[~feasible] = -1
         return total
+
+    def _with_static(self, cycle: Cycle, feasible: BoolArray, total: IntArray) -> IntArray:
+        """`total` plus the static scores, normalised over the feasible nodes. Pods that
+        every static score rates alike (no preferences, tolerable taints or images) pay
+        one cached lookup per plugin."""
+        combined = total
+        for plugin, weight in self.static_scores:
+            raw = self._raw(plugin, cycle)
+            if raw is not None:
+                if combined is total:
+                    combined = total.copy()
+                combined += plugin.normalize(raw, feasible) * weight
+        if combined is not total:
+            combined[~feasible] = -1
+        return combined
+
+    def _raw(self, plugin: StaticScorePlugin, cycle: Cycle) -> IntArray | None:
+        shape = plugin.score_shape(cycle.pod)
+        if shape is None:
+            return None
+        self._follow_nodes(cycle.state)
+        key = (id(plugin), shape)
+        if key in self._raw_scores:
+            return self._raw_scores[key]
+        raw = plugin.raw_scores(cycle.state, cycle.pod)
+        if len(self._raw_scores) >= _CACHE_LIMIT:
+            self._raw_scores.clear()
+        self._raw_scores[key] = raw
+        return raw
 
     def select(self, cycle: Cycle, feasible: BoolArray) -> int:
         """The feasible node with the highest weighted score; ties go to the first name."""
         if np.count_nonzero(feasible) == 1:
             return int(np.argmax(feasible))  # one node (e.g. a pinned pod): nothing to score
-        return _best(cycle.state, self._totals(cycle, feasible))
+        return _best(cycle.state, self._with_static(cycle, feasible, self._totals(cycle, feasible)))
 
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
         """The node row for the pod (its nominated node if that fits), or why none fits.
@@ -256,7 +320,7 @@ class Framework:
             return nominated
         if not placement.feasible.any():
             return self.find_nodes(cycle, allowed)[1]
-        return _best(state, placement.total)
+        return _best(state, self._with_static(cycle, placement.feasible, placement.total))
 
     def _fits_only_row(self, cycle: Cycle, allowed: BoolArray) -> int | None:
         """The one allowed row (a pod pinned to its node), checked on that row alone.
@@ -280,9 +344,8 @@ class Framework:
         state = cycle.state
         if not self._row_local or not state.is_shared_free(cycle.free):
             return None
-        shapes = self._shapes(cycle.pod)
+        shapes, key = self._keys(cycle.pod, cycle.demand)
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        key = self._shape_key(cycle.demand, shapes)
         if key is None:
             return None
         placement = self._placements.get(key)
@@ -306,17 +369,18 @@ class Framework:
     def _refresh(
         self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
     ) -> None:
-        ok = verdict.passing[rows].copy()
+        ok = verdict.passing[rows]  # a copy: fancy indexing
         for flt in self.dynamic_filters:
             assert isinstance(flt, RowLocalPlugin)
             ok &= flt.fits_rows(cycle, rows)
-        total = np.zeros(rows.shape[0], dtype=np.int64)
+        total: IntArray | None = None
         for scorer, weight in self.scores:
             assert isinstance(scorer, RowLocalPlugin)
-            total += scorer.score_rows(cycle, rows) * weight
-        total[~ok] = -1
+            if not scorer.uniform(cycle):
+                scored = scorer.score_rows(cycle, rows) * weight
+                total = scored if total is None else total + scored
         placement.feasible[rows] = ok
-        placement.total[rows] = total
+        placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
 
     # ---- post-filter -------------------------------------------------------------------
 
