@@ -161,9 +161,9 @@ def test_an_attempt_that_raises_fails_that_pod_alone(
     # after its backoff (counted again) although nothing changed for it.
     api.create("pods", pod("later", cpu="1"))
     assert api.wait_for(lambda s: node_of(s, "later") == "n1")
-    metrics = run.scheduler.metrics
-    assert api.wait_for(lambda s: metrics.internal_errors._value.get() >= 2)
-    assert b"batchsched_internal_errors_total" in metrics.exposition()
+    registry = run.scheduler.metrics.registry
+    errors = "batchsched_internal_errors_total"
+    assert api.wait_for(lambda s: (registry.get_sample_value(errors) or 0) >= 2)
     assert "internal error while scheduling default/bad: Traceback" in caplog.text
     assert "RuntimeError: boom for bad" in caplog.text
     assert node_of(api, "bad") == ""
