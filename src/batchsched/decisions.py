@@ -63,4 +63,16 @@ class Warn:
     message: str
 
 
-Decision = Bind | Evict | Nominate | Unschedulable | PodGroupUpdate | Reserve | Warn
+@dataclass(frozen=True, slots=True)
+class InternalError:
+    """An attempt at `pod` raised: the pass went on without it (it is also Unschedulable).
+
+    `error` is one line (type and message); `detail` the traceback, for the world's log.
+    """
+
+    pod: str
+    error: str
+    detail: str
+
+
+Decision = Bind | Evict | Nominate | Unschedulable | PodGroupUpdate | Reserve | Warn | InternalError

@@ -32,6 +32,7 @@ from batchsched.plugins.base import (
     RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
+    StaticScorePlugin,
     StillFails,
 )
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
@@ -85,11 +86,17 @@ class Framework:
             f for f in filters[:lead] if isinstance(f, StaticFilterPlugin)
         ]
         self.dynamic_filters: list[FilterPlugin] = filters[lead:]
-        self.scores: list[tuple[ScorePlugin, int]] = [
+        scores: list[tuple[ScorePlugin, int]] = [
             (p, w)
             for (name, w) in profile.plugins["score"]
             if isinstance(p := self.plugins[name], ScorePlugin) and w > 0
         ]
+        # Scores of static node properties are cached raw and normalised at selection; the
+        # others are summed into the cached placements (row-local ones) or on top of them.
+        self.static_scores: list[tuple[StaticScorePlugin, int]] = [
+            (p, w) for p, w in scores if isinstance(p, StaticScorePlugin)
+        ]
+        self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
@@ -112,6 +119,10 @@ class Framework:
         self._readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
+        self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
+        self._memo: (
+            tuple[Pod, Demand | None, tuple[Hashable, ...] | None, Hashable | None] | None
+        ) = None
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -136,20 +147,35 @@ class Framework:
 
     def _shapes(self, pod: Pod) -> tuple[Hashable, ...] | None:
         """The pod's shape for every static filter, or None if any says 'do not cache'."""
-        shapes = tuple(f.shape(pod) for f in self.static_filters)
-        return shapes if all(s is not None for s in shapes) else None
+        return self._keys(pod, None)[0]
+
+    def _keys(
+        self, pod: Pod, demand: Demand | None
+    ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
+        """The pod's static filter shapes and (given its demand) its shape key, remembered
+        for the last pod asked: the scheduler's twin check and the placement both ask."""
+        memo = self._memo
+        if memo is None or memo[0] is not pod or (demand is not None and memo[1] is not demand):
+            shapes: tuple[Hashable, ...] | None = tuple(f.shape(pod) for f in self.static_filters)
+            if not all(s is not None for s in shapes):  # type: ignore[union-attr]
+                shapes = None
+            key = None if demand is None else self._shape_key(pod, demand, shapes)
+            memo = self._memo = (pod, demand, shapes, key)
+        return memo[2], memo[3]
 
     def shape_key(self, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements."""
-        return self._shape_key(pod, demand, self._shapes(pod))
+        return self._keys(pod, demand)[1]
 
     def _shape_key(
         self, pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
     ) -> Hashable | None:
         if shapes is None:
             return None
+        # The non-zero requests are what the resource scores read besides the demand.
+        nonzero = ClusterState.nonzero_of(pod)
         read = tuple([p.reads(pod) for p in self._readers])
-        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), read)
+        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), nonzero, read)
 
     def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
         """The dynamic filters and scores that skip this pod, asked once per cycle."""
@@ -188,10 +214,7 @@ class Framework:
         """The verdict of the leading run of static filters that have a shape (all of them,
         usually), cached per shape, and how many filters that run covers. The rest are for
         this pod alone (e.g. NodeAffinity for a pod pinned by name)."""
-        if self._cache_generation != state.node_generation:
-            self._cache.clear()
-            self._placements.clear()
-            self._cache_generation = state.node_generation
+        self._follow_nodes(state)
         lead = 0
         while lead < len(shapes) and shapes[lead] is not None:
             lead += 1
@@ -203,6 +226,14 @@ class Framework:
                 self._cache.clear()
             self._cache[key] = verdict
         return verdict, lead
+
+    def _follow_nodes(self, state: ClusterState) -> None:
+        """Drop what was derived from static node properties once they change."""
+        if self._cache_generation != state.node_generation:
+            self._cache.clear()
+            self._placements.clear()
+            self._raw_scores.clear()
+            self._cache_generation = state.node_generation
 
     def _passes_static_row(self, cycle: Cycle, row: int) -> bool:
         """Whether one node passes every static filter, without evaluating the others where
@@ -291,21 +322,57 @@ class Framework:
 
     # ---- score -------------------------------------------------------------------------
 
+    def _silent(self, cycle: Cycle, plugin: ScorePlugin) -> bool:
+        """Whether a score rates every node alike for this pod (it skips the pod, or has
+        nothing to tell the nodes apart by): leaving it out changes no choice."""
+        return plugin in self._skipping(cycle) or plugin.uniform(cycle)
+
     def _totals(self, cycle: Cycle, feasible: BoolArray, local_only: bool = False) -> IntArray:
+        """The weighted sum of the non-static scores (with `local_only`, of the row-local
+        ones); -1 where infeasible."""
         total = np.zeros(feasible.shape[0], dtype=np.int64)
         for plugin, weight in self.scores:
             if local_only and not isinstance(plugin, RowLocalPlugin):
                 continue
-            if plugin not in self._skipping(cycle):
+            if not self._silent(cycle, plugin):
                 total += plugin.score(cycle, feasible) * weight
         total[~feasible] = -1
         return total
+
+    def _with_static(self, cycle: Cycle, feasible: BoolArray, total: IntArray) -> IntArray:
+        """`total` plus the static scores, normalised over the feasible nodes. Pods that
+        every static score rates alike (no preferences, tolerable taints or images) pay
+        one cached lookup per plugin."""
+        combined = total
+        for plugin, weight in self.static_scores:
+            raw = self._raw(plugin, cycle)
+            if raw is not None:
+                if combined is total:
+                    combined = total.copy()
+                combined += plugin.normalize(raw, feasible) * weight
+        if combined is not total:
+            combined[~feasible] = -1
+        return combined
+
+    def _raw(self, plugin: StaticScorePlugin, cycle: Cycle) -> IntArray | None:
+        shape = plugin.score_shape(cycle.pod)
+        if shape is None:
+            return None
+        self._follow_nodes(cycle.state)
+        key = (id(plugin), shape)
+        if key in self._raw_scores:
+            return self._raw_scores[key]
+        raw = plugin.raw_scores(cycle.state, cycle.pod)
+        if len(self._raw_scores) >= _CACHE_LIMIT:
+            self._raw_scores.clear()
+        self._raw_scores[key] = raw
+        return raw
 
     def select(self, cycle: Cycle, feasible: BoolArray) -> int:
         """The feasible node with the highest weighted score; ties go to the first name."""
         if np.count_nonzero(feasible) == 1:
             return int(np.argmax(feasible))  # one node (e.g. a pinned pod): nothing to score
-        return _best(cycle.state, self._totals(cycle, feasible))
+        return _best(cycle.state, self._with_static(cycle, feasible, self._totals(cycle, feasible)))
 
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
         """The node row for the pod (its nominated node if that fits), or why none fits.
@@ -332,9 +399,10 @@ class Framework:
                 return nominated
             total = placement.total.copy()
             for scorer, weight in global_scores:
-                total += scorer.score(cycle, feasible) * weight
+                if not scorer.uniform(cycle):
+                    total += scorer.score(cycle, feasible) * weight
             total[~feasible] = -1
-            return _best(state, total)
+            return _best(state, self._with_static(cycle, feasible, total))
         if placement is None:
             if allowed is not None and (row := self._fits_only_row(cycle, allowed)) is not None:
                 return row
@@ -348,7 +416,7 @@ class Framework:
             return nominated
         if not placement.feasible.any():
             return self.find_nodes(cycle, allowed)[1]
-        return _best(state, placement.total)
+        return _best(state, self._with_static(cycle, placement.feasible, placement.total))
 
     def _fits_only_row(self, cycle: Cycle, allowed: BoolArray) -> int | None:
         """The one allowed row (a pod pinned to its node), checked on that row alone.
@@ -376,9 +444,8 @@ class Framework:
         state = cycle.state
         if not state.is_shared_free(cycle.free):
             return None
-        shapes = self._shapes(cycle.pod)
+        shapes, key = self._keys(cycle.pod, cycle.demand)
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        key = self._shape_key(cycle.pod, cycle.demand, shapes)
         if key is None:
             return None
         placement = self._placements.get(key)
@@ -405,18 +472,18 @@ class Framework:
     def _refresh(
         self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
     ) -> None:
-        ok = verdict.passing[rows].copy()
+        ok = verdict.passing[rows]  # a copy: fancy indexing
         skipping = self._skipping(cycle)
         for flt in self.dynamic_filters:
             if isinstance(flt, RowLocalPlugin) and flt not in skipping:
                 ok &= flt.fits_rows(cycle, rows)
-        total = np.zeros(rows.shape[0], dtype=np.int64)
+        total: IntArray | None = None
         for scorer, weight in self.scores:
-            if isinstance(scorer, RowLocalPlugin) and scorer not in skipping:
-                total += scorer.score_rows(cycle, rows) * weight
-        total[~ok] = -1
+            if isinstance(scorer, RowLocalPlugin) and not self._silent(cycle, scorer):
+                scored = scorer.score_rows(cycle, rows) * weight
+                total = scored if total is None else total + scored
         placement.feasible[rows] = ok
-        placement.total[rows] = total
+        placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
 
     # ---- post-filter -------------------------------------------------------------------
 

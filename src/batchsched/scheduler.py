@@ -7,13 +7,22 @@ carry out.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Hashable, Iterator
 from datetime import datetime
 
 import numpy as np
 
 from batchsched.config import SchedulerConfig
-from batchsched.decisions import Bind, Decision, Evict, Nominate, Reserve, Unschedulable
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    InternalError,
+    Nominate,
+    Reserve,
+    Unschedulable,
+)
 from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
@@ -103,20 +112,38 @@ class Scheduler:
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._failed_shapes.clear()
         while (entry := self.queue.pop()) is not None:
-            refused = refusal(entry.pod, self.state.device_class_resources)
-            if refused is not None:
-                yield self._refuse(entry.pod, refused, now)
-                continue
-            framework = self.framework_for(entry.pod)
-            plugin = framework.group_plugin
-            group = plugin.group_of(entry.pod) if plugin is not None else None
-            if plugin is None or group is None:
-                yield self.schedule_one(entry, now)
-            else:
-                yield self.schedule_group(framework, plugin, group, now)
+            try:
+                step = self._attempt(entry, now)
+            except Exception as err:  # one pod's bug must not stop the others
+                step = self._internal_error(entry.pod, err, now)
+            yield step
         changed = self.state.drain_group_changes()
         for plugin in self.group_plugins:
             yield plugin.after_pass(changed, now)
+
+    def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
+        refused = refusal(entry.pod, self.state.device_class_resources)
+        if refused is not None:
+            return self._refuse(entry.pod, refused, now)
+        framework = self.framework_for(entry.pod)
+        plugin = framework.group_plugin
+        group = plugin.group_of(entry.pod) if plugin is not None else None
+        if plugin is None or group is None:
+            return self.schedule_one(entry, now)
+        return self.schedule_group(framework, plugin, group, now)
+
+    def _internal_error(self, pod: Pod, err: Exception, now: datetime) -> list[Decision]:
+        """The attempt raised: the pod waits out a backoff, as after a failed attempt, and
+        is retried then whether or not the cluster changed (the fault may be transient)."""
+        error = f"{type(err).__name__}: {err}"
+        detail = "".join(traceback.format_exception(err))
+        decisions = self._unschedulable(pod, f"internal error: {error}", now, None)
+        entry = self.queue.entry(pod.key)
+        if entry is not None:
+            self.queue.wake_at(
+                pod.key, now.timestamp() + self.queue.backoff_seconds(entry.attempts)
+            )
+        return [InternalError(pod.key, error, detail), *decisions]
 
     def schedule_group(
         self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from tests.faults import exploding_for
 from tests.live.conftest import Launcher, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
@@ -136,3 +137,34 @@ def test_a_new_node_takes_pods_only_once_its_kubelet_says_ready(launch: Launcher
         with api.lock:
             api._node_ready("n1")  # the kubelet reports Ready, the taint goes
         assert api.wait_for(lambda s: node_of(s, "p") == "n1")
+
+
+def test_an_attempt_that_raises_fails_that_pod_alone(
+    api: FakeApiServer,
+    launch: Launcher,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="batchsched.live")
+    api.create("nodes", node("n1", cpu="4"))
+    for name in ("a", "bad", "z"):
+        api.create("pods", pod(name, cpu="1"))
+    leader_off = {"leaderElect": False}
+    fast = {"podInitialBackoffSeconds": 0.05, "podMaxBackoffSeconds": 0.1}
+    run = launch(exploding_for(monkeypatch, "bad", leaderElection=leader_off, **fast))
+    assert api.wait_for(lambda s: node_of(s, "a") == "n1" and node_of(s, "z") == "n1")
+    assert api.wait_for(lambda s: condition(s, "bad") is not None)
+    cond = condition(api, "bad")
+    assert cond is not None and cond["status"] == "False"
+    assert cond["message"] == "internal error: RuntimeError: boom for bad"
+    # The loop goes on: a pod created afterwards is bound, and the faulty one is retried
+    # after its backoff (counted again) although nothing changed for it.
+    api.create("pods", pod("later", cpu="1"))
+    assert api.wait_for(lambda s: node_of(s, "later") == "n1")
+    registry = run.scheduler.metrics.registry
+    errors = "batchsched_internal_errors_total"
+    assert api.wait_for(lambda s: (registry.get_sample_value(errors) or 0) >= 2)
+    assert "internal error while scheduling default/bad: Traceback" in caplog.text
+    assert "RuntimeError: boom for bad" in caplog.text
+    assert node_of(api, "bad") == ""
+    assert run.halt() == 0

@@ -10,7 +10,7 @@ WORLDS = ("batchsched.sim", "batchsched.live", "batchsched.oneshot", "batchsched
 CORE = [
     *sorted((SRC / "objects").glob("*.py")),
     *sorted((SRC / "state").glob("*.py")),
-    *sorted((SRC / "plugins").glob("*.py")),
+    *sorted((SRC / "plugins").rglob("*.py")),
     SRC / "scheduler.py",
     SRC / "framework.py",
     SRC / "decisions.py",

@@ -115,3 +115,59 @@ def test_duplicate_objects_are_refused(tmp_path: Path) -> None:
 def test_not_yaml_is_a_clear_error() -> None:
     with pytest.raises(InputError, match="bad.yaml: not valid YAML"):
         load_text("kind: [unclosed", "bad.yaml")
+
+
+def test_scoring_counts_the_non_zero_defaults_per_container_that_requests_none() -> None:
+    manifest = pod("p")
+    manifest["spec"]["containers"] = [
+        {"name": "a", "resources": {"requests": {"cpu": "1"}}},
+        {"name": "b"},
+        {"name": "c", "resources": {"requests": {"memory": "0"}}},  # explicit: no default
+    ]
+    manifest["spec"]["overhead"] = {"cpu": "50m"}
+    parsed = read_pod(manifest)
+    assert parsed.nonzero_requests == (1000 + 100 + 100 + 50, 200 * 2**20 + 200 * 2**20)
+    assert parsed.requests.get("memory") is None
+
+
+def test_images_and_preferred_terms_are_read() -> None:
+    from batchsched.objects.parse import read_node
+
+    manifest = pod("p")
+    manifest["spec"]["initContainers"] = [{"name": "i", "image": "busybox"}]
+    manifest["spec"]["containers"] = [
+        {"name": "a", "image": "registry:5000/team/app"},
+        {"name": "b", "image": "app@sha256:abc"},
+    ]
+    expr = {"key": "zone", "operator": "In", "values": ["a"]}
+    manifest["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 7, "preference": {"matchExpressions": [expr]}},
+                {"weight": 3, "preference": {}},  # selects nothing: dropped, as upstream
+            ]
+        }
+    }
+    parsed = read_pod(manifest)
+    assert parsed.images == ("busybox:latest", "registry:5000/team/app:latest", "app@sha256:abc")
+    assert [(t.weight, t.term.match_expressions[0].key) for t in parsed.preferred_terms] == [
+        (7, "zone")
+    ]
+    raw = node("n")
+    raw["status"]["images"] = [{"names": ["a:1", "a@sha256:x"], "sizeBytes": 10}]
+    assert read_node(raw).images == {"a:1": 10, "a@sha256:x": 10}
+
+
+def test_a_preferred_term_weight_out_of_range_names_the_field() -> None:
+    manifest = pod("p")
+    manifest["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "preference": {}}]
+        }
+    }
+    with pytest.raises(ManifestError) as err:
+        read_pod(manifest)
+    assert (
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
+        "must be between 1 and 100, got 101" in str(err.value)
+    )

@@ -52,10 +52,6 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
         {"schedulingGroup": {"podGroupName": "g"}},
         "spec.schedulingGroup",
     ),
-    "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution": (
-        {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-    ),
 }
 
 

@@ -25,6 +25,7 @@ from batchsched.decisions import (
     Bind,
     Decision,
     Evict,
+    InternalError,
     Nominate,
     PodGroupUpdate,
     Reserve,
@@ -115,6 +116,9 @@ class Actuator:
     ) -> None:
         """Start the writes for one pass. `pending_since`: monotonic time each pod was first
         seen pending (for the end-to-end latency metric)."""
+        for decision in decisions:
+            if isinstance(decision, InternalError):
+                log.error("internal error while scheduling %s: %s", decision.pod, decision.detail)
         if self.dry_run:
             self._log_dry_run(decisions)
             return
@@ -202,6 +206,8 @@ class Actuator:
 
     def _log_dry_run(self, decisions: list[Decision]) -> None:
         for decision in decisions:
+            if isinstance(decision, InternalError):
+                continue  # logged by `apply`, with its traceback
             if isinstance(decision, Unschedulable):
                 # Logged when the reason changes, not every cycle.
                 if self._conditions.get(decision.pod) == decision.message:
@@ -340,4 +346,6 @@ def describe(decision: Decision) -> str:
         )
     if isinstance(decision, Reserve):
         return f"would reserve node {decision.node} for {decision.pod}"
+    if isinstance(decision, InternalError):
+        return f"internal error while scheduling {decision.pod}: {decision.error}"
     return f"warning: {decision.obj}: {decision.message}"

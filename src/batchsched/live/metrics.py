@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from batchsched.decisions import Bind, Decision, Unschedulable
+from batchsched.decisions import Bind, Decision, InternalError, Unschedulable
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import SchedulingQueue
 
@@ -63,6 +63,11 @@ class Metrics:
             registry=r,
         )
         self._incoming_seen: dict[str, int] = {}
+        self.internal_errors = Counter(
+            "batchsched_internal_errors",
+            "Scheduling attempts that raised (a bug): the pod backs off, the loop goes on",
+            registry=r,
+        )
         self.leader = Gauge(
             "batchsched_leader", "1 while this replica holds the leader lease", registry=r
         )
@@ -72,6 +77,9 @@ class Metrics:
 
     def observe_pass(self, decisions: list[Decision], state: ClusterState) -> None:
         for decision in decisions:
+            if isinstance(decision, InternalError):
+                self.internal_errors.inc()
+                continue
             if isinstance(decision, Bind):
                 result = "scheduled"
             elif isinstance(decision, Unschedulable):

@@ -16,7 +16,15 @@ from typing import Any, TypeVar, cast
 
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
-from batchsched.objects.quantity import CPU, MEMORY, PODS, QuantityError, resource_amount
+from batchsched.objects.quantity import (
+    CPU,
+    DEFAULT_CPU_REQUEST,
+    DEFAULT_MEMORY_REQUEST,
+    MEMORY,
+    PODS,
+    QuantityError,
+    resource_amount,
+)
 from batchsched.objects.records import (
     ANY_HOST_IP,
     AffinityTerm,
@@ -33,6 +41,7 @@ from batchsched.objects.records import (
     PodDisruptionBudget,
     PodGroup,
     PodGroupStatus,
+    PreferredTerm,
     PriorityClass,
     Requirement,
     Selector,
@@ -238,6 +247,7 @@ def read_node(obj: Json) -> Node:
         labels=r.string_map(obj, "metadata.labels"),
         taints=tuple(taints),
         unschedulable=r.get(obj, "spec.unschedulable", bool, False),
+        images=_node_images(r, obj),
     )
 
 
@@ -270,23 +280,86 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def _node_selector_terms(r: _Reader, spec: Any) -> tuple[NodeSelectorTerm, ...]:
-    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required = r.at("spec").get(spec, path.removeprefix("spec."), dict, {})
+def _required_terms(r: _Reader, affinity: Any, path: str) -> tuple[NodeSelectorTerm, ...]:
+    """`requiredDuringSchedulingIgnoredDuringExecution` of a node affinity at `path`."""
+    key = "requiredDuringSchedulingIgnoredDuringExecution"
+    required = r.at(path).get(affinity, key, dict, {})
     if not required:
         return ()
-    terms = []
-    for i, raw in enumerate(r.at(path).items(required, "nodeSelectorTerms")):
-        where = f"{path}.nodeSelectorTerms[{i}]"
-        exprs = _requirements(
-            r, r.at(where).items(raw, "matchExpressions"), f"{where}.matchExpressions"
+    return tuple(
+        _selector_term(r, raw, f"{path}.{key}.nodeSelectorTerms[{i}]")
+        for i, raw in enumerate(r.at(f"{path}.{key}").items(required, "nodeSelectorTerms"))
+    )
+
+
+def read_node_affinity(
+    raw: Any, label: str, path: str
+) -> tuple[tuple[NodeSelectorTerm, ...], tuple[PreferredTerm, ...]]:
+    """A NodeAffinity object outside a pod (NodeAffinityArgs `addedAffinity`): its required
+    terms and its preferred ones. Errors name `label` and the field under `path`."""
+    r = _Reader(label, {})
+    if not isinstance(raw, Mapping):
+        raise r.fail(path, "must be a mapping")
+    return _required_terms(r, raw, path), preferred_terms(r, raw, path)
+
+
+def _selector_term(r: _Reader, raw: Any, where: str) -> NodeSelectorTerm:
+    if not isinstance(raw, Mapping):
+        raise r.fail(where, "must be a mapping")
+    exprs = _requirements(
+        r, r.at(where).items(raw, "matchExpressions"), f"{where}.matchExpressions"
+    )
+    fields = _requirements(r, r.at(where).items(raw, "matchFields"), f"{where}.matchFields")
+    for req in fields:
+        if req.key != "metadata.name":
+            raise r.fail(f"{where}.matchFields", f"key {req.key!r} must be metadata.name")
+    return NodeSelectorTerm(match_expressions=exprs, match_fields=fields)
+
+
+def preferred_terms(r: _Reader, affinity: Any, path: str) -> tuple[PreferredTerm, ...]:
+    """`preferredDuringSchedulingIgnoredDuringExecution` of a node affinity at `path`; terms
+    that select nothing (no expressions or fields) are dropped, as kube-scheduler does."""
+    key = "preferredDuringSchedulingIgnoredDuringExecution"
+    out = []
+    for i, raw in enumerate(r.at(path).items(affinity, key)):
+        where = f"{path}.{key}[{i}]"
+        weight = r.at(where).get(raw, "weight", int, 0)
+        if not 1 <= weight <= 100:
+            raise r.fail(f"{where}.weight", f"must be between 1 and 100, got {weight}")
+        term = _selector_term(
+            r, r.at(where).get(raw, "preference", dict, {}), f"{where}.preference"
         )
-        fields = _requirements(r, r.at(where).items(raw, "matchFields"), f"{where}.matchFields")
-        for req in fields:
-            if req.key != "metadata.name":
-                raise r.fail(f"{where}.matchFields", f"key {req.key!r} must be metadata.name")
-        terms.append(NodeSelectorTerm(match_expressions=exprs, match_fields=fields))
-    return tuple(terms)
+        if term.match_expressions or term.match_fields:
+            out.append(PreferredTerm(weight, term))
+    return tuple(out)
+
+
+def _images(r: _Reader, spec: Any) -> tuple[str, ...]:
+    """Container images named as node.status.images names them: a missing tag is `latest`."""
+    out = []
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(r.at("spec").items(spec, field)):
+            image = r.at(f"spec.{field}[{i}]").get(container, "image", str, "")
+            if image:
+                tagged = image.rfind(":") > image.rfind("/")
+                out.append(image if tagged else f"{image}:latest")
+    return tuple(out)
+
+
+def _node_images(r: _Reader, obj: Json) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i, raw in enumerate(r.items(obj, "status.images")):
+        img = r.at(f"status.images[{i}]")
+        size = img.get(raw, "sizeBytes", int, 0)
+        for name in img.get(raw, "names", list, []):
+            if isinstance(name, str):
+                out[name] = size
+    return out
+
+
+def _nonzero(requests: dict[str, int]) -> dict[str, int]:
+    """A container's requests as scoring counts them (kube-scheduler's non-zero defaults)."""
+    return {CPU: DEFAULT_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST, **requests}
 
 
 def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
@@ -452,12 +525,18 @@ def read_pod(obj: Json) -> Pod:
     sp = r.at("spec")
     if not sp.items(spec, "containers"):
         raise r.fail("spec.containers", "must list at least one container")
-    requests = pod_requests(
-        [c.requests for c in _container_requests(r, spec, "containers")],
-        _container_requests(r, spec, "initContainers"),
-        sp.resources(spec, "overhead"),
-        _pod_level_requests(r, spec),
+    containers = [c.requests for c in _container_requests(r, spec, "containers")]
+    inits = _container_requests(r, spec, "initContainers")
+    overhead = sp.resources(spec, "overhead")
+    pod_level = _pod_level_requests(r, spec)
+    requests = pod_requests(containers, inits, overhead, pod_level)
+    nonzero = pod_requests(
+        [_nonzero(c) for c in containers],
+        [ContainerRequests(_nonzero(c.requests), c.sidecar) for c in inits],
+        overhead,
+        pod_level,
     )
+    affinity = sp.get(spec, "affinity.nodeAffinity", dict, {})
     policy = sp.get(spec, "preemptionPolicy", str, "")
     if policy and policy not in _PREEMPTION_POLICIES:
         raise r.fail("spec.preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
@@ -506,11 +585,14 @@ def read_pod(obj: Json) -> Pod:
         labels=r.string_map(obj, "metadata.labels"),
         annotations=r.string_map(obj, "metadata.annotations"),
         node_selector=sp.string_map(spec, "nodeSelector"),
-        required_terms=_node_selector_terms(r, spec),
+        required_terms=_required_terms(r, affinity, "spec.affinity.nodeAffinity"),
+        preferred_terms=preferred_terms(r, affinity, "spec.affinity.nodeAffinity"),
         tolerations=_tolerations(r, spec),
         host_ports=_host_ports(r, spec),
         spread_constraints=read_spread_constraints(r.at("spec"), spec, "topologySpreadConstraints"),
         pod_affinity=_pod_affinity(r.at("spec"), spec),
+        images=_images(r, spec),
+        nonzero_requests=(nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)),
         owner_references=tuple(owners),
         conditions=tuple(conditions),
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),

@@ -29,6 +29,10 @@ _QUANTITY = re.compile(
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+# What scoring counts for a container that requests no cpu or memory (kube-scheduler's
+# DefaultMilliCPURequest and DefaultMemoryRequest), so empty pods do not all pile on one node.
+DEFAULT_CPU_REQUEST = 100  # millicores
+DEFAULT_MEMORY_REQUEST = 200 * 2**20
 
 
 class QuantityError(ValueError):

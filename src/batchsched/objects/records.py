@@ -60,6 +60,14 @@ class NodeSelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    """A preferred node affinity term: nodes matching `term` score `weight` (1..100)."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
 class OwnerReference:
     kind: str
     name: str
@@ -92,6 +100,7 @@ class Node:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
+    images: dict[str, int] = field(default_factory=dict)  # status.images: each name -> bytes
 
 
 @dataclass(slots=True)
@@ -119,10 +128,15 @@ class Pod:
     annotations: dict[str, str] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)
     required_terms: tuple[NodeSelectorTerm, ...] = ()
+    preferred_terms: tuple[PreferredTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     pod_affinity: PodAffinity | None = None
+    images: tuple[str, ...] = ()  # of init containers and containers, as kubelet would pull
+    # cpu and memory as scoring counts them: containers that request none count 100m and
+    # 200Mi (kube-scheduler's non-zero defaults); None: derive from `requests`.
+    nonzero_requests: tuple[int, int] | None = None
     owner_references: tuple[OwnerReference, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
     creation_timestamp: datetime | None = None

@@ -28,6 +28,7 @@ StillFails = Callable[[int, Collection[str]], bool]
 # Cycle.scratch key: checks (StillFails) a filter passed but that victims could break (the pod's
 # required affinity to pods that might be taken); preemption keeps every one of them holding.
 PREEMPTION_GUARDS = "preemption.guards"
+MAX_NODE_SCORE = 100
 
 
 @dataclass(slots=True)
@@ -196,6 +197,42 @@ class ScorePlugin(Plugin):
         nodes are feasible, which is the common case.
         """
         raise NotImplementedError
+
+    def uniform(self, cycle: Cycle) -> bool:
+        """Whether this pod scores every node alike (kube-scheduler's PreScore Skip): the
+        framework then leaves the plugin out, which changes no choice."""
+        return False
+
+
+class StaticScorePlugin(ScorePlugin):
+    """A score that depends only on static node properties (labels, taints, images) and the
+    pod, normalised over the feasible nodes as kube-scheduler's NormalizeScore does.
+
+    The framework caches `raw_scores` per `score_shape(pod)` until nodes change and
+    normalises them at each selection, so the cached placements stay row-local.
+    """
+
+    def score_shape(self, pod: Pod) -> Hashable | None:
+        """What the score reads of the pod; None: it scores every node alike (skipped)."""
+        raise NotImplementedError
+
+    def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
+        """One raw score per node row, or None when they are all alike."""
+        raise NotImplementedError
+
+    def normalize(self, raw: IntArray, feasible: BoolArray) -> IntArray:
+        """Scores in 0..100 from the raw ones, judged against the feasible nodes."""
+        raise NotImplementedError
+
+
+def normalize_by_max(raw: IntArray, feasible: BoolArray, reverse: bool = False) -> IntArray:
+    """kube-scheduler's DefaultNormalizeScore: scale so the feasible maximum scores 100
+    (reversed: scores 0); all zero stays 0 (reversed: 100)."""
+    highest = int(raw[feasible].max()) if feasible.any() else 0
+    if highest == 0:
+        return np.full(raw.shape[0], MAX_NODE_SCORE if reverse else 0, dtype=np.int64)
+    scaled = MAX_NODE_SCORE * raw // highest
+    return MAX_NODE_SCORE - scaled if reverse else scaled
 
 
 class RowLocalPlugin(Plugin):

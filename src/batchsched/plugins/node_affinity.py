@@ -1,21 +1,34 @@
-"""NodeAffinity (Filter): `nodeSelector` and required node affinity.
+"""NodeAffinity (Filter, Score): `nodeSelector`, required and preferred node affinity.
+
+Name: NodeAffinity. Extension points: Filter (static), Score (static).
 
 Terms are ORed; within a term, `matchExpressions` (labels) and `matchFields`
 (`metadata.name`) are ANDed. A pod pinned to nodes by name is resolved through the node index
-instead of a scan, so DaemonSet pods cost O(1) here.
+instead of a scan, so DaemonSet pods cost O(1) here. Score: the sum of the weights of the
+preferred terms a node matches, normalised so the best feasible node scores 100.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.parse import read_node_affinity
 from batchsched.objects.records import Node, NodeSelectorTerm, Pod, Requirement
-from batchsched.plugins.base import Rejection, StaticFilterPlugin
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.plugins.args import ArgsReader, ConfigError
+from batchsched.plugins.base import (
+    Rejection,
+    StaticFilterPlugin,
+    StaticScorePlugin,
+    normalize_by_max,
+)
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
+ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
 
 
 def requirement_holds(req: Requirement, labels: dict[str, str]) -> bool:
@@ -85,20 +98,50 @@ def _field_holds(req: Requirement, name: str) -> bool:
     return req.operator == "Exists"
 
 
-def node_matches(node: Node, pod: Pod) -> bool:
-    """`evaluate`'s verdict for one node."""
-    if not _selector_holds(node, pod.node_selector):
-        return False
-    return not pod.required_terms or any(
+def _terms_hold(node: Node, terms: tuple[NodeSelectorTerm, ...]) -> bool:
+    """`_term_mask` ORed over `terms`, for one node."""
+    return any(
         (term.match_expressions or term.match_fields)
         and all(_field_holds(r, node.name) for r in term.match_fields)
         and all(requirement_holds(r, node.labels) for r in term.match_expressions)
-        for term in pod.required_terms
+        for term in terms
     )
 
 
-class NodeAffinity(StaticFilterPlugin):
+def node_matches(node: Node, pod: Pod) -> bool:
+    """The pod's own node selector and required terms hold on `node`."""
+    if not _selector_holds(node, pod.node_selector):
+        return False
+    return not pod.required_terms or _terms_hold(node, pod.required_terms)
+
+
+class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
+    """Args (NodeAffinityArgs): `addedAffinity`, a node affinity every pod of the profile
+    gets besides its own: its required terms must hold too, its preferred terms add up."""
+
     name = "NodeAffinity"
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        reader = ArgsReader(self.name, args, ("addedAffinity",))
+        added = reader.get("addedAffinity", dict, {})
+        try:
+            self.added_required, self.added_preferred = read_node_affinity(
+                added, self.name, "args.addedAffinity"
+            )
+        except ManifestError as err:
+            raise ConfigError(f"pluginConfig {self.name} {err.field}: {err.what}") from None
+
+    def score_shape(self, pod: Pod) -> Hashable | None:
+        return pod.preferred_terms if pod.preferred_terms or self.added_preferred else None
+
+    def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
+        raw = np.zeros(state.rows, dtype=np.int64)
+        for preferred in (*pod.preferred_terms, *self.added_preferred):
+            raw += _term_mask(state, preferred.term) * preferred.weight
+        return raw if raw.any() else None
+
+    def normalize(self, raw: IntArray, feasible: BoolArray) -> IntArray:
+        return normalize_by_max(raw, feasible)
 
     def shape(self, pod: Pod) -> Hashable | None:
         if any(term.match_fields for term in pod.required_terms):
@@ -107,9 +150,25 @@ class NodeAffinity(StaticFilterPlugin):
 
     def passes_row(self, state: ClusterState, pod: Pod, row: int) -> bool:
         node = state.nodes[row]
-        return node is not None and node_matches(node, pod)
+        if node is None or not node_matches(node, pod):
+            return False
+        return not self.added_required or _terms_hold(node, self.added_required)
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
+        own = self._own(state, pod)
+        if not self.added_required:
+            return own
+        # As kube-scheduler: the scheduler-enforced affinity is judged first, and a node
+        # reports one reason.
+        fits = np.zeros(state.rows, dtype=np.bool_)
+        for term in self.added_required:
+            fits |= _term_mask(state, term)
+        enforced = state.valid[: state.rows] & ~fits
+        rest = [Rejection(r.reason, r.nodes & fits, r.resolvable) for r in own]
+        return [Rejection(ENFORCED_REASON, enforced, resolvable=False), *rest]
+
+    def _own(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
+        """Nodes the pod's own selector and required terms rule out."""
         if not pod.node_selector and not pod.required_terms:
             return []
         if pod.required_terms:

@@ -9,12 +9,13 @@ from batchsched.plugins.base import Plugin
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
+from batchsched.plugins.image_locality import ImageLocality
 from batchsched.plugins.interpodaffinity import InterPodAffinity
 from batchsched.plugins.node_affinity import NodeAffinity
 from batchsched.plugins.node_name import NodeName
 from batchsched.plugins.node_ports import NodePorts
-from batchsched.plugins.node_resources_fit import NodeResourcesFit
 from batchsched.plugins.node_unschedulable import NodeUnschedulable
+from batchsched.plugins.noderesources import BalancedAllocation, NodeResourcesFit
 from batchsched.plugins.podtopologyspread import PodTopologySpread
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.plugins.priority_sort import PrioritySort
@@ -39,9 +40,11 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable),
     "NodeName": _no_args(NodeName),
     "TaintToleration": _no_args(TaintToleration),
-    "NodeAffinity": _no_args(NodeAffinity),
+    "NodeAffinity": NodeAffinity,
     "NodePorts": _no_args(NodePorts),
     "NodeResourcesFit": NodeResourcesFit,
+    "NodeResourcesBalancedAllocation": BalancedAllocation,
+    "ImageLocality": _no_args(ImageLocality),
     "PodTopologySpread": PodTopologySpread,
     "InterPodAffinity": InterPodAffinity,
     "Coscheduling": Coscheduling,
@@ -73,7 +76,16 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     ],
     # DaemonSetPreemption first: it alone acts on DaemonSet pods (the others skip them).
     "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0)],
-    "score": [("NodeResourcesFit", 1), ("PodTopologySpread", 2), ("InterPodAffinity", 2)],
+    # kube-scheduler's default weights, in its order.
+    "score": [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+    ],
     "reserve": [],
     "permit": [("Coscheduling", 0)],
 }

@@ -132,11 +132,6 @@ REFUSED: tuple[Refused, ...] = (
         "workloadRef",
     ),
     Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
-    _keyed(
-        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        "NodeAffinity (score)",
-        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-    ),
 )
 
 

@@ -1,6 +1,11 @@
-"""TaintToleration (Filter): every NoSchedule and NoExecute taint of a node must be tolerated.
+"""TaintToleration (Filter, Score): taints a pod does not tolerate keep it off or away.
 
-A node that fails reports its first untolerated taint, as kube-scheduler does.
+Name: TaintToleration. Extension points: Filter (static), Score (static).
+
+Filter: every NoSchedule and NoExecute taint of a node must be tolerated; a node that fails
+reports its first untolerated taint, as kube-scheduler does. Score: the fewer PreferNoSchedule
+taints a node has that the pod does not tolerate, the better: counts normalised against the
+feasible node with the most (it scores 0, nodes with none 100).
 """
 
 from __future__ import annotations
@@ -10,8 +15,13 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from batchsched.objects.records import Pod, Taint, Toleration
-from batchsched.plugins.base import Rejection, StaticFilterPlugin
-from batchsched.state.cluster import ClusterState
+from batchsched.plugins.base import (
+    Rejection,
+    StaticFilterPlugin,
+    StaticScorePlugin,
+    normalize_by_max,
+)
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 _FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -25,8 +35,26 @@ def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]
     return None
 
 
-class TaintToleration(StaticFilterPlugin):
+class TaintToleration(StaticFilterPlugin, StaticScorePlugin):
     name = "TaintToleration"
+
+    def score_shape(self, pod: Pod) -> Hashable | None:
+        return tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+
+    def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
+        tolerations = self.score_shape(pod)
+        assert isinstance(tolerations, tuple)
+        raw = np.zeros(state.rows, dtype=np.int64)
+        for idx, node in state.live_nodes():
+            raw[idx] = sum(
+                taint.effect == "PreferNoSchedule"
+                and not any(t.tolerates(taint) for t in tolerations)
+                for taint in node.taints
+            )
+        return raw if raw.any() else None
+
+    def normalize(self, raw: IntArray, feasible: BoolArray) -> IntArray:
+        return normalize_by_max(raw, feasible, reverse=True)
 
     def shape(self, pod: Pod) -> Hashable | None:
         return pod.tolerations

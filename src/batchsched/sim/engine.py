@@ -22,6 +22,7 @@ from batchsched.decisions import (
     Bind,
     Decision,
     Evict,
+    InternalError,
     Nominate,
     PodGroupUpdate,
     Reserve,
@@ -355,12 +356,17 @@ class Simulation:
             elif isinstance(decision, Reserve):
                 self.reservations[decision.node] = decision
                 self._read_clock(True)
-            elif isinstance(decision, Warn):
-                if (decision.obj, decision.message) not in self._warned:
-                    self._warned.add((decision.obj, decision.message))
-                    self.warnings.append(f"{decision.obj}: {decision.message}")
+            elif isinstance(decision, Warn | InternalError):
+                self._warn(decision)
             elif isinstance(decision, Nominate):
                 pass  # the scheduler keeps nominations in ClusterState itself
+
+    def _warn(self, decision: Warn | InternalError) -> None:
+        if isinstance(decision, InternalError):
+            decision = Warn(f"Pod {decision.pod}", f"internal error: {decision.error}")
+        if (decision.obj, decision.message) not in self._warned:
+            self._warned.add((decision.obj, decision.message))
+            self.warnings.append(f"{decision.obj}: {decision.message}")
 
     def _bind(self, decision: Bind) -> None:
         pod = self.state.pods[decision.pod]

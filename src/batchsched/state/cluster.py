@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.quantity import CPU, DEFAULT_CPU_REQUEST, DEFAULT_MEMORY_REQUEST, MEMORY
 from batchsched.objects.records import (
     DeviceClass,
     Namespace,
@@ -59,6 +60,9 @@ class ClusterState:
         self.allocatable: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
         self.free: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
         self.valid: BoolArray = np.zeros(0, dtype=np.bool_)
+        # Per node, what scoring adds to the cpu and memory requested by its pods: the
+        # non-zero defaults of pods (containers) that request none (see `nonzero_of`).
+        self.nonzero_gap: IntArray = np.zeros((0, 2), dtype=np.int64)
         self.nodes: list[Node | None] = []
         self.node_index: dict[str, int] = {}
         self.node_pods: list[dict[str, Pod]] = []
@@ -135,6 +139,9 @@ class ClusterState:
         valid = np.zeros(new_cap, dtype=np.bool_)
         valid[: self.valid.shape[0]] = self.valid
         self.valid = valid
+        gap = np.zeros((new_cap, 2), dtype=np.int64)
+        gap[: self.nonzero_gap.shape[0]] = self.nonzero_gap
+        self.nonzero_gap = gap
         self._capacity = new_cap
 
     def _ensure_columns(self) -> None:
@@ -185,6 +192,7 @@ class ClusterState:
                 old.labels == node.labels
                 and old.taints == node.taints
                 and old.unschedulable == node.unschedulable
+                and old.images == node.images
             ):
                 self.generation += 1
                 return
@@ -204,6 +212,7 @@ class ClusterState:
         self.valid[idx] = False
         self.allocatable[idx] = 0
         self.free[idx] = 0
+        self.nonzero_gap[idx] = 0
         self._touch(idx)
         for key, node in list(self.nominations.items()):
             if node == idx:
@@ -356,9 +365,15 @@ class ClusterState:
     def demand(self, pod: Pod) -> Demand:
         demand = self._demands.get(pod.key)
         if demand is None:
-            vec = self._vector(pod.requests)
-            cols = np.flatnonzero(vec)
-            demand = Demand(cols=cols, amounts=vec[cols])
+            intern = self.resources.intern
+            pairs = sorted(
+                (intern(name), amount) for name, amount in pod.requests.items() if amount
+            )
+            self._ensure_columns()
+            demand = Demand(
+                cols=np.array([col for col, _ in pairs], dtype=np.intp),
+                amounts=np.array([amount for _, amount in pairs], dtype=np.int64),
+            )
             self._demands[pod.key] = demand
         return demand
 
@@ -436,6 +451,7 @@ class ClusterState:
             return
         demand = self.demand(pod)
         self.free[idx, demand.cols] -= demand.amounts
+        self._count_gap(idx, pod, 1)
         self._touch(idx)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
@@ -449,6 +465,7 @@ class ClusterState:
         pod = self.node_pods[idx].pop(key)
         demand = self.demand(pod)
         self.free[idx, demand.cols] += demand.amounts
+        self._count_gap(idx, pod, -1)
         self._touch(idx)
         self.bound_version += 1
         priority = self._counted_at.pop(key)
@@ -461,6 +478,26 @@ class ClusterState:
     def lowest_bound_priority(self) -> int | None:
         """The lowest priority of a pod bound to a node, None when none is."""
         return min(self._bound_priorities, default=None)
+
+    def _count_gap(self, idx: int, pod: Pod, sign: int) -> None:
+        cpu, memory = self.nonzero_of(pod)
+        cpu -= pod.requests.get(CPU, 0)
+        memory -= pod.requests.get(MEMORY, 0)
+        if cpu or memory:
+            gap = self.nonzero_gap[idx]
+            gap[0] += sign * cpu
+            gap[1] += sign * memory
+
+    @staticmethod
+    def nonzero_of(pod: Pod) -> tuple[int, int]:
+        """The pod's cpu and memory as scoring counts them (at least the non-zero defaults
+        when it requests none); from its containers when it was read from a manifest."""
+        if pod.nonzero_requests is not None:
+            return pod.nonzero_requests
+        return (
+            pod.requests.get(CPU) or DEFAULT_CPU_REQUEST,
+            pod.requests.get(MEMORY) or DEFAULT_MEMORY_REQUEST,
+        )
 
     def assume(self, key: str, node_name: str) -> None:
         """The scheduler decided to bind this pod: count it on the node from now on."""

@@ -1,18 +1,21 @@
 """NodeResourcesFit (Filter, Score): the pod's requests must fit every node resource.
 
+Name: NodeResourcesFit. Extension points: Filter, Score (both row-local).
+
 Scoring strategies, as in NodeResourcesFitArgs `scoringStrategy`: LeastAllocated (spread,
-the default) and MostAllocated (bin packing, usually wanted for GPUs), each a weighted mean
-over the configured resources of an integer 0..100 score, with kube-scheduler's rounding.
+the default; least_allocated.py) and MostAllocated (bin packing; most_allocated.py), each a
+weighted mean over the configured resources of an integer 0..100 score, with cpu and memory
+counted with kube-scheduler's non-zero defaults (resource_allocation.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from batchsched.objects.quantity import CPU, MEMORY, PODS
+from batchsched.objects.quantity import PODS
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
@@ -26,10 +29,27 @@ from batchsched.plugins.base import (
     RowLocalPlugin,
     ScorePlugin,
 )
+from batchsched.plugins.noderesources.least_allocated import (
+    least_allocated,
+    least_allocated_node,
+)
+from batchsched.plugins.noderesources.most_allocated import most_allocated, most_allocated_node
+from batchsched.plugins.noderesources.resource_allocation import (
+    NODE_BY_NODE,
+    Columns,
+    NodeUsage,
+    Usage,
+    read_resources,
+    score_rows,
+    usage,
+)
 from batchsched.state.cluster import BoolArray, IntArray
 
-STRATEGIES = ("LeastAllocated", "MostAllocated")
-MAX_SCORE = 100
+# Each strategy scores many nodes at once, or one node (see resource_allocation.score_rows).
+STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsage], int]]] = {
+    "LeastAllocated": (least_allocated, least_allocated_node),
+    "MostAllocated": (most_allocated, most_allocated_node),
+}
 
 
 def is_extended(resource: str) -> bool:
@@ -56,19 +76,9 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         self.strategy = sreader.get("type", str, "LeastAllocated")
         if self.strategy not in STRATEGIES:
             raise sreader.fail("type", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}")
-        resources = sreader.get(
-            "resources", list, [{"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1}]
-        )
-        self.weights: dict[str, int] = {}
-        for i, item in enumerate(resources):
-            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-                raise sreader.fail(f"resources[{i}]", "needs a name")
-            weight = item.get("weight", 1)
-            if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
-                raise sreader.fail(f"resources[{i}].weight", f"must be 1..100, got {weight!r}")
-            self.weights[item["name"]] = weight
-        if not self.weights:
-            raise sreader.fail("resources", "must name at least one resource")
+        self._vectorised, self._one_node = STRATEGIES[self.strategy]
+        self.resources = read_resources(sreader, "resources", high=100)
+        self._columns = Columns(self.resources, nonzero=True)
         ignored = reader.get("ignoredResources", list, [])
         self.ignored = frozenset(str(r) for r in ignored)
         groups = [str(g) for g in reader.get("ignoredResourceGroups", list, [])]
@@ -108,9 +118,16 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return rejections
 
     def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
+        checked = self._checked(cycle)
+        free = cycle.free
+        if rows.shape[0] <= NODE_BY_NODE:
+            fits = [
+                all(free[row, col] >= amount for col, amount in checked) for row in rows.tolist()
+            ]
+            return np.array(fits, dtype=np.bool_)
         ok = np.ones(rows.shape[0], dtype=np.bool_)
-        for col, amount in self._checked(cycle):
-            ok &= cycle.free[rows, col] >= amount
+        for col, amount in checked:
+            ok &= free[rows, col] >= amount
         return ok
 
     def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
@@ -129,30 +146,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         rows = feasible.shape[0]
-        return self._score(cycle, cycle.free[:rows], cycle.state.allocatable[:rows])
+        return self._vectorised(usage(cycle, slice(0, rows), self._columns(cycle)), rows)
 
     def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
-        return self._score(cycle, cycle.free[rows], cycle.state.allocatable[rows])
-
-    def _score(self, cycle: Cycle, free: IntArray, allocatable: IntArray) -> IntArray:
-        state = cycle.state
-        requested = dict(
-            zip(cycle.demand.cols.tolist(), cycle.demand.amounts.tolist(), strict=True)
-        )
-        total = np.zeros(free.shape[0], dtype=np.float64)
-        weight_sum = 0
-        for resource, weight in self.weights.items():
-            weight_sum += weight
-            col = state.resources.get(resource)
-            if col is None:
-                continue
-            alloc = allocatable[:, col]
-            free_after = free[:, col] - requested.get(col, 0)
-            if self.strategy == "MostAllocated":
-                free_after = alloc - free_after  # used after placing the pod
-            bounded = np.minimum(np.maximum(free_after, 0), alloc)
-            # Exact integer floor division in float64 (numerators stay far below 2**53); a
-            # resource the node lacks scores 0, by dividing by infinity.
-            per = np.floor(bounded * float(MAX_SCORE) / np.where(alloc > 0, alloc, np.inf))
-            total += per * weight
-        return (total // max(weight_sum, 1)).astype(np.int64)
+        return score_rows(cycle, rows, self._columns(cycle), self._vectorised, self._one_node)
