@@ -18,19 +18,23 @@ def list_objects(client: KubeClient) -> Objects:
     """Nodes, pods, PriorityClasses, PDBs, PodGroups and DeviceClasses as `Objects`, as if
     from files.
 
-    An absent PodGroup CRD reads as no PodGroups; a malformed object is an error naming it.
+    An absent PodGroup CRD, or an API server serving no version of upstream's PodGroups,
+    reads as no PodGroups; a malformed object is an error naming it.
     """
     objects = Objects()
     for kind in KINDS:
         try:
+            kind = kind.served(client)
             items, _ = client.list(kind.path)
         except ApiError as err:
             if err.status == 404 and kind.optional:
                 continue
             raise ClusterReadError(f"cannot list {kind.path}: {err}") from None
         for item in items:
+            if kind.api_version and not item.get("apiVersion"):
+                item = {**item, "apiVersion": kind.api_version}
             try:
-                objects.add(kind.name, item)
+                objects.add(kind.manifest_kind or kind.name, item)
             except InputError as err:
                 raise ClusterReadError(f"{client.host}{kind.path}: {err}") from None
     return objects
@@ -45,7 +49,15 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
     """The cluster's objects with those from files added; a file's object replaces the
     cluster's object of the same kind and name (to ask "what if this pod were changed")."""
     merged = Objects(warnings=list(files.warnings))
-    for attr in ("nodes", "pods", "priority_classes", "pdbs", "pod_groups", "device_classes"):
+    for attr in (
+        "nodes",
+        "pods",
+        "priority_classes",
+        "pdbs",
+        "pod_groups",
+        "workloads",
+        "device_classes",
+    ):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}
         kept = [obj for obj in getattr(cluster, attr) if _name(obj) not in names]
