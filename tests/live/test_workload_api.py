@@ -34,6 +34,19 @@ def conditions(api: FakeApiServer, store: str, name: str) -> dict[str, dict[str,
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
 
 
+def serve(api: FakeApiServer, store: str, group: dict[str, Any]) -> None:
+    """A one-node (2 CPU) cluster serving upstream's PodGroups at one version, with `group`."""
+    api.missing.discard(store)
+    api.create("nodes", node("n1", cpu="2"))
+    api.create(store, group)
+
+
+def written(api: FakeApiServer, store: str, name: str, type_: str) -> dict[str, Any]:
+    """The group's condition of that type, once the scheduler has written it."""
+    assert api.wait_for(lambda s: type_ in conditions(s, store, name)), f"no {type_} on {name}"
+    return conditions(api, store, name)[type_]
+
+
 @pytest.mark.parametrize(
     ("served", "expected"),
     [
@@ -77,10 +90,7 @@ def test_a_gang_binds_whole_and_its_condition_is_written(
     assert all(node_of(api, f"w-{i}") == "" for i in range(3))
     api.create(UPSTREAM_BETA, gang("train", 3))
     assert api.wait_for(lambda s: all(node_of(s, f"w-{i}") for i in range(3)))
-    assert api.wait_for(
-        lambda s: "PodGroupInitiallyScheduled" in conditions(s, UPSTREAM_BETA, "train")
-    )
-    cond = conditions(api, UPSTREAM_BETA, "train")["PodGroupInitiallyScheduled"]
+    cond = written(api, UPSTREAM_BETA, "train", "PodGroupInitiallyScheduled")
     assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
     assert cond["lastTransitionTime"]
     assert run.halt() == 0
@@ -89,14 +99,11 @@ def test_a_gang_binds_whole_and_its_condition_is_written(
 def test_a_gang_that_cannot_fit_gets_the_reason_and_an_event(
     api: FakeApiServer, launch: Launcher
 ) -> None:
-    api.missing.discard(UPSTREAM_ALPHA)
-    api.create("nodes", node("n1", cpu="2"))
-    api.create(UPSTREAM_ALPHA, gang("big", 2, "v1alpha2"))
+    serve(api, UPSTREAM_ALPHA, gang("big", 2, "v1alpha2"))
     api.create("pods", member("b-0", "big", cpu="2"))
     api.create("pods", member("b-1", "big", cpu="2"))
     run = launch()
-    assert api.wait_for(lambda s: "PodGroupScheduled" in conditions(s, UPSTREAM_ALPHA, "big"))
-    cond = conditions(api, UPSTREAM_ALPHA, "big")["PodGroupScheduled"]
+    cond = written(api, UPSTREAM_ALPHA, "big", "PodGroupScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
     assert "1/2 members can run" in cond["message"]
     assert node_of(api, "b-0") == node_of(api, "b-1") == ""  # nothing bound below minCount
@@ -113,19 +120,16 @@ def test_a_gang_that_cannot_fit_gets_the_reason_and_an_event(
 def test_a_group_preempted_whole_is_marked_as_the_disruption_target(
     api: FakeApiServer, launch: Launcher
 ) -> None:
-    api.missing.discard(UPSTREAM_BETA)
-    api.create("nodes", node("n1", cpu="2"))
     low = gang("low", 1)
     low["spec"]["disruptionMode"] = {"all": {}}
-    api.create(UPSTREAM_BETA, low)
+    serve(api, UPSTREAM_BETA, low)
     running = member("m-0", "low", cpu="2")
     running["spec"].update(nodeName="n1", priority=0)
     api.create("pods", running)
     run = launch()
     urgent = pod("urgent", cpu="2", priority=1000)
     api.create("pods", urgent)
-    assert api.wait_for(lambda s: "DisruptionTarget" in conditions(s, UPSTREAM_BETA, "low"))
-    target = conditions(api, UPSTREAM_BETA, "low")["DisruptionTarget"]
+    target = written(api, UPSTREAM_BETA, "low", "DisruptionTarget")
     assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
     assert "preempted by default/urgent" in target["message"]
     assert run.halt() == 0
