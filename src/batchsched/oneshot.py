@@ -29,6 +29,7 @@ from batchsched.decisions import (
 )
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
+from batchsched.objects.records import PodGroup
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 
@@ -46,6 +47,7 @@ class OneShotResult:
     evictions: list[Evict] = field(default_factory=list)
     unschedulable: dict[str, str] = field(default_factory=dict)
     pod_groups: dict[str, PodGroupUpdate] = field(default_factory=dict)
+    groups: dict[str, PodGroup] = field(default_factory=dict)  # the records, for their kind
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
     passes: int = 0
@@ -99,7 +101,12 @@ class OneShotResult:
                 for pod, message in sorted(self.unschedulable.items())
             ],
             "podGroups": [
-                {"name": name, **pod_group_status_json(update.status)}
+                {
+                    "name": name,
+                    "apiVersion": self.groups[name].api_version,
+                    "kind": "PodGroup",
+                    **pod_group_status_json(self.groups[name], update.status),
+                }
                 for name, update in sorted(self.pod_groups.items())
             ],
             "reservations": [
@@ -155,6 +162,7 @@ def run(
         group = state.pod_groups.get(key)
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
+    result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

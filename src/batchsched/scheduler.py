@@ -102,6 +102,7 @@ class Scheduler:
         self.sync_queue(now)
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._failed_shapes.clear()
+        evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
             refused = refusal(entry.pod, self.state.device_class_resources)
             if refused is not None:
@@ -111,12 +112,14 @@ class Scheduler:
             plugin = framework.group_plugin
             group = plugin.group_of(entry.pod) if plugin is not None else None
             if plugin is None or group is None:
-                yield self.schedule_one(entry, now)
+                step = self.schedule_one(entry, now)
             else:
-                yield self.schedule_group(framework, plugin, group, now)
+                step = self.schedule_group(framework, plugin, group, now)
+            evicted.extend(d for d in step if isinstance(d, Evict))
+            yield step
         changed = self.state.drain_group_changes()
         for plugin in self.group_plugins:
-            yield plugin.after_pass(changed, now)
+            yield plugin.after_pass(changed, evicted, now)
 
     def schedule_group(
         self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime

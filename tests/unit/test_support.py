@@ -48,9 +48,9 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "spec.containers[0].resources.limits.deviceclass.resource.kubernetes.io/gpu",
     ),
-    "spec.schedulingGroup": (
-        {"schedulingGroup": {"podGroupName": "g"}},
-        "spec.schedulingGroup",
+    "spec.workloadRef": (
+        {"workloadRef": {"name": "w", "podGroup": "g"}},
+        "spec.workloadRef",
     ),
     "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution": (
         {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},

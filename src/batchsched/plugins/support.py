@@ -125,12 +125,8 @@ REFUSED: tuple[Refused, ...] = (
         "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
     ),
     _keyed("spec.resourceClaims", "DynamicResources", "resourceClaims"),
-    _keyed(
-        "spec.schedulingGroup",
-        "GangScheduling (Workload API)",
-        "schedulingGroup",
-        "workloadRef",
-    ),
+    # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
+    _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
     Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
     _keyed(
         "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",

@@ -334,15 +334,26 @@ class ClusterState:
 
     def priority_of(self, pod: Pod) -> int:
         """spec.priority, else its class's value, else the global default's, else 0."""
-        if pod.priority is not None:
-            return pod.priority
-        if pod.priority_class_name:
-            pc = self.priority_classes.get(pod.priority_class_name)
-            return pc.value if pc is not None else 0
+        own = self._own_priority(pod.priority, pod.priority_class_name)
+        if own is not None:
+            return own
         for pc in self.priority_classes.values():
             if pc.global_default:
                 return pc.value
         return 0
+
+    def group_priority(self, group: PodGroup) -> int | None:
+        """An upstream PodGroup's own priority (spec.priority, else its class's value), or
+        None when it names neither (its members' priorities stand)."""
+        return self._own_priority(group.priority, group.priority_class_name)
+
+    def _own_priority(self, priority: int | None, class_name: str) -> int | None:
+        if priority is not None:
+            return priority
+        if class_name:
+            pc = self.priority_classes.get(class_name)
+            return pc.value if pc is not None else 0
+        return None
 
     def preemption_policy_of(self, pod: Pod) -> PreemptionPolicy:
         """spec.preemptionPolicy, else its class's (as admission would have set it)."""
