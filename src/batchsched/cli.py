@@ -133,6 +133,8 @@ def _text(result: OneShotResult) -> str:
     table("POD GROUPS", [_group_row(g) for g in data["podGroups"]], ["name", "api", "status"])
     if data["reservations"]:
         table("RESERVATIONS", data["reservations"], ["node", "pod", "since"])
+    if data["volumeBindings"]:
+        table("VOLUME BINDINGS", data["volumeBindings"], ["claim", "pod", "node", "volume"])
     if data["warnings"]:
         table("WARNINGS", data["warnings"], ["object", "message"])
     return "\n".join(lines).rstrip() + "\n"

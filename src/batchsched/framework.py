@@ -29,6 +29,7 @@ from batchsched.plugins.base import (
     PreFilterResult,
     QueueSortPlugin,
     Rejection,
+    ReservePlugin,
     RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
@@ -91,6 +92,7 @@ class Framework:
             if isinstance(p := self.plugins[name], ScorePlugin) and w > 0
         ]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None
@@ -417,6 +419,10 @@ class Framework:
         total[~ok] = -1
         placement.feasible[rows] = ok
         placement.total[rows] = total
+
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        for plugin in self.reserves:
+            plugin.reserve(cycle, row)
 
     # ---- post-filter -------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import ClaimBinding, VolumeObject
 
 # Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
 # against a bug turning into an endless loop.
@@ -50,6 +51,7 @@ class OneShotResult:
     groups: dict[str, PodGroup] = field(default_factory=dict)  # the records, for their kind
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
+    volume_bindings: list[ClaimBinding] = field(default_factory=list)
     passes: int = 0
     attempts: int = 0  # scheduling attempts of pods, failed ones included
     # Pods bound and then preempted within the run (left out of the plan): pod -> why.
@@ -114,12 +116,19 @@ class OneShotResult:
                 for _, r in sorted(self.reservations.items())
             ],
             "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
+            # Which volume each unbound WaitForFirstConsumer claim got (null: provisioned on
+            # the node), as PreBind would write it.
+            "volumeBindings": [
+                {"claim": b.claim, "pod": b.pod, "node": b.node, "volume": b.volume or None}
+                for b in sorted(self.volume_bindings, key=lambda b: b.claim)
+            ],
         }
 
 
 def build_state(objects: Objects) -> ClusterState:
     """A ClusterState holding the objects; classes first, so pod priorities resolve."""
     state = ClusterState()
+    state.volumes.binds_at_scheduling = True  # the report says which volume each claim got
     for pc in objects.priority_classes:
         state.upsert_priority_class(pc)
     for node in objects.nodes:
@@ -132,6 +141,14 @@ def build_state(objects: Objects) -> ClusterState:
         state.upsert_pod_group(group)
     for device_class in objects.device_classes:
         state.upsert_device_class(device_class)
+    volume_objects: list[VolumeObject] = [
+        *objects.storage_classes,
+        *objects.volumes,
+        *objects.claims,
+        *objects.csi_nodes,
+    ]
+    for volume_object in volume_objects:
+        state.upsert_volume_object(volume_object)
     for pod in objects.pods:
         state.upsert_pod(pod)
     return state
@@ -163,6 +180,7 @@ def run(
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
     result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
+    result.volume_bindings = list(state.volumes.bindings)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

@@ -176,6 +176,7 @@ class Scheduler:
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
+            framework.reserve(cycle, placed)
             state.assume(pod.key, node)
             self.queue.remove(pod.key)
             self.messages.pop(pod.key, None)

@@ -65,6 +65,10 @@ RESOURCES = {
         # Upstream's Workload API PodGroups: not served unless a test serves them (`missing`).
         Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, UPSTREAM_ALPHA),
         Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, UPSTREAM_BETA),
+        Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+        Resource("", "v1", "persistentvolumes", "PersistentVolume", False),
+        Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+        Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False),
         Resource("events.k8s.io", "v1", "events", "Event", True),
         Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     )

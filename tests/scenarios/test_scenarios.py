@@ -14,6 +14,7 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
       podGroups: {ns/group: {phase: Running, running: 3}}  # optional, fields compared
                                         # conditions: {Type: Status/Reason} (upstream groups)
       reservations: {node: ns/pod}      # optional
+      volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
 """
 
 from __future__ import annotations
@@ -67,5 +68,8 @@ def test_scenario(path: Path) -> None:
                 c["type"]: f"{c['status']}/{c['reason']}" for c in got.get("conditions", [])
             }
             assert {k: got[k] for k in fields} == fields, name
+    if "volumeBindings" in expect:
+        chosen = {b["claim"]: b["volume"] for b in output["volumeBindings"]}
+        assert chosen == expect["volumeBindings"]
     if "reservations" in expect:
         assert {r["node"]: r["pod"] for r in output["reservations"]} == expect["reservations"]

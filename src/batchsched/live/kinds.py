@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import orjson
@@ -28,10 +29,21 @@ from batchsched.objects.records import (
     PodGroup,
     PriorityClass,
 )
+from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
 from batchsched.objects.workload_api import VERSIONS, read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import VolumeObject
 
-Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup | DeviceClass | Namespace
+Record = (
+    Node
+    | Pod
+    | PriorityClass
+    | PodDisruptionBudget
+    | PodGroup
+    | DeviceClass
+    | Namespace
+    | VolumeObject
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,10 @@ class Kind:
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", ""))
         return f"{meta.get('namespace') or 'default'}/{name}" if self.namespaced else name
+
+
+def _remove_volume_object(kind: str, state: ClusterState, key: str) -> None:
+    state.remove_volume_object(kind, key)
 
 
 # Applied in this order when a full list arrives, so pods find their priority classes,
@@ -136,6 +152,22 @@ KINDS: tuple[Kind, ...] = (
         optional=True,
         manifest_kind="PodGroup",
         discover=(UPSTREAM_GROUP, "podgroups", VERSIONS),
+    ),
+    *(
+        Kind(
+            name,
+            path,
+            name == "PersistentVolumeClaim",
+            read,
+            ClusterState.upsert_volume_object,
+            partial(_remove_volume_object, name),
+        )
+        for name, path, read in (
+            ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", read_storage_class),
+            ("PersistentVolume", "/api/v1/persistentvolumes", read_pv),
+            ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", read_pvc),
+            ("CSINode", "/apis/storage.k8s.io/v1/csinodes", read_csi_node),
+        )
     ),
     Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),
 )

@@ -58,6 +58,10 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
         "workloads",
         "device_classes",
         "namespaces",
+        "claims",
+        "volumes",
+        "storage_classes",
+        "csi_nodes",
     ):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}

@@ -30,6 +30,13 @@ from batchsched.objects.records import (
     Workload,
 )
 from batchsched.objects.schema import NAMESPACED, unknown_fields
+from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
+from batchsched.objects.volumes import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from batchsched.objects.workload_api import is_upstream, read_any_pod_group, read_workload
 
 
@@ -45,6 +52,10 @@ class Objects:
     workloads: list[Workload] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     device_classes: list[DeviceClass] = field(default_factory=list)
+    claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    volumes: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
 
@@ -69,6 +80,14 @@ class Objects:
             self.device_classes.append(read_device_class(obj))
         elif kind == "Namespace":
             self.namespaces.append(read_namespace(obj))
+        elif kind == "PersistentVolumeClaim":
+            self.claims.append(read_pvc(obj))
+        elif kind == "PersistentVolume":
+            self.volumes.append(read_pv(obj))
+        elif kind == "StorageClass":
+            self.storage_classes.append(read_storage_class(obj))
+        elif kind == "CSINode":
+            self.csi_nodes.append(read_csi_node(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
@@ -81,6 +100,10 @@ class Objects:
             ("DeviceClass", [c.name for c in self.device_classes]),
             ("Workload", [w.key for w in self.workloads]),
             ("Namespace", [n.name for n in self.namespaces]),
+            ("PersistentVolumeClaim", [c.key for c in self.claims]),
+            ("PersistentVolume", [v.name for v in self.volumes]),
+            ("StorageClass", [c.name for c in self.storage_classes]),
+            ("CSINode", [n.name for n in self.csi_nodes]),
         ):
             seen: set[str] = set()
             for name in names:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
+from batchsched.objects.pod_volumes import pod_volumes
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL
 from batchsched.objects.quantity import CPU, MEMORY, PODS, QuantityError, resource_amount
 from batchsched.objects.records import (
@@ -276,9 +277,15 @@ def _node_selector_terms(r: _Reader, spec: Any) -> tuple[NodeSelectorTerm, ...]:
     required = r.at("spec").get(spec, path.removeprefix("spec."), dict, {})
     if not required:
         return ()
+    terms_path = f"{path}.nodeSelectorTerms"
+    return node_selector_terms(r, r.at(path).items(required, "nodeSelectorTerms"), terms_path)
+
+
+def node_selector_terms(r: _Reader, raw_list: list[Any], path: str) -> tuple[NodeSelectorTerm, ...]:
+    """A list of NodeSelectorTerms (pod node affinity, PersistentVolume node affinity)."""
     terms = []
-    for i, raw in enumerate(r.at(path).items(required, "nodeSelectorTerms")):
-        where = f"{path}.nodeSelectorTerms[{i}]"
+    for i, raw in enumerate(raw_list):
+        where = f"{path}[{i}]"
         exprs = _requirements(
             r, r.at(where).items(raw, "matchExpressions"), f"{where}.matchExpressions"
         )
@@ -480,6 +487,25 @@ def _scheduling_group(r: _Reader, obj: Json, spec: Json) -> str:
     return name
 
 
+def owner_references(r: _Reader, obj: Json) -> tuple[OwnerReference, ...]:
+    owners = []
+    for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
+        o = r.at(f"metadata.ownerReferences[{i}]")
+        kind = o.get(raw, "kind", str, "")
+        name = o.get(raw, "name", str, "")
+        if not kind or not name:
+            raise o.fail("", "needs kind and name")
+        owners.append(
+            OwnerReference(
+                kind=kind,
+                name=name,
+                uid=o.get(raw, "uid", str, ""),
+                controller=o.get(raw, "controller", bool, False),
+            )
+        )
+    return tuple(owners)
+
+
 def read_pod(obj: Json) -> Pod:
     r = _Reader("Pod", obj)
     r.namespaced()
@@ -502,21 +528,6 @@ def read_pod(obj: Json) -> Pod:
     priority: int | None = None
     if spec.get("priority") is not None:
         priority = sp.integer(spec, "priority", 0, INT32_MIN, INT32_MAX)
-    owners = []
-    for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
-        o = r.at(f"metadata.ownerReferences[{i}]")
-        kind = o.get(raw, "kind", str, "")
-        name = o.get(raw, "name", str, "")
-        if not kind or not name:
-            raise o.fail("", "needs kind and name")
-        owners.append(
-            OwnerReference(
-                kind=kind,
-                name=name,
-                uid=o.get(raw, "uid", str, ""),
-                controller=o.get(raw, "controller", bool, False),
-            )
-        )
     conditions = read_conditions(r, obj)
     grace = sp.integer(spec, "terminationGracePeriodSeconds", 30, 0, INT64_MAX)
     return Pod(
@@ -538,7 +549,7 @@ def read_pod(obj: Json) -> Pod:
         host_ports=_host_ports(r, spec),
         spread_constraints=read_spread_constraints(r.at("spec"), spec, "topologySpreadConstraints"),
         pod_affinity=_pod_affinity(r.at("spec"), spec),
-        owner_references=tuple(owners),
+        owner_references=owner_references(r, obj),
         conditions=tuple(conditions),
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         start_time=r.time(obj, "status.startTime"),
@@ -549,6 +560,7 @@ def read_pod(obj: Json) -> Pod:
         scheduling_gates=_scheduling_gates(r, spec),
         refused=refused_field(spec),
         scheduling_group=_scheduling_group(r, obj, spec),
+        volumes=pod_volumes(r.label, r.name, spec),
     )
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from batchsched.objects.volumes import PodVolume
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -135,6 +138,7 @@ class Pod:
     # The first field the pod uses that batchsched does not support yet (plugins/support.py).
     refused: str = ""
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
+    volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
 
     @property
     def key(self) -> str:

@@ -195,6 +195,36 @@ KINDS: dict[str, Schema] = {
         spec=_free("minMember", "minResources", "scheduleTimeoutSeconds"), status=None
     ),
     "DeviceClass": _object(spec=_free("config", "extendedResourceName", "selectors")),
+    "PersistentVolumeClaim": _object(
+        spec=_free(
+            "accessModes",
+            "dataSource",
+            "dataSourceRef",
+            "resources",
+            "selector",
+            "storageClassName",
+            "volumeAttributesClassName",
+            "volumeMode",
+            "volumeName",
+        ),
+        status=None,
+    ),
+    # A PV's spec holds one of many volume sources: only its top level is not checked.
+    "PersistentVolume": _object(spec=None, status=None),
+    "StorageClass": _object(
+        **_free(
+            "allowVolumeExpansion",
+            "allowedTopologies",
+            "mountOptions",
+            "parameters",
+            "provisioner",
+            "reclaimPolicy",
+            "volumeBindingMode",
+        )
+    ),
+    "CSINode": _object(
+        spec={"drivers": Each(_free("allocatable", "name", "nodeID", "topologyKeys"))}
+    ),
 }
 
 
@@ -222,7 +252,9 @@ UPSTREAM_KINDS: dict[str, Schema] = {
 UPSTREAM_API = "scheduling.k8s.io/"
 
 
-NAMESPACED = frozenset({"Pod", "PodDisruptionBudget", "PodGroup", "Workload"})
+NAMESPACED = frozenset(
+    {"Pod", "PodDisruptionBudget", "PodGroup", "Workload", "PersistentVolumeClaim"}
+)
 
 
 def unknown_fields(kind: str, obj: Mapping[str, Any]) -> list[str]:

@@ -213,6 +213,12 @@ class RowLocalPlugin(Plugin):
         raise NotImplementedError
 
 
+class ReservePlugin(Plugin):
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        """The pod goes to node `row`: hold what it takes there (e.g. the volumes chosen)."""
+        raise NotImplementedError
+
+
 class PostFilterPlugin(Plugin):
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
         raise NotImplementedError

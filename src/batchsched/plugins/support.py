@@ -114,14 +114,6 @@ _CONTAINERS = ("initContainers", "containers")
 
 REFUSED: tuple[Refused, ...] = (
     _volumes(
-        "spec.volumes[*].persistentVolumeClaim",
-        "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits",
-        "persistentVolumeClaim",
-    ),
-    _volumes(
-        "spec.volumes[*].ephemeral", "VolumeBinding, VolumeZone, NodeVolumeLimits", "ephemeral"
-    ),
-    _volumes(
         "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
     ),
     _keyed("spec.resourceClaims", "DynamicResources", "resourceClaims"),
