@@ -84,8 +84,10 @@ class OneShotResult:
                         )
 
     def net(self) -> None:
-        """Drop the withdrawn pods' bindings; report them as unschedulable with why."""
+        """Drop the withdrawn pods' bindings (and the claim bindings their PreBind would have
+        made); report them as unschedulable with why."""
         self.bindings = [b for b in self.bindings if b.pod not in self.withdrawn]
+        self.volume_bindings = [b for b in self.volume_bindings if b.pod not in self.withdrawn]
         self.unschedulable.update(self.withdrawn)
 
     def to_json(self) -> dict[str, Any]:
@@ -173,6 +175,7 @@ def run(
         for key, pod in state.pending.items()
         if scheduler.owns(pod)
     }
+    result.volume_bindings = list(state.volumes.bindings)
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
     for key in state.group_members:
@@ -180,7 +183,6 @@ def run(
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
     result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
-    result.volume_bindings = list(state.volumes.bindings)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from batchsched.objects.numbers import INT32_MAX
 from batchsched.objects.parse import (
     Json,
     _Reader,
@@ -137,8 +138,5 @@ def read_csi_node(obj: Json) -> CSINode:
         if not driver:
             raise d.fail("name", "is required")
         if d.get(raw, "allocatable", dict, {}).get("count") is not None:
-            count = d.get(raw, "allocatable.count", int, 0)
-            if count < 0:
-                raise d.fail("allocatable.count", f"must not be negative, got {count}")
-            limits[driver] = count
+            limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
     return CSINode(name=r.name, limits=limits)
