@@ -126,3 +126,21 @@ def pod_group(name: str, min_member: int, namespace: str = "ml", **spec: Any) ->
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"minMember": min_member, **spec},
     }
+
+
+def upstream_group(
+    name: str,
+    min_count: int | None,
+    version: str = "v1beta1",
+    namespace: str = "ml",
+    **spec: Any,
+) -> Manifest:
+    """An upstream (scheduling.k8s.io) PodGroup: gang with minCount, or basic when None.
+    Members join it with `spec.schedulingGroup.podGroupName` (pod(..., schedulingGroup=...))."""
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"schedulingPolicy": policy, **spec},
+    }

@@ -1,5 +1,6 @@
 """Gang scheduling: 5000 nodes (4 CPU, 32Gi, 110 pods) and gangs of 3 pods (100m CPU, 500Mi),
-one PodGroup (minMember 3) each, through the core with decisions applied in memory.
+one PodGroup (minMember 3) each, through the core with decisions applied in memory; the
+`_WorkloadAPI` variant declares them as upstream's PodGroups (gang.minCount 3).
 
 `ms_per_gang` is the mean wall time per gang scheduling attempt (one pass attempts every gang
 once, and every gang fits).
@@ -12,7 +13,8 @@ from datetime import UTC, datetime
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.podgroup import GROUP_LABEL
-from batchsched.objects.records import Node, Pod, PodGroup, PriorityClass
+from batchsched.objects.records import CRD_API_VERSION, Node, Pod, PodGroup, PriorityClass
+from batchsched.objects.workload_api import V1BETA1
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, timed, workload
@@ -36,9 +38,15 @@ def add_gang(
     requests: dict[str, int],
     priority_class: str = "",
     nodes: list[str] | None = None,
+    upstream: bool = False,
 ) -> None:
-    """A PodGroup of minMember `size` and its members, running on `nodes` if given."""
-    state.upsert_pod_group(PodGroup(namespace="default", name=name, min_member=size))
+    """A PodGroup of minMember `size` and its members, running on `nodes` if given; with
+    `upstream`, a scheduling.k8s.io/v1beta1 PodGroup (gang.minCount `size`) that members name
+    through spec.schedulingGroup, else the CRD and its label."""
+    api_version = V1BETA1 if upstream else CRD_API_VERSION
+    state.upsert_pod_group(
+        PodGroup(namespace="default", name=name, min_member=size, api_version=api_version)
+    )
     for m in range(size):
         state.upsert_pod(
             Pod(
@@ -47,18 +55,20 @@ def add_gang(
                 scheduler_name="batchsched",
                 requests=requests,
                 priority_class_name=priority_class,
-                labels={GROUP_LABEL: name},
+                labels={} if upstream else {GROUP_LABEL: name},
+                scheduling_group=name if upstream else "",
                 node_name=nodes[m] if nodes else "",
                 phase="Running" if nodes else "Pending",
             )
         )
 
 
-def build(nodes: int, gangs: int, size: int) -> Scheduler:
+def build(nodes: int, gangs: int, size: int, upstream: bool = False) -> Scheduler:
     state = ClusterState()
     add_nodes(state, nodes)
+    request = {"cpu": 100, "memory": 500 * MI, "pods": 1}
     for g in range(gangs):
-        add_gang(state, f"gang-{g:05d}", size, {"cpu": 100, "memory": 500 * MI, "pods": 1})
+        add_gang(state, f"gang-{g:05d}", size, request, upstream=upstream)
     return Scheduler(state, default_config())
 
 
@@ -74,8 +84,8 @@ def timed_pass(
     return pods, watch.seconds
 
 
-def run(nodes: int, gangs: int, size: int = 3) -> Metrics:
-    scheduler = build(nodes, gangs, size)
+def run(nodes: int, gangs: int, size: int = 3, upstream: bool = False) -> Metrics:
+    scheduler = build(nodes, gangs, size, upstream)
     bound, seconds = timed_pass(scheduler, Bind, gangs * size)
     return {
         "gangs": gangs,
@@ -93,6 +103,12 @@ def gang_1000() -> Metrics:
 @workload("Gang/5000Nodes_3000Gangs")
 def gang_3000() -> Metrics:
     return run(5000, 3000)
+
+
+@workload("Gang/5000Nodes_3000Gangs_WorkloadAPI")
+def gang_3000_upstream() -> Metrics:
+    """The same gangs as upstream's Workload API PodGroups (scheduling.k8s.io/v1beta1)."""
+    return run(5000, 3000, upstream=True)
 
 
 def build_preemption(nodes: int, low_gangs: int, high_gangs: int, size: int) -> Scheduler:

@@ -130,12 +130,25 @@ def _text(result: OneShotResult) -> str:
     table("BINDINGS", data["bindings"], ["pod", "node"])
     table("EVICTIONS", data["evictions"], ["pod", "node", "preemptor", "reason"])
     table("UNSCHEDULABLE", data["unschedulable"], ["pod", "message"])
-    table("POD GROUPS", data["podGroups"], ["name", "phase", "running", "admitted"])
+    table("POD GROUPS", [_group_row(g) for g in data["podGroups"]], ["name", "api", "status"])
     if data["reservations"]:
         table("RESERVATIONS", data["reservations"], ["node", "pod", "since"])
+    if data["volumeBindings"]:
+        table("VOLUME BINDINGS", data["volumeBindings"], ["claim", "pod", "node", "volume"])
     if data["warnings"]:
         table("WARNINGS", data["warnings"], ["object", "message"])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _group_row(group: dict[str, Any]) -> dict[str, str]:
+    """A CRD group's phase and counts, or an upstream group's conditions, on one line."""
+    if "conditions" in group:
+        status = ", ".join(
+            f"{c['type']}={c['status']} ({c['reason']})" for c in group["conditions"]
+        )
+    else:
+        status = f"{group['phase']}, running {group['running']}, admitted {group['admitted']}"
+    return {"name": group["name"], "api": group["apiVersion"], "status": status or "-"}
 
 
 def _schedule(args: argparse.Namespace) -> int:

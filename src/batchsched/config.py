@@ -22,6 +22,7 @@ from batchsched.plugins.base import (
     PostFilterPlugin,
     PreFilterPlugin,
     QueueSortPlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from batchsched.plugins.registry import DEFAULT_PLUGINS, EXTENSION_POINTS, REGISTRY
@@ -51,6 +52,7 @@ _POINT_TYPES: dict[str, type[Plugin]] = {
     "filter": FilterPlugin,
     "postFilter": PostFilterPlugin,
     "score": ScorePlugin,
+    "reserve": ReservePlugin,
     "permit": GroupPlugin,
 }
 

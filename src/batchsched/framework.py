@@ -29,6 +29,7 @@ from batchsched.plugins.base import (
     PreFilterResult,
     QueueSortPlugin,
     Rejection,
+    ReservePlugin,
     RowLocalPlugin,
     ScorePlugin,
     StaticFilterPlugin,
@@ -98,6 +99,7 @@ class Framework:
         ]
         self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None
@@ -484,6 +486,10 @@ class Framework:
                 total = scored if total is None else total + scored
         placement.feasible[rows] = ok
         placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
+
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        for plugin in self.reserves:
+            plugin.reserve(cycle, row)
 
     # ---- post-filter -------------------------------------------------------------------
 

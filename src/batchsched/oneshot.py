@@ -29,8 +29,10 @@ from batchsched.decisions import (
 )
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
+from batchsched.objects.records import PodGroup
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import ClaimBinding, VolumeObject
 
 # Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
 # against a bug turning into an endless loop.
@@ -46,8 +48,10 @@ class OneShotResult:
     evictions: list[Evict] = field(default_factory=list)
     unschedulable: dict[str, str] = field(default_factory=dict)
     pod_groups: dict[str, PodGroupUpdate] = field(default_factory=dict)
+    groups: dict[str, PodGroup] = field(default_factory=dict)  # the records, for their kind
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
+    volume_bindings: list[ClaimBinding] = field(default_factory=list)
     passes: int = 0
     attempts: int = 0  # scheduling attempts of pods, failed ones included
     # Pods bound and then preempted within the run (left out of the plan): pod -> why.
@@ -80,8 +84,10 @@ class OneShotResult:
                         )
 
     def net(self) -> None:
-        """Drop the withdrawn pods' bindings; report them as unschedulable with why."""
+        """Drop the withdrawn pods' bindings (and the claim bindings their PreBind would have
+        made); report them as unschedulable with why."""
         self.bindings = [b for b in self.bindings if b.pod not in self.withdrawn]
+        self.volume_bindings = [b for b in self.volume_bindings if b.pod not in self.withdrawn]
         self.unschedulable.update(self.withdrawn)
 
     def to_json(self) -> dict[str, Any]:
@@ -99,7 +105,12 @@ class OneShotResult:
                 for pod, message in sorted(self.unschedulable.items())
             ],
             "podGroups": [
-                {"name": name, **pod_group_status_json(update.status)}
+                {
+                    "name": name,
+                    "apiVersion": self.groups[name].api_version,
+                    "kind": "PodGroup",
+                    **pod_group_status_json(self.groups[name], update.status),
+                }
                 for name, update in sorted(self.pod_groups.items())
             ],
             "reservations": [
@@ -107,12 +118,19 @@ class OneShotResult:
                 for _, r in sorted(self.reservations.items())
             ],
             "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
+            # Which volume each unbound WaitForFirstConsumer claim got (null: provisioned on
+            # the node), as PreBind would write it.
+            "volumeBindings": [
+                {"claim": b.claim, "pod": b.pod, "node": b.node, "volume": b.volume or None}
+                for b in sorted(self.volume_bindings, key=lambda b: b.claim)
+            ],
         }
 
 
 def build_state(objects: Objects) -> ClusterState:
     """A ClusterState holding the objects; classes first, so pod priorities resolve."""
     state = ClusterState()
+    state.volumes.binds_at_scheduling = True  # the report says which volume each claim got
     for pc in objects.priority_classes:
         state.upsert_priority_class(pc)
     for node in objects.nodes:
@@ -125,6 +143,14 @@ def build_state(objects: Objects) -> ClusterState:
         state.upsert_pod_group(group)
     for device_class in objects.device_classes:
         state.upsert_device_class(device_class)
+    volume_objects: list[VolumeObject] = [
+        *objects.storage_classes,
+        *objects.volumes,
+        *objects.claims,
+        *objects.csi_nodes,
+    ]
+    for volume_object in volume_objects:
+        state.upsert_volume_object(volume_object)
     for pod in objects.pods:
         state.upsert_pod(pod)
     return state
@@ -149,12 +175,14 @@ def run(
         for key, pod in state.pending.items()
         if scheduler.owns(pod)
     }
+    result.volume_bindings = list(state.volumes.bindings)
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
     for key in state.group_members:
         group = state.pod_groups.get(key)
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
+    result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

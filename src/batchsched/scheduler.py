@@ -111,15 +111,17 @@ class Scheduler:
         self.sync_queue(now)
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._failed_shapes.clear()
+        evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
             try:
                 step = self._attempt(entry, now)
             except Exception as err:  # one pod's bug must not stop the others
                 step = self._internal_error(entry.pod, err, now)
+            evicted.extend(d for d in step if isinstance(d, Evict))
             yield step
         changed = self.state.drain_group_changes()
         for plugin in self.group_plugins:
-            yield plugin.after_pass(changed, now)
+            yield plugin.after_pass(changed, evicted, now)
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         refused = refusal(entry.pod, self.state.device_class_resources)
@@ -200,6 +202,7 @@ class Scheduler:
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
+            framework.reserve(cycle, placed)
             state.assume(pod.key, node)
             self.queue.remove(pod.key)
             self.messages.pop(pod.key, None)

@@ -39,14 +39,21 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool
+    name: str = ""  # the store's key: the plural, unless two API groups share it
+
+    @property
+    def key(self) -> str:
+        return self.name or self.plural
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
+UPSTREAM_ALPHA = "podgroups.v1alpha2"
+UPSTREAM_BETA = "podgroups.v1beta1"
 RESOURCES = {
-    r.plural: r
+    r.key: r
     for r in (
         Resource("", "v1", "nodes", "Node", False),
         Resource("", "v1", "pods", "Pod", True),
@@ -55,6 +62,13 @@ RESOURCES = {
         Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
         Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
         Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+        # Upstream's Workload API PodGroups: not served unless a test serves them (`missing`).
+        Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, UPSTREAM_ALPHA),
+        Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, UPSTREAM_BETA),
+        Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+        Resource("", "v1", "persistentvolumes", "PersistentVolume", False),
+        Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+        Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False),
         Resource("events.k8s.io", "v1", "events", "Event", True),
         Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     )
@@ -64,6 +78,9 @@ _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
 )
+
+
+_DISCOVERY = re.compile(r"^/apis/(?P<group>[^/]+)(?:/(?P<version>[^/]+))?/?$")
 
 
 class ApiFailure(Exception):
@@ -146,9 +163,33 @@ class FakeApiServer:
         self.watch_generation = 0  # bumped by drop_watches: open watches end
         self.open_watches = 0
         self.stopped = False
-        self.missing: set[str] = set()  # plurals that answer 404, as an absent CRD does
+        # Resources (by key) that answer 404, as an absent CRD or a disabled API does.
+        self.missing: set[str] = {UPSTREAM_ALPHA, UPSTREAM_BETA}
         self.down = False  # restarting: requests on open connections get no answer
         self._listen(0)
+
+    def discover(self, group: str, version: str | None) -> dict[str, Any]:
+        """An APIGroup (`/apis/G`) or APIResourceList (`/apis/G/V`) of the served resources."""
+        served = [r for r in RESOURCES.values() if r.group == group and r.key not in self.missing]
+        if version is None:
+            versions = sorted({r.api_version for r in served})
+            if not versions:
+                raise ApiFailure(404, "NotFound", f"the server does not serve {group}")
+            return {
+                "kind": "APIGroup",
+                "name": group,
+                "versions": [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions],
+            }
+        resources = [r for r in served if r.version == version]
+        if not resources:
+            raise ApiFailure(404, "NotFound", f"the server does not serve {group}/{version}")
+        return {
+            "kind": "APIResourceList",
+            "groupVersion": f"{group}/{version}",
+            "resources": [
+                {"name": r.plural, "kind": r.kind, "namespaced": r.namespaced} for r in resources
+            ],
+        }
 
     def _listen(self, port: int) -> None:
         self._http = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -325,7 +366,7 @@ class FakeApiServer:
         obj["metadata"]["resourceVersion"] = str(self.rv)
 
     def _find(self, res: Resource, ns: str | None, name: str) -> dict[str, Any]:
-        obj = self.store[res.plural].get(self.key(ns, name))
+        obj = self.store[res.key].get(self.key(ns, name))
         if obj is None:
             raise ApiFailure(404, "NotFound", f'{res.plural} "{name}" not found')
         return obj
@@ -336,7 +377,7 @@ class FakeApiServer:
         if not name:
             raise ApiFailure(422, "Invalid", "metadata.name: Required value")
         key = self.key(ns, name)
-        if key in self.store[res.plural]:
+        if key in self.store[res.key]:
             raise ApiFailure(409, "AlreadyExists", f'{res.plural} "{name}" already exists')
         if ns:
             meta["namespace"] = ns
@@ -353,8 +394,8 @@ class FakeApiServer:
             spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY]
             spec["taints"].append({"key": NOT_READY, "effect": "NoSchedule"})
         self._stamp(obj)
-        self.store[res.plural][key] = obj
-        self._record(res.plural, "ADDED", obj)
+        self.store[res.key][key] = obj
+        self._record(res.key, "ADDED", obj)
         if res.plural == "nodes" and self.kubelet:
             return self._node_ready(key)
         return obj
@@ -398,8 +439,8 @@ class FakeApiServer:
         self, res: Resource, ns: str | None, name: str, obj: dict[str, Any]
     ) -> dict[str, Any]:
         self._stamp(obj)
-        self.store[res.plural][self.key(ns, name)] = obj
-        self._record(res.plural, "MODIFIED", obj)
+        self.store[res.key][self.key(ns, name)] = obj
+        self._record(res.key, "MODIFIED", obj)
         return obj
 
     def _patch(
@@ -474,10 +515,10 @@ class FakeApiServer:
             and pre["resourceVersion"] != (current["metadata"]["resourceVersion"])
         ):
             raise ApiFailure(409, "Conflict", "Precondition failed: resourceVersion")
-        del self.store[res.plural][self.key(ns, name)]
+        del self.store[res.key][self.key(ns, name)]
         gone = copy.deepcopy(current)
         self._stamp(gone)
-        self._record(res.plural, "DELETED", gone)
+        self._record(res.key, "DELETED", gone)
         return gone
 
     def _list(
@@ -499,7 +540,7 @@ class FakeApiServer:
             # Sorted by key, as etcd returns them.
             items = [
                 o
-                for _, o in sorted(self.store[res.plural].items())
+                for _, o in sorted(self.store[res.key].items())
                 if ns is None or o["metadata"].get("namespace") == ns
             ]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -559,7 +600,7 @@ class FakeApiServer:
                         if start < len(self.history):
                             for rv, plural, type_, obj in self.history[start:]:
                                 last = rv
-                                if plural != res.plural:
+                                if plural != res.key:
                                     continue
                                 if ns is not None and obj["metadata"].get("namespace") != ns:
                                     continue
@@ -583,7 +624,7 @@ class FakeApiServer:
                                 }
                             )
                             break
-                        self.changed[res.plural].wait(min(deadline, next_bookmark) - now)
+                        self.changed[res.key].wait(min(deadline, next_bookmark) - now)
                 if expired:
                     yield _expired(f"too old resource version: {last}")
                     return
@@ -680,13 +721,17 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     failure = ApiFailure(fault.code, reason, "injected failure")
                     self._send(fault.code, failure.status(), headers)
                     return
+                discovery = _DISCOVERY.match(url.path)
+                if discovery is not None and method == "GET":
+                    self._send(200, server.discover(discovery["group"], discovery["version"]))
+                    return
                 match = _PATH.match(url.path)
                 if match is None:
                     raise ApiFailure(404, "NotFound", f"no route for {url.path}")
                 group = match["group"] or ""
                 version = match["core"] or match["version"]
                 res = _BY_ROUTE.get((group, version, match["plural"]))
-                if res is None or res.plural in server.missing:
+                if res is None or res.key in server.missing:
                     raise ApiFailure(404, "NotFound", f"the server could not find {url.path}")
                 ns = match["ns"]
                 if res.namespaced and ns is None and method != "GET":

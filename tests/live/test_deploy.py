@@ -17,10 +17,11 @@ from batchsched.live.facts import Fact
 from batchsched.live.metrics import Metrics
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.parse import read_node, read_pod, read_pod_group
-from batchsched.objects.records import PodGroupStatus
+from batchsched.objects.records import PodCondition, PodGroupStatus
+from batchsched.objects.workload_api import read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
 from tests.live.conftest import FAST_LEASE, Launcher, client_for, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer, parse_path
+from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer, parse_path
 
 DEPLOY = Path(__file__).parents[2] / "deploy"
 
@@ -109,6 +110,7 @@ def _allowed(grants: set[tuple[str, str, str, str, str]], request: tuple[str, ..
 def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: Launcher) -> None:
     shipped = _shipped_config()
     shipped["leaderElection"] = {**FAST_LEASE, "resourceNamespace": "batchsched-system"}
+    api.missing.discard(UPSTREAM_BETA)  # a 1.37 cluster serving upstream's PodGroups
     api.create("nodes", node("n1", cpu="1"))
     api.create("pods", pod("fits"))
     api.create("pods", pod("too-big", cpu="4"))
@@ -139,12 +141,20 @@ def _preempt_and_update_a_group(api: FakeApiServer) -> None:
     state.upsert_pod(read_pod(api.get("pods", "too-big")))  # type: ignore[arg-type]
     group = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 1}}
     state.upsert_pod_group(read_pod_group(api.create("podgroups", group)))
+    upstream = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+    }
+    state.upsert_pod_group(read_upstream_pod_group(api.create(UPSTREAM_BETA, upstream)))
+    scheduled = PodCondition("PodGroupInitiallyScheduled", "True", None, "Scheduled")
     events = EventRecorder(client, "batchsched", "a", series_interval=0.0)
     feedback: queue.Queue[Fact] = queue.Queue()
     actuator = Actuator(client, events, feedback, Metrics(), lambda: True)
     decisions = [
         Evict("default/fits", "n1", "default/too-big", "preempted"),
         PodGroupUpdate("default/g", PodGroupStatus(phase="Scheduling")),
+        PodGroupUpdate("default/w", PodGroupStatus(conditions=(scheduled,))),
         Unschedulable("default/too-big", "0/1 nodes are available: 1 Insufficient cpu."),
     ]
     actuator.apply(decisions, state, {})  # type: ignore[arg-type]

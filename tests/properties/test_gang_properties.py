@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from batchsched.config import default_config
 from batchsched.decisions import Evict
-from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL
+from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL, group_key_of
 from batchsched.oneshot import build_state
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from tests.builders import node, pod, pod_group, priority_class
+from tests.builders import node, pod, pod_group, priority_class, upstream_group
 from tests.conftest import NOW, objects_of, same_decisions_whatever_the_order, schedule
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -35,22 +35,29 @@ def gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     for g in range(draw(st.integers(1, 4))):
         name = f"g{g}"
         min_member = draw(st.integers(1, 4))
+        api = draw(st.sampled_from(["crd", "v1alpha2", "v1beta1"]))  # the CRD or upstream's
         if draw(st.integers(0, 5)):  # mostly, the PodGroup exists
             spec: dict[str, Any] = {}
-            if draw(st.integers(0, 4)) == 0:
-                spec["minResources"] = {"cpu": draw(st.sampled_from(["2", "8", "40"]))}
-            manifests.append(pod_group(name, min_member, **spec))
+            if api != "crd":
+                basic = draw(st.integers(0, 3)) == 0
+                manifests.append(upstream_group(name, None if basic else min_member, api))
+            else:
+                if draw(st.integers(0, 4)) == 0:
+                    spec["minResources"] = {"cpu": draw(st.sampled_from(["2", "8", "40"]))}
+                manifests.append(pod_group(name, min_member, **spec))
         for m in range(draw(st.integers(0, 5))):
-            by_label = draw(st.booleans())
+            how = draw(st.sampled_from(["label", "annotation", "schedulingGroup"]))
+            extra = {"schedulingGroup": {"podGroupName": name}} if how == "schedulingGroup" else {}
             manifests.append(
                 pod(
                     f"{name}-{m}",
                     cpu=draw(st.sampled_from(["500m", "1", "2", "3"])),
                     namespace="ml",
-                    labels={GROUP_LABEL: name} if by_label else None,
-                    annotations=None if by_label else {GROUP_ANNOTATION: name},
+                    labels={GROUP_LABEL: name} if how == "label" else None,
+                    annotations={GROUP_ANNOTATION: name} if how == "annotation" else None,
                     priority_class=draw(st.sampled_from(["low", "high"])),
                     created=f"2026-11-22T0{draw(st.integers(0, 9))}:00:00Z",
+                    **extra,
                 )
             )
     for j in range(draw(st.integers(0, 4))):
@@ -77,9 +84,8 @@ def test_no_node_is_over_committed_and_groups_bind_whole(manifests: list[dict[st
     for p in objects.pods:
         if p.key in bound:
             used[bound[p.key]] = used.get(bound[p.key], 0) + p.requests.get("cpu", 0)
-            name = p.labels.get(GROUP_LABEL) or p.annotations.get(GROUP_ANNOTATION)
-            if name:
-                key = f"{p.namespace}/{name}"
+            key = group_key_of(p)
+            if key:
                 assert key in groups, f"{p.key} bound although its PodGroup does not exist"
                 per_group[key] = per_group.get(key, 0) + 1
     for key, count in per_group.items():
@@ -119,7 +125,22 @@ def preemption_clusters(draw: st.DrawFn, single_preemptors: bool = True) -> list
         manifests.append(node(name, cpu="4", pods="10"))
     for g in range(draw(st.integers(1, 3))):
         size = draw(st.integers(1, 3))
-        manifests.append(pod_group(f"low{g}", draw(st.integers(1, size))))
+        # The CRD, or an upstream group preempted whole ({all: {}}) or pod by pod (Pod).
+        api = draw(st.sampled_from(["crd", "all", "single"]))
+        min_member = draw(st.integers(1, size))
+        if api == "crd":
+            manifests.append(pod_group(f"low{g}", min_member))
+        elif api == "all":
+            manifests.append(upstream_group(f"low{g}", min_member, disruptionMode={"all": {}}))
+        else:
+            manifests.append(
+                upstream_group(f"low{g}", min_member, "v1alpha2", disruptionMode="Pod")
+            )
+        joins = (
+            {"labels": {GROUP_LABEL: f"low{g}"}}
+            if api == "crd"
+            else {"schedulingGroup": {"podGroupName": f"low{g}"}}
+        )
         klass = draw(st.sampled_from(["low", "low", "low-protected"]))
         for m in range(size):
             cpu = draw(st.sampled_from([1, 2]))
@@ -133,10 +154,10 @@ def preemption_clusters(draw: st.DrawFn, single_preemptors: bool = True) -> list
                     f"low{g}-{m}",
                     cpu=str(cpu),
                     namespace="ml",
-                    labels={GROUP_LABEL: f"low{g}"},
                     node_name=where,
                     priority_class=klass,
                     phase="Running",
+                    **joins,
                 )
             )
     for g in range(draw(st.integers(1, 2))):
@@ -171,11 +192,12 @@ def test_no_gang_is_partially_evicted(manifests: list[dict[str, Any]]) -> None:
     objects = objects_of(*manifests)
     result = schedule(*manifests)
     evicted = {e.pod for e in result.evictions}
+    whole = {g.key for g in objects.pod_groups if g.disrupt_whole}
     running: dict[str, set[str]] = {}
     for p in objects.pods:
-        name = p.labels.get(GROUP_LABEL)
-        if p.node_name and name:
-            running.setdefault(f"{p.namespace}/{name}", set()).add(p.key)
+        key = group_key_of(p)
+        if p.node_name and key in whole:
+            running.setdefault(key, set()).add(p.key)
     for group, members in running.items():
         gone = members & evicted
         assert not gone or gone == members, (group, sorted(gone), sorted(members))

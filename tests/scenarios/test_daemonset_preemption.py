@@ -583,19 +583,39 @@ def test_general_preemption_leaves_reserved_nodes_and_daemonset_pods_alone() -> 
 # ---- gangs as victims (SPEC section 4 applies to every preemption) -----------------------
 
 
-def gang_member(name: str, on: str, group: str, priority: int = 0) -> Manifest:
-    return running(
-        name, on, "3", "6Gi", priority=priority, labels={"scheduling.x-k8s.io/pod-group": group}
-    )
+# Every kind of group that is preempted whole: the CRD, and upstream's PodGroups whose
+# disruptionMode is the group (v1alpha2 `PodGroup`, v1beta1 `{all: {}}`).
+WHOLE = {
+    "crd": None,
+    "v1alpha2": {"disruptionMode": "PodGroup"},
+    "v1beta1": {"disruptionMode": {"all": {}}},
+}
 
 
-def test_a_gang_member_victim_takes_its_whole_running_group_along() -> None:
+def gang(kind: str, name: str, min_member: int, **spec: Any) -> Manifest:
+    if kind == "crd":
+        return builders.pod_group(name, min_member, namespace="default")
+    extra = {**(WHOLE[kind] or {}), **spec}
+    return builders.upstream_group(name, min_member, kind, namespace="default", **extra)
+
+
+def gang_member(name: str, on: str, group: str, priority: int = 0, kind: str = "crd") -> Manifest:
+    if kind == "crd":
+        labels = {"scheduling.x-k8s.io/pod-group": group}
+        return running(name, on, "3", "6Gi", priority=priority, labels=labels)
+    pod = running(name, on, "3", "6Gi", priority=priority)
+    pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return pod
+
+
+@pytest.mark.parametrize("kind", list(WHOLE))
+def test_a_gang_member_victim_takes_its_whole_running_group_along(kind: str) -> None:
     result = schedule(
         node("n1"),
         node("n2"),
-        builders.pod_group("train", 2, namespace="default"),
-        gang_member("worker-0", "n1", "train"),
-        gang_member("worker-1", "n2", "train"),
+        gang(kind, "train", 2),
+        gang_member("worker-0", "n1", "train", kind=kind),
+        gang_member("worker-1", "n2", "train", kind=kind),
         daemon("agent-n1", "n1", cpu="2", memory="4Gi"),
         preemptionStartDelaySeconds=0,
     )
@@ -605,13 +625,32 @@ def test_a_gang_member_victim_takes_its_whole_running_group_along() -> None:
     assert bound(result) == {"agent-n1": "n1"}
 
 
-def test_a_gang_with_a_protected_member_elsewhere_is_not_touched() -> None:
+@pytest.mark.parametrize("mode", ["Pod", None])
+def test_an_upstream_group_disrupted_pod_by_pod_loses_only_the_member_in_the_way(
+    mode: str | None,
+) -> None:
+    spec = {} if mode is None else {"disruptionMode": mode}
     result = schedule(
         node("n1"),
         node("n2"),
-        builders.pod_group("train", 2, namespace="default"),
-        gang_member("worker-0", "n1", "train"),
-        gang_member("worker-1", "n2", "train", priority=5000),
+        builders.upstream_group("train", 2, "v1alpha2", namespace="default", **spec),
+        gang_member("worker-0", "n1", "train", kind="v1alpha2"),
+        gang_member("worker-1", "n2", "train", kind="v1alpha2"),
+        daemon("agent-n1", "n1", cpu="2", memory="4Gi"),
+        preemptionStartDelaySeconds=0,
+    )
+    assert evicted(result) == ["worker-0"]
+    assert bound(result) == {"agent-n1": "n1"}
+
+
+@pytest.mark.parametrize("kind", list(WHOLE))
+def test_a_gang_with_a_protected_member_elsewhere_is_not_touched(kind: str) -> None:
+    result = schedule(
+        node("n1"),
+        node("n2"),
+        gang(kind, "train", 2),
+        gang_member("worker-0", "n1", "train", kind=kind),
+        gang_member("worker-1", "n2", "train", priority=5000, kind=kind),
         daemon("agent-n1", "n1", cpu="2", memory="4Gi"),
         preemptionStartDelaySeconds=0,
     )

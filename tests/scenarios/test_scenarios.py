@@ -12,7 +12,9 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
       evictions: {ns/pod: ns/preemptor} # exactly these evictions (default: none)
       unschedulable: {ns/pod: "substring of the message"}  # exactly these pods
       podGroups: {ns/group: {phase: Running, running: 3}}  # optional, fields compared
+                                        # conditions: {Type: Status/Reason} (upstream groups)
       reservations: {node: ns/pod}      # optional
+      volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ def test_scenario(path: Path) -> None:
         groups = {g["name"]: g for g in output["podGroups"]}
         assert set(groups) == set(expect["podGroups"])
         for name, fields in expect["podGroups"].items():
-            assert {k: groups[name][k] for k in fields} == fields, name
+            got = dict(groups[name])
+            # Conditions compare as {type: "status/reason"}: times and messages vary.
+            got["conditions"] = {
+                c["type"]: f"{c['status']}/{c['reason']}" for c in got.get("conditions", [])
+            }
+            assert {k: got[k] for k in fields} == fields, name
+    if "volumeBindings" in expect:
+        chosen = {b["claim"]: b["volume"] for b in output["volumeBindings"]}
+        assert chosen == expect["volumeBindings"]
     if "reservations" in expect:
         assert {r["node"]: r["pod"] for r in output["reservations"]} == expect["reservations"]

@@ -21,14 +21,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 # One pod spec fragment per row of REFUSED, and the path the message must name.
 USES: dict[str, tuple[dict[str, Any], str]] = {
-    "spec.volumes[*].persistentVolumeClaim": (
-        {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "x"}}]},
-        "spec.volumes[0].persistentVolumeClaim",
-    ),
-    "spec.volumes[*].ephemeral": (
-        {"volumes": [{"name": "v", "ephemeral": {}}]},
-        "spec.volumes[0].ephemeral",
-    ),
     "spec.volumes[*] in-tree disks": (
         {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "rbd": {"image": "x"}}]},
         "spec.volumes[1].rbd",
@@ -48,9 +40,9 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "spec.containers[0].resources.limits.deviceclass.resource.kubernetes.io/gpu",
     ),
-    "spec.schedulingGroup": (
-        {"schedulingGroup": {"podGroupName": "g"}},
-        "spec.schedulingGroup",
+    "spec.workloadRef": (
+        {"workloadRef": {"name": "w", "podGroup": "g"}},
+        "spec.workloadRef",
     ),
 }
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,7 +50,7 @@ from batchsched.state.cluster import ClusterState
 log = logging.getLogger(__name__)
 
 PODS = "/api/v1/namespaces/{ns}/pods/{name}"
-PODGROUP_STATUS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/{name}/status"
+PODGROUP_STATUS = "/apis/{api}/namespaces/{ns}/podgroups/{name}/status"
 _MEMORY = 50_000  # pods whose last written condition is remembered
 
 
@@ -140,16 +140,22 @@ class Actuator:
                 if victim is not None:
                     self._start(self._evict, _ref(victim), decision)
             elif isinstance(decision, PodGroupUpdate):
-                body = pod_group_status_json(decision.status)
+                group = state.pod_groups.get(decision.group)
+                if group is None:
+                    continue
+                path = PODGROUP_STATUS.format(
+                    api=group.api_version, ns=group.namespace, name=group.name
+                )
+                body = pod_group_status_json(group, decision.status)
                 with self._lock:
-                    changed = self._group_status.get(decision.group) != body
-                    self._group_status[decision.group] = body
+                    changed = self._group_status.get(path) != body
+                    self._group_status[path] = body
                 if changed:
-                    self._start(self._group, decision.group, body)
+                    self._start(self._group, path, decision.group, body)
             elif isinstance(decision, Warn):
                 log.warning("%s: %s", decision.obj, decision.message)
                 if not self.dry_run:
-                    ref = ref_from_label(decision.obj)
+                    ref = _event_ref(decision.obj, state)
                     self.events.record(
                         ref, "Warning", "SchedulerWarning", "Scheduling", decision.message
                     )
@@ -307,20 +313,26 @@ class Actuator:
         note = f"Preempted by {decision.preemptor} on node {decision.node}"
         self.events.record(victim.object_ref(), "Normal", "Preempted", "Preempting", note)
 
-    def _group(self, group: str, status: dict[str, Any]) -> None:
-        namespace, _, name = group.partition("/")
+    def _group(self, path: str, group: str, status: dict[str, Any]) -> None:
         try:
             self.client.request(
                 "PATCH",
-                PODGROUP_STATUS.format(ns=namespace, name=name),
+                path,
                 body={"status": status},
                 content_type=MERGE_PATCH,
                 guard=self.is_leading,
             )
         except (GuardRefused, ApiError) as err:
             with self._lock:
-                self._group_status.pop(group, None)
+                self._group_status.pop(path, None)
             log.warning("status of PodGroup %s not written: %s", group, err)
+
+
+def _event_ref(label: str, state: ClusterState) -> ObjectRef:
+    """The object an event is about; a PodGroup's API is the one its record came from."""
+    ref = ref_from_label(label)
+    group = state.pod_groups.get(f"{ref.namespace}/{ref.name}") if ref.kind == "PodGroup" else None
+    return ref if group is None else replace(ref, api_version=group.api_version)
 
 
 def describe(decision: Decision) -> str:
@@ -340,6 +352,9 @@ def describe(decision: Decision) -> str:
         )
     if isinstance(decision, PodGroupUpdate):
         status = decision.status
+        if status.conditions:  # an upstream group: its status is its conditions
+            told = ", ".join(f"{c.type}={c.status} ({c.reason})" for c in status.conditions)
+            return f"would set PodGroup {decision.group} conditions: {told}"
         return (
             f"would set PodGroup {decision.group} status: phase {status.phase}, "
             f"admitted {status.admitted}, running {status.running}"

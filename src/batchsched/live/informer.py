@@ -4,7 +4,8 @@ Each informer lists its resource (in pages), reports every object (and every obj
 list no longer has: deleted while it was not watching), then watches from the list's
 resourceVersion with bookmarks. A watch that ends is resumed from the last resourceVersion
 seen; 410 Gone (history compacted) means a full re-list; errors back off exponentially. An
-optional resource whose API is absent (the PodGroup CRD) counts as empty and is re-checked.
+optional resource whose API is absent (the PodGroup CRD, upstream's PodGroups) counts as empty
+and is re-checked; upstream's PodGroups are read at whichever version discovery finds served.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Informer:
         self.absent_recheck = absent_recheck
         self.synced = threading.Event()
         self.resource_version = ""
+        self.served = kind  # the kind at the version the server serves, found at each list
         self.lists = 0  # full lists done (the first one and every re-list)
         self._known: dict[str, str] = {}  # key -> resourceVersion last reported
         self._stop = threading.Event()
@@ -100,13 +102,15 @@ class Informer:
                 self._stop.wait(delay * (0.5 + random.random() / 2))
 
     def _absent(self) -> None:
-        """The resource is not served (CRD not installed): report nothing, look again later."""
+        """The resource is not served (CRD not installed, API not enabled): report nothing,
+        look again later."""
         if not self.synced.is_set():
+            hint = "is its API enabled?" if self.kind.discover else "is the CRD installed?"
             log.warning(
-                "%s: the API server does not serve %s (is the CRD installed?); "
-                "treating it as empty",
+                "%s: the API server does not serve %s (%s); treating it as empty",
                 self.kind.name,
-                self.kind.path,
+                self.served.path,
+                hint,
             )
         for key in list(self._known):
             self._emit_remove(key)
@@ -114,7 +118,8 @@ class Informer:
         self._stop.wait(self.absent_recheck)
 
     def _list(self) -> None:
-        items, version = self.client.list(self.kind.path)
+        self.served = self.kind.served(self.client)
+        items, version = self.client.list(self.served.path)
         seen: set[str] = set()
         for obj in items:
             key = self.kind.key_of(obj)
@@ -136,7 +141,9 @@ class Informer:
             # Spread reconnects of many watchers, as client-go does.
             "timeoutSeconds": str(int(self.watch_timeout * (1 + random.random()))),
         }
-        stream = self.client.watch(self.kind.path, query, read_timeout=self.watch_timeout * 2 + 30)
+        stream = self.client.watch(
+            self.served.path, query, read_timeout=self.watch_timeout * 2 + 30
+        )
         self._stream = stream
         try:
             if self._stop.is_set():
@@ -164,10 +171,10 @@ class Informer:
 
     def _emit(self, key: str, rv: str, obj: dict[str, Any]) -> None:
         try:
-            record = self.kind.read(obj)
+            record = self.served.read_object(obj)
         except ManifestError as err:
             # One bad object must not stop the scheduler: report it and treat it as absent.
-            log.warning("ignoring %s", err.located(f"{self.kind.path} (resourceVersion {rv})"))
+            log.warning("ignoring %s", err.located(f"{self.served.path} (resourceVersion {rv})"))
             if key in self._known:
                 self._emit_remove(key)
             return

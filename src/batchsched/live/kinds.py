@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+import orjson
+
+from batchsched.live.client import ApiError, KubeClient
 from batchsched.objects.parse import (
     read_device_class,
     read_namespace,
@@ -16,6 +20,7 @@ from batchsched.objects.parse import (
     read_priority_class,
 )
 from batchsched.objects.records import (
+    UPSTREAM_GROUP,
     DeviceClass,
     Namespace,
     Node,
@@ -24,9 +29,21 @@ from batchsched.objects.records import (
     PodGroup,
     PriorityClass,
 )
+from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
+from batchsched.objects.workload_api import VERSIONS, read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import VolumeObject
 
-Record = Node | Pod | PriorityClass | PodDisruptionBudget | PodGroup | DeviceClass | Namespace
+Record = (
+    Node
+    | Pod
+    | PriorityClass
+    | PodDisruptionBudget
+    | PodGroup
+    | DeviceClass
+    | Namespace
+    | VolumeObject
+)
 
 
 @dataclass(frozen=True)
@@ -38,11 +55,37 @@ class Kind:
     upsert: Callable[[ClusterState, Any], None]
     remove: Callable[[ClusterState, str], None]
     optional: bool = False  # a CRD that may not be installed
+    manifest_kind: str = ""  # the objects' `kind`, when `name` differs from it
+    # (API group, resource, group/versions newest first): the path is found by discovery.
+    discover: tuple[str, str, tuple[str, ...]] | None = None
+    api_version: str = ""  # the discovered group/version
+
+    def served(self, client: KubeClient) -> Kind:
+        """This kind at the version the API server serves (itself if not discovered).
+
+        Raises ApiError 404 when no known version is served, as a missing CRD does.
+        """
+        if self.discover is None:
+            return self
+        group, resource, versions = self.discover
+        found = served_version(client, group, resource, versions)
+        return replace(self, path=f"/apis/{found}/{resource}", api_version=found)
+
+    def read_object(self, obj: Mapping[str, Any]) -> Record:
+        """The record of one object; list items carry no apiVersion, so the served one is
+        added for readers that depend on it."""
+        if self.api_version and not obj.get("apiVersion"):
+            obj = {**obj, "apiVersion": self.api_version}
+        return self.read(obj)
 
     def key_of(self, obj: Mapping[str, Any]) -> str:
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", ""))
         return f"{meta.get('namespace') or 'default'}/{name}" if self.namespaced else name
+
+
+def _remove_volume_object(kind: str, state: ClusterState, key: str) -> None:
+    state.remove_volume_object(kind, key)
 
 
 # Applied in this order when a full list arrives, so pods find their priority classes,
@@ -86,7 +129,7 @@ KINDS: tuple[Kind, ...] = (
         True,
         read_pod_group,
         ClusterState.upsert_pod_group,
-        ClusterState.remove_pod_group,
+        lambda state, key: _remove_group(state, key, upstream=False),
         optional=True,
     ),
     # Read only for the refusal guard: pods asking for a resource a DeviceClass maps.
@@ -99,6 +142,55 @@ KINDS: tuple[Kind, ...] = (
         ClusterState.remove_device_class,
         optional=True,
     ),
+    Kind(
+        "UpstreamPodGroup",
+        f"/apis/{VERSIONS[0]}/podgroups",
+        True,
+        read_upstream_pod_group,
+        ClusterState.upsert_pod_group,
+        lambda state, key: _remove_group(state, key, upstream=True),
+        optional=True,
+        manifest_kind="PodGroup",
+        discover=(UPSTREAM_GROUP, "podgroups", VERSIONS),
+    ),
+    *(
+        Kind(
+            name,
+            path,
+            name == "PersistentVolumeClaim",
+            read,
+            ClusterState.upsert_volume_object,
+            partial(_remove_volume_object, name),
+        )
+        for name, path, read in (
+            ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", read_storage_class),
+            ("PersistentVolume", "/api/v1/persistentvolumes", read_pv),
+            ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", read_pvc),
+            ("CSINode", "/apis/storage.k8s.io/v1/csinodes", read_csi_node),
+        )
+    ),
     Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),
 )
 KIND_ORDER = {kind.name: i for i, kind in enumerate(KINDS)}
+
+
+def served_version(client: KubeClient, group: str, resource: str, versions: tuple[str, ...]) -> str:
+    """The first of `versions` in which the API server serves `resource` (discovery)."""
+    body = orjson.loads(client.request("GET", f"/apis/{group}"))
+    served = {str(v.get("groupVersion")) for v in body.get("versions") or []}
+    for version in versions:
+        if version in served:
+            listing = orjson.loads(client.request("GET", f"/apis/{version}"))
+            if any(r.get("name") == resource for r in listing.get("resources") or []):
+                return version
+    raise ApiError(
+        404, "NotFound", f"the server serves {resource} in none of {', '.join(versions)}"
+    )
+
+
+def _remove_group(state: ClusterState, key: str, upstream: bool) -> None:
+    """Forget a deleted PodGroup, unless the group now held under that key is of the other
+    API (a CRD and an upstream PodGroup may share a namespace and name)."""
+    group = state.pod_groups.get(key)
+    if group is not None and group.upstream == upstream:
+        state.remove_pod_group(key)

@@ -18,19 +18,23 @@ def list_objects(client: KubeClient) -> Objects:
     """Nodes, pods, PriorityClasses, PDBs, PodGroups and DeviceClasses as `Objects`, as if
     from files.
 
-    An absent PodGroup CRD reads as no PodGroups; a malformed object is an error naming it.
+    An absent PodGroup CRD, or an API server serving no version of upstream's PodGroups,
+    reads as no PodGroups; a malformed object is an error naming it.
     """
     objects = Objects()
     for kind in KINDS:
         try:
+            kind = kind.served(client)
             items, _ = client.list(kind.path)
         except ApiError as err:
             if err.status == 404 and kind.optional:
                 continue
             raise ClusterReadError(f"cannot list {kind.path}: {err}") from None
         for item in items:
+            if kind.api_version and not item.get("apiVersion"):
+                item = {**item, "apiVersion": kind.api_version}
             try:
-                objects.add(kind.name, item)
+                objects.add(kind.manifest_kind or kind.name, item)
             except InputError as err:
                 raise ClusterReadError(f"{client.host}{kind.path}: {err}") from None
     return objects
@@ -51,8 +55,13 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
         "priority_classes",
         "pdbs",
         "pod_groups",
+        "workloads",
         "device_classes",
         "namespaces",
+        "claims",
+        "volumes",
+        "storage_classes",
+        "csi_nodes",
     ):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}

@@ -17,7 +17,6 @@ from batchsched.objects.parse import (
     read_node,
     read_pdb,
     read_pod,
-    read_pod_group,
     read_priority_class,
 )
 from batchsched.objects.records import (
@@ -28,8 +27,17 @@ from batchsched.objects.records import (
     PodDisruptionBudget,
     PodGroup,
     PriorityClass,
+    Workload,
 )
 from batchsched.objects.schema import NAMESPACED, unknown_fields
+from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
+from batchsched.objects.volumes import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from batchsched.objects.workload_api import is_upstream, read_any_pod_group, read_workload
 
 
 @dataclass
@@ -40,9 +48,14 @@ class Objects:
     pods: list[Pod] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
-    pod_groups: list[PodGroup] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)  # of every API
+    workloads: list[Workload] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     device_classes: list[DeviceClass] = field(default_factory=list)
+    claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    volumes: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
 
@@ -60,11 +73,21 @@ class Objects:
         elif kind == "PodDisruptionBudget":
             self.pdbs.append(read_pdb(obj))
         elif kind == "PodGroup":
-            self.pod_groups.append(read_pod_group(obj))
+            self.pod_groups.append(read_any_pod_group(obj))
+        elif kind == "Workload" and is_upstream(obj):  # not, say, Kueue's Workload
+            self.workloads.append(read_workload(obj))
         elif kind == "DeviceClass":
             self.device_classes.append(read_device_class(obj))
         elif kind == "Namespace":
             self.namespaces.append(read_namespace(obj))
+        elif kind == "PersistentVolumeClaim":
+            self.claims.append(read_pvc(obj))
+        elif kind == "PersistentVolume":
+            self.volumes.append(read_pv(obj))
+        elif kind == "StorageClass":
+            self.storage_classes.append(read_storage_class(obj))
+        elif kind == "CSINode":
+            self.csi_nodes.append(read_csi_node(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
@@ -75,7 +98,12 @@ class Objects:
             ("PodDisruptionBudget", [b.key for b in self.pdbs]),
             ("PodGroup", [g.key for g in self.pod_groups]),
             ("DeviceClass", [c.name for c in self.device_classes]),
+            ("Workload", [w.key for w in self.workloads]),
             ("Namespace", [n.name for n in self.namespaces]),
+            ("PersistentVolumeClaim", [c.key for c in self.claims]),
+            ("PersistentVolume", [v.name for v in self.volumes]),
+            ("StorageClass", [c.name for c in self.storage_classes]),
+            ("CSINode", [n.name for n in self.csi_nodes]),
         ):
             seen: set[str] = set()
             for name in names:
@@ -86,14 +114,17 @@ class Objects:
                 seen.add(name)
 
     def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:
-        """A pod naming a PriorityClass that does not exist: admission would refuse it."""
+        """A pod (or upstream PodGroup) naming a PriorityClass that does not exist: admission
+        would refuse it."""
         known = {c.name for c in classes}
-        for pod in self.pods:
-            if pod.priority_class_name and pod.priority_class_name not in known:
+        named = [(f"Pod {p.key}", p.priority_class_name) for p in self.pods]
+        named += [(f"PodGroup {g.key}", g.priority_class_name) for g in self.pod_groups]
+        for obj, class_name in named:
+            if class_name and class_name not in known:
                 raise ManifestError(
-                    f"no PriorityClass {pod.priority_class_name!r} "
+                    f"no PriorityClass {class_name!r} "
                     f"(known: {', '.join(sorted(known)) or 'none'})",
-                    obj=f"Pod {pod.key}",
+                    obj=obj,
                     field="spec.priorityClassName",
                     source=source,
                 )

@@ -16,6 +16,8 @@ from typing import Any, TypeVar, cast
 
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
+from batchsched.objects.pod_volumes import pod_volumes
+from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL
 from batchsched.objects.quantity import (
     CPU,
     DEFAULT_CPU_REQUEST,
@@ -286,10 +288,14 @@ def _required_terms(r: _Reader, affinity: Any, path: str) -> tuple[NodeSelectorT
     required = r.at(path).get(affinity, key, dict, {})
     if not required:
         return ()
-    return tuple(
-        _selector_term(r, raw, f"{path}.{key}.nodeSelectorTerms[{i}]")
-        for i, raw in enumerate(r.at(f"{path}.{key}").items(required, "nodeSelectorTerms"))
-    )
+    terms_path = f"{path}.{key}.nodeSelectorTerms"
+    raw_terms = r.at(f"{path}.{key}").items(required, "nodeSelectorTerms")
+    return node_selector_terms(r, raw_terms, terms_path)
+
+
+def node_selector_terms(r: _Reader, raw_list: list[Any], path: str) -> tuple[NodeSelectorTerm, ...]:
+    """A list of NodeSelectorTerms (pod node affinity, PersistentVolume node affinity)."""
+    return tuple(_selector_term(r, raw, f"{path}[{i}]") for i, raw in enumerate(raw_list))
 
 
 def read_node_affinity(
@@ -515,6 +521,62 @@ def _scheduling_gates(r: _Reader, spec: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def read_conditions(r: _Reader, obj: Json) -> tuple[PodCondition, ...]:
+    """`status.conditions` (of a pod, or of an upstream PodGroup: the same fields)."""
+    out = []
+    for i, raw in enumerate(r.items(obj, "status.conditions")):
+        c = r.at(f"status.conditions[{i}]")
+        out.append(
+            PodCondition(
+                type=c.get(raw, "type", str, ""),
+                status=c.get(raw, "status", str, ""),
+                last_transition_time=c.time(raw, "lastTransitionTime"),
+                reason=c.get(raw, "reason", str, ""),
+                message=c.get(raw, "message", str, ""),
+            )
+        )
+    return tuple(out)
+
+
+def _scheduling_group(r: _Reader, obj: Json, spec: Json) -> str:
+    """spec.schedulingGroup.podGroupName; naming a group a second way is an error."""
+    name = r.at("spec").get(spec, "schedulingGroup.podGroupName", str, "")
+    if not name:
+        return ""
+    annotations = r.string_map(obj, "metadata.annotations")
+    labels = r.string_map(obj, "metadata.labels")
+    for where, other in (
+        (f"annotation {GROUP_ANNOTATION}", annotations.get(GROUP_ANNOTATION)),
+        (f"label {GROUP_LABEL}", labels.get(GROUP_LABEL)),
+    ):
+        if other:
+            raise r.fail(
+                "spec.schedulingGroup.podGroupName",
+                f"names PodGroup {name!r} (scheduling.k8s.io) while the {where} names "
+                f"{other!r} (scheduling.x-k8s.io): a pod belongs to one group, named one way",
+            )
+    return name
+
+
+def owner_references(r: _Reader, obj: Json) -> tuple[OwnerReference, ...]:
+    owners = []
+    for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
+        o = r.at(f"metadata.ownerReferences[{i}]")
+        kind = o.get(raw, "kind", str, "")
+        name = o.get(raw, "name", str, "")
+        if not kind or not name:
+            raise o.fail("", "needs kind and name")
+        owners.append(
+            OwnerReference(
+                kind=kind,
+                name=name,
+                uid=o.get(raw, "uid", str, ""),
+                controller=o.get(raw, "controller", bool, False),
+            )
+        )
+    return tuple(owners)
+
+
 def read_pod(obj: Json) -> Pod:
     r = _Reader("Pod", obj)
     r.namespaced()
@@ -543,33 +605,7 @@ def read_pod(obj: Json) -> Pod:
     priority: int | None = None
     if spec.get("priority") is not None:
         priority = sp.integer(spec, "priority", 0, INT32_MIN, INT32_MAX)
-    owners = []
-    for i, raw in enumerate(r.items(obj, "metadata.ownerReferences")):
-        o = r.at(f"metadata.ownerReferences[{i}]")
-        kind = o.get(raw, "kind", str, "")
-        name = o.get(raw, "name", str, "")
-        if not kind or not name:
-            raise o.fail("", "needs kind and name")
-        owners.append(
-            OwnerReference(
-                kind=kind,
-                name=name,
-                uid=o.get(raw, "uid", str, ""),
-                controller=o.get(raw, "controller", bool, False),
-            )
-        )
-    conditions = []
-    for i, raw in enumerate(r.items(obj, "status.conditions")):
-        c = r.at(f"status.conditions[{i}]")
-        conditions.append(
-            PodCondition(
-                type=c.get(raw, "type", str, ""),
-                status=c.get(raw, "status", str, ""),
-                last_transition_time=c.time(raw, "lastTransitionTime"),
-                reason=c.get(raw, "reason", str, ""),
-                message=c.get(raw, "message", str, ""),
-            )
-        )
+    conditions = read_conditions(r, obj)
     grace = sp.integer(spec, "terminationGracePeriodSeconds", 30, 0, INT64_MAX)
     return Pod(
         namespace=r.namespace,
@@ -593,7 +629,7 @@ def read_pod(obj: Json) -> Pod:
         pod_affinity=_pod_affinity(r.at("spec"), spec),
         images=_images(r, spec),
         nonzero_requests=(nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)),
-        owner_references=tuple(owners),
+        owner_references=owner_references(r, obj),
         conditions=tuple(conditions),
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         start_time=r.time(obj, "status.startTime"),
@@ -603,6 +639,8 @@ def read_pod(obj: Json) -> Pod:
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         scheduling_gates=_scheduling_gates(r, spec),
         refused=refused_field(spec),
+        scheduling_group=_scheduling_group(r, obj, spec),
+        volumes=pod_volumes(r.label, r.name, spec),
     )
 
 
@@ -804,8 +842,11 @@ def read_pod_group(obj: Json) -> PodGroup:
     )
 
 
-def pod_group_status_json(status: PodGroupStatus) -> dict[str, Any]:
-    """The inverse of read_pod_group's status part: a PodGroup's `status` as the API has it."""
+def pod_group_status_json(group: PodGroup, status: PodGroupStatus) -> dict[str, Any]:
+    """The inverse of the readers' status part: a PodGroup's `status` as its API has it
+    (the CRD's phase and counts, or an upstream group's conditions)."""
+    if group.upstream:
+        return {"conditions": [_condition_json(c) for c in status.conditions]}
     return {
         "phase": status.phase,
         "running": status.running,
@@ -819,6 +860,18 @@ def pod_group_status_json(status: PodGroupStatus) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def _condition_json(condition: PodCondition) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": condition.type,
+        "status": condition.status,
+        "reason": condition.reason,
+        "message": condition.message,
+    }
+    if condition.last_transition_time is not None:
+        out["lastTransitionTime"] = format_time(condition.last_transition_time)
+    return out
 
 
 READERS: dict[str, Callable[[Json], object]] = {

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from batchsched.objects.volumes import PodVolume
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -148,6 +151,8 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     # The first field the pod uses that batchsched does not support yet (plugins/support.py).
     refused: str = ""
+    scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
+    volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
 
     @property
     def key(self) -> str:
@@ -326,10 +331,28 @@ class PodGroupStatus:
     admitted: int = 0
     occupied_by: str = ""
     schedule_start_time: datetime | None = None
+    # Upstream (scheduling.k8s.io) groups only: PodGroupScheduled / PodGroupInitiallyScheduled
+    # and DisruptionTarget, as kube-scheduler writes them.
+    conditions: tuple[PodCondition, ...] = ()
+
+    def condition(self, type_: str) -> PodCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+CRD_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+UPSTREAM_GROUP = "scheduling.k8s.io"
 
 
 @dataclass(slots=True)
 class PodGroup:
+    """A gang, whichever API declared it: the scheduler-plugins CRD (`scheduling.x-k8s.io`),
+    or upstream's Workload API (`scheduling.k8s.io` v1alpha2 / v1beta1).
+
+    `gang` False is upstream's `basic` policy (members schedule one by one); `disrupt_whole`
+    is the victim unit rule (CRD groups and upstream `PodGroup`/`all` mode: the running group
+    goes whole or not at all; upstream `Pod`/`single`: members are preempted one by one).
+    """
+
     namespace: str
     name: str
     min_member: int
@@ -338,6 +361,41 @@ class PodGroup:
     creation_timestamp: datetime | None = None
     status: PodGroupStatus = field(default_factory=PodGroupStatus)
     resource_version: str = ""
+    api_version: str = CRD_API_VERSION
+    gang: bool = True
+    disrupt_whole: bool = True
+    priority: int | None = None  # spec.priority; else priority_class_name's value
+    priority_class_name: str = ""
+    workload: str = ""  # `workloadName/templateName` of the Workload template it came from
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def upstream(self) -> bool:
+        return self.api_version.startswith(UPSTREAM_GROUP + "/")
+
+
+@dataclass(slots=True)
+class WorkloadTemplate:
+    name: str
+    gang: bool
+    min_member: int
+    disrupt_whole: bool
+    priority: int | None = None
+    priority_class_name: str = ""
+
+
+@dataclass(slots=True)
+class Workload:
+    """An upstream Workload (scheduling.k8s.io): the templates its PodGroups are made from."""
+
+    namespace: str
+    name: str
+    api_version: str
+    templates: tuple[WorkloadTemplate, ...] = ()
+    controller: str = ""  # `Kind/name` of spec.controllerRef
 
     @property
     def key(self) -> str:

@@ -195,15 +195,72 @@ KINDS: dict[str, Schema] = {
         spec=_free("minMember", "minResources", "scheduleTimeoutSeconds"), status=None
     ),
     "DeviceClass": _object(spec=_free("config", "extendedResourceName", "selectors")),
+    "PersistentVolumeClaim": _object(
+        spec=_free(
+            "accessModes",
+            "dataSource",
+            "dataSourceRef",
+            "resources",
+            "selector",
+            "storageClassName",
+            "volumeAttributesClassName",
+            "volumeMode",
+            "volumeName",
+        ),
+        status=None,
+    ),
+    # A PV's spec holds one of many volume sources: only its top level is not checked.
+    "PersistentVolume": _object(spec=None, status=None),
+    "StorageClass": _object(
+        **_free(
+            "allowVolumeExpansion",
+            "allowedTopologies",
+            "mountOptions",
+            "parameters",
+            "provisioner",
+            "reclaimPolicy",
+            "volumeBindingMode",
+        )
+    ),
+    "CSINode": _object(
+        spec={"drivers": Each(_free("allocatable", "name", "nodeID", "topologyKeys"))}
+    ),
 }
 
 
-NAMESPACED = frozenset({"Pod", "PodDisruptionBudget", "PodGroup"})
+# Upstream's Workload API (scheduling.k8s.io v1alpha2 and v1beta1: the union of their fields).
+_GROUP_POLICY: Schema = {
+    **_free("disruptionMode", "priority", "priorityClassName", "preemptionPolicy"),
+    **_free("resourceClaims", "schedulingConstraints"),
+    "schedulingPolicy": {"basic": {}, "gang": _free("minCount")},
+}
+UPSTREAM_KINDS: dict[str, Schema] = {
+    "PodGroup": _object(
+        spec={
+            **_GROUP_POLICY,
+            **_free("podGroupTemplateRef", "workloadRef", "parentCompositePodGroupName"),
+        },
+        status=None,
+    ),
+    "Workload": _object(
+        spec={
+            **_free("controllerRef", "compositePodGroupTemplates"),
+            "podGroupTemplates": Each({**_GROUP_POLICY, "name": None}),
+        }
+    ),
+}
+UPSTREAM_API = "scheduling.k8s.io/"
+
+
+NAMESPACED = frozenset(
+    {"Pod", "PodDisruptionBudget", "PodGroup", "Workload", "PersistentVolumeClaim"}
+)
 
 
 def unknown_fields(kind: str, obj: Mapping[str, Any]) -> list[str]:
     """Paths of the fields in `obj` that its kind does not have (none for other kinds)."""
-    schema = KINDS.get(kind)
+    upstream = str(obj.get("apiVersion", "")).startswith(UPSTREAM_API)
+    schema = (UPSTREAM_KINDS.get(kind) if upstream else None) or KINDS.get(kind)
     return [] if schema is None else list(_walk(schema, obj, ""))
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from batchsched.decisions import Decision
+from batchsched.decisions import Decision, Evict
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
@@ -250,6 +250,12 @@ class RowLocalPlugin(Plugin):
         raise NotImplementedError
 
 
+class ReservePlugin(Plugin):
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        """The pod goes to node `row`: hold what it takes there (e.g. the volumes chosen)."""
+        raise NotImplementedError
+
+
 class PostFilterPlugin(Plugin):
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
         raise NotImplementedError
@@ -299,7 +305,8 @@ class GroupPlugin(Plugin):
     When the scheduler pops a pod that `group_of` claims, it hands the group to
     `schedule_group` instead of scheduling the pod alone; the plugin must account for every
     queued pending member in the outcome. `after_pass` runs once per pass with the groups
-    whose object or members changed, e.g. to keep PodGroup status current.
+    whose object or members changed and the pass's evictions, e.g. to keep PodGroup status
+    current.
     """
 
     def attach(self, state: ClusterState) -> None:
@@ -311,5 +318,7 @@ class GroupPlugin(Plugin):
     def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
         raise NotImplementedError
 
-    def after_pass(self, changed: set[str], now: datetime) -> list[Decision]:
+    def after_pass(
+        self, changed: set[str], evicted: Sequence[Evict], now: datetime
+    ) -> list[Decision]:
         raise NotImplementedError

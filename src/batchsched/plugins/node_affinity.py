@@ -85,6 +85,14 @@ def _term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
     return mask
 
 
+def terms_mask(state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolArray:
+    """Node rows matching any of the terms (a PersistentVolume's node affinity)."""
+    mask = np.zeros(state.rows, dtype=np.bool_)
+    for term in terms:
+        mask |= _term_mask(state, term)
+    return mask
+
+
 def _selector_holds(node: Node, selector: dict[str, str]) -> bool:
     return all(node.labels.get(k) == v for k, v in selector.items())
 

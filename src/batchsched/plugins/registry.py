@@ -20,6 +20,12 @@ from batchsched.plugins.podtopologyspread import PodTopologySpread
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.plugins.priority_sort import PrioritySort
 from batchsched.plugins.taint_toleration import TaintToleration
+from batchsched.plugins.volumebinding import (
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeRestrictions,
+    VolumeZone,
+)
 
 PluginFactory = Callable[[Mapping[str, Any] | None], Plugin]
 
@@ -51,6 +57,10 @@ REGISTRY: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
     "DaemonSetPreemption": DaemonSetPreemption,
+    "VolumeRestrictions": _no_args(VolumeRestrictions),
+    "NodeVolumeLimits": _no_args(NodeVolumeLimits),
+    "VolumeBinding": _no_args(VolumeBinding),
+    "VolumeZone": _no_args(VolumeZone),
 }
 
 EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
@@ -61,7 +71,7 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     "queueSort": [("Coscheduling", 0)],
     # Coscheduling's PreFilter is left out: its Permit hook admits whole groups itself, so
     # the PreFilter would only cost every other pod a call (it is for profiles without it).
-    "preFilter": [("DaemonSetPreemption", 0)],
+    "preFilter": [("DaemonSetPreemption", 0), ("VolumeBinding", 0)],
     "filter": [
         ("NodeUnschedulable", 0),
         ("NodeName", 0),
@@ -71,6 +81,10 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("DaemonSetPreemption", 0),
         ("NodePorts", 0),
         ("NodeResourcesFit", 0),
+        ("VolumeRestrictions", 0),
+        ("NodeVolumeLimits", 0),
+        ("VolumeBinding", 0),
+        ("VolumeZone", 0),
         ("PodTopologySpread", 0),
         ("InterPodAffinity", 0),
     ],
@@ -86,6 +100,6 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ],
-    "reserve": [],
+    "reserve": [("VolumeBinding", 0)],
     "permit": [("Coscheduling", 0)],
 }

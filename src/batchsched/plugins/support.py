@@ -114,23 +114,11 @@ _CONTAINERS = ("initContainers", "containers")
 
 REFUSED: tuple[Refused, ...] = (
     _volumes(
-        "spec.volumes[*].persistentVolumeClaim",
-        "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits",
-        "persistentVolumeClaim",
-    ),
-    _volumes(
-        "spec.volumes[*].ephemeral", "VolumeBinding, VolumeZone, NodeVolumeLimits", "ephemeral"
-    ),
-    _volumes(
         "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
     ),
     _keyed("spec.resourceClaims", "DynamicResources", "resourceClaims"),
-    _keyed(
-        "spec.schedulingGroup",
-        "GangScheduling (Workload API)",
-        "schedulingGroup",
-        "workloadRef",
-    ),
+    # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
+    _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
     Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
 )
 

@@ -28,6 +28,7 @@ from batchsched.objects.records import (
 )
 from batchsched.state.nominations import Nominations
 from batchsched.state.resources import ResourceIndex
+from batchsched.state.volumes import VolumeObject, VolumeObjects
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -119,6 +120,7 @@ class ClusterState:
         # preempted at all), and the priority each bound pod was counted at.
         self._bound_priorities: dict[int, int] = {}
         self._counted_at: dict[str, int] = {}
+        self.volumes = VolumeObjects()
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -341,17 +343,37 @@ class ClusterState:
         self.device_class_resources = mapped
         self.generation += 1
 
+    def upsert_volume_object(self, obj: VolumeObject) -> None:
+        """A PVC, PV, StorageClass or CSINode: pods waiting on volumes may fit now."""
+        self.volumes.upsert(obj)
+        self.generation += 1
+
+    def remove_volume_object(self, kind: str, key: str) -> None:
+        self.volumes.remove(kind, key)
+        self.generation += 1
+
     def priority_of(self, pod: Pod) -> int:
         """spec.priority, else its class's value, else the global default's, else 0."""
-        if pod.priority is not None:
-            return pod.priority
-        if pod.priority_class_name:
-            pc = self.priority_classes.get(pod.priority_class_name)
-            return pc.value if pc is not None else 0
+        own = self._own_priority(pod.priority, pod.priority_class_name)
+        if own is not None:
+            return own
         for pc in self.priority_classes.values():
             if pc.global_default:
                 return pc.value
         return 0
+
+    def group_priority(self, group: PodGroup) -> int | None:
+        """An upstream PodGroup's own priority (spec.priority, else its class's value), or
+        None when it names neither (its members' priorities stand)."""
+        return self._own_priority(group.priority, group.priority_class_name)
+
+    def _own_priority(self, priority: int | None, class_name: str) -> int | None:
+        if priority is not None:
+            return priority
+        if class_name:
+            pc = self.priority_classes.get(class_name)
+            return pc.value if pc is not None else 0
+        return None
 
     def preemption_policy_of(self, pod: Pod) -> PreemptionPolicy:
         """spec.preemptionPolicy, else its class's (as admission would have set it)."""
@@ -459,6 +481,8 @@ class ClusterState:
         priority = pod.priority or 0
         self._counted_at[key] = priority
         self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
+        if pod.volumes:
+            self.volumes.place(pod, idx)
 
     def _unbind(self, key: str) -> None:
         idx = self.bound.pop(key)
@@ -474,6 +498,8 @@ class ClusterState:
             self._bound_priorities[priority] = left
         else:
             del self._bound_priorities[priority]
+        if pod.volumes:
+            self.volumes.unplace(pod, idx)
 
     def lowest_bound_priority(self) -> int | None:
         """The lowest priority of a pod bound to a node, None when none is."""

@@ -21,6 +21,19 @@ def member_count_message(group: PodGroup, existing: int) -> str:
     return f"{existing}/{group.min_member} members exist"
 
 
+def mixed_schedulers(members: Sequence[Pod]) -> str:
+    """Why an upstream gang waits when its members name different schedulers, or "".
+
+    Upstream's gang is placed by one scheduler in one cycle, so every member must name it;
+    a gang split between schedulers could never be placed whole by either.
+    """
+    names = sorted({p.scheduler_name for p in members if not p.terminated})
+    if len(names) < 2:
+        return ""
+    listed = ", ".join(name or '""' for name in names)
+    return f"members name different schedulers ({listed}): every member must name the same one"
+
+
 def existing_members(members: Sequence[Pod]) -> int:
     """Members that can count towards minMember: all but the failed ones.
 

@@ -1,15 +1,20 @@
-"""Coscheduling (QueueSort, PreFilter, Permit): all-or-nothing scheduling of PodGroups.
+"""Coscheduling (QueueSort, PreFilter, Permit): all-or-nothing scheduling of PodGroups,
+whichever API declared them (the CRD, the annotation/label, upstream's Workload API).
 
-- QueueSort: higher priority first, then the group's time (the PodGroup's creation time, else
-  the pod's enqueue time), then the group key, so a group's members leave the queue together.
+- QueueSort: higher priority first (an upstream group's own priority, if it names one), then
+  the group's time (the PodGroup's creation time, else the pod's enqueue time), then the group
+  key, so a group's members leave the queue together.
 - Permit (the group hook): when a member is popped, the whole group's pending members are
   placed together on one tentative snapshot; they are bound only if bound + placed +
   succeeded members reach minMember, otherwise nothing is bound or held and the group backs
   off (`podGroupBackoffSeconds`, default 0 = until the cluster changes). Members beyond
-  minMember that do not fit stay pending and bind later, one by one.
-- PreFilter: the group must exist, have minMember members, and fit minResources.
-- After each pass: PodGroup status (phase, counts, scheduleStartTime, occupiedBy) as
-  PodGroupUpdate decisions; events on the group as Warn decisions on `PodGroup ns/name`.
+  minMember that do not fit stay pending and bind later, one by one. Members of an upstream
+  `basic` group are not claimed: they are scheduled one by one.
+- PreFilter: the group must exist (of the API the pod names), have minMember members, and fit
+  minResources.
+- After each pass: PodGroup status (phase, counts, scheduleStartTime, occupiedBy; upstream
+  groups: conditions, see conditions.py) as PodGroupUpdate decisions; events on the group as
+  Warn decisions on `PodGroup ns/name`.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
-from batchsched.objects.podgroup import group_key_of
-from batchsched.objects.records import Pod
+from batchsched.objects.podgroup import group_key_of, kind_mismatch
+from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
     ClusterChange,
@@ -40,6 +45,12 @@ from batchsched.plugins.coscheduling.admission import (
     existing_members,
     member_count_message,
     min_resources_message,
+    mixed_schedulers,
+)
+from batchsched.plugins.coscheduling.conditions import (
+    disruption_targets,
+    scheduled_condition,
+    upstream_conditions,
 )
 from batchsched.plugins.coscheduling.placement import (
     ADMITTED,
@@ -97,13 +108,17 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
     def sort_key(self, pod: Pod, enqueued: float) -> tuple[Any, ...]:
         group = group_key_of(pod)
+        priority = pod.priority or 0
         if group is None:
-            return (-(pod.priority or 0), enqueued, pod.key)
+            return (-priority, enqueued, pod.key)
         created = None
         if self.state is not None and (pg := self.state.pod_groups.get(group)) is not None:
             created = pg.creation_timestamp
+            own = self.state.group_priority(pg)  # an upstream group's priority orders it
+            if own is not None:
+                priority = own
         since = created.timestamp() if created is not None else enqueued
-        return (-(pod.priority or 0), since, group, pod.key)
+        return (-priority, since, group, pod.key)
 
     # ---- PreFilter ---------------------------------------------------------------------
 
@@ -112,14 +127,21 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if group is None or cycle.scratch.get(ADMITTED) == group:
             return None
         members = _members(cycle.state, group)
-        message = self._admission(cycle.state, group, members, cycle.now)
+        message = self._admission(cycle.state, group, cycle.pod, members, cycle.now)
         return PreFilterResult(reject=f"PodGroup {group}: {message}") if message else None
 
-    def _admission(self, state: ClusterState, key: str, members: list[Pod], now: datetime) -> str:
-        """Why the group may not be attempted now, or "" if it may."""
+    def _admission(
+        self, state: ClusterState, key: str, pod: Pod, members: list[Pod], now: datetime
+    ) -> str:
+        """Why the group of `pod` may not be attempted now, or "" if it may."""
         group = state.pod_groups.get(key)
         if group is None:
             return MISSING_GROUP
+        mismatch = kind_mismatch(pod, group)
+        if mismatch or not group.gang:  # a basic group's members go one by one
+            return mismatch
+        if group.upstream and (split := mixed_schedulers(members)):
+            return split
         existing = existing_members(members)
         if existing < group.min_member:
             return member_count_message(group, existing)
@@ -131,7 +153,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     # ---- Permit: the group as one unit -------------------------------------------------
 
     def group_of(self, pod: Pod) -> str | None:
-        return group_key_of(pod)
+        key = group_key_of(pod)
+        group = self.state.pod_groups.get(key) if key and self.state else None
+        if group is not None and not group.gang and not kind_mismatch(pod, group):
+            return None  # upstream's basic policy: scheduled pod by pod (PreFilter admits)
+        return key
 
     def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
         state, key, now = attempt.state, attempt.group, attempt.now
@@ -143,7 +169,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         outcome = GroupOutcome()
         if not pending:
             return outcome
-        message = self._admission(state, key, members, now)
+        message = self._admission(state, key, pending[0], members, now)
         outcome.rejected_by = frozenset({self.name})
         if message:
             self._wait(key, pending, message, outcome)
@@ -187,6 +213,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if preemption:
             message = f"{message} {preemption}"
         self._wait(key, pending, message, outcome)
+        self._not_scheduled(group, message, now, outcome.decisions)
         if self.backoff_seconds and not any(isinstance(d, Evict) for d in outcome.decisions):
             outcome.retry_at = now + timedelta(seconds=self.backoff_seconds)
             self._backoff_until[key] = outcome.retry_at.timestamp()
@@ -245,6 +272,14 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         self._event(key, message, outcome.decisions)
         outcome.unschedulable = {p.key: f"PodGroup {key}: {message}" for p in pending}
 
+    def _not_scheduled(
+        self, group: PodGroup, message: str, now: datetime, into: list[Decision]
+    ) -> None:
+        """An upstream group's scheduled condition goes False with why (as kube-scheduler
+        writes it after a failed group cycle)."""
+        if group.upstream:
+            _update(group, scheduled_condition(group, False, message, now), into)
+
     def _event(self, key: str, message: str, into: list[Decision]) -> None:
         if self._events.get(key) != message:
             self._events[key] = message
@@ -252,24 +287,33 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
     # ---- after each pass: status -------------------------------------------------------
 
-    def after_pass(self, changed: set[str], now: datetime) -> list[Decision]:
+    def after_pass(
+        self, changed: set[str], evicted: Sequence[Evict], now: datetime
+    ) -> list[Decision]:
         state = self.state
         decisions: list[Decision] = []
         if state is None:
             return decisions
-        for key in sorted(changed):
+        disrupted = disruption_targets(state, evicted)
+        for key in sorted(changed | set(disrupted)):
             group = state.pod_groups.get(key)
             if group is None:
                 continue
             members = _members(state, key)
             status = compute_status(group, members, now)
-            if status != group.status:
-                group.status = status
-                decisions.append(PodGroupUpdate(key, status))
+            if group.upstream:
+                status = upstream_conditions(group, status, disrupted.get(key), now)
+            _update(group, status, decisions)
             stranded = stranded_message(group, members)
             if stranded:
                 self._event(key, stranded, decisions)
         return decisions
+
+
+def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> None:
+    if status != group.status:
+        group.status = status
+        into.append(PodGroupUpdate(group.key, status))
 
 
 def _members(state: ClusterState, key: str) -> list[Pod]:

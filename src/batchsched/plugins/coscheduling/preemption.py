@@ -27,11 +27,10 @@ from datetime import datetime
 import numpy as np
 
 from batchsched.decisions import Decision, Evict, Nominate
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import PlacementFramework
 from batchsched.plugins.coscheduling.placement import TentativePlacement, place_members
-from batchsched.plugins.preemption.gang_victims import running_group
+from batchsched.plugins.preemption.gang_victims import running_group, whole_group_of
 from batchsched.plugins.preemption.victim_table import importance_key
 from batchsched.plugins.preemption.victims import PRIORITY_SHIFT, VictimRule, pdb_violating
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
@@ -77,8 +76,8 @@ def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Cou
         pod = state.pods[key]
         if pod.terminated or not rule.lower(pod):
             continue
-        group = group_key_of(pod)
-        if group is not None and group in state.pod_groups:
+        group = whole_group_of(state, pod)
+        if group is not None:
             groups.add(group)
         else:
             singles.append(pod)

@@ -48,6 +48,7 @@ def compute_status(group: PodGroup, members: Sequence[Pod], now: datetime) -> Po
         admitted=admitted,
         occupied_by=occupied_by(members) or old.occupied_by,
         schedule_start_time=start,
+        conditions=old.conditions,
     )
 
 

@@ -1,6 +1,8 @@
 """Candidate nodes the vectorised search cannot judge: gang victims and pod clashes.
 
-Gang as victim (SPEC section 4): a running PodGroup is preempted whole or not at all.
+Gang as victim (SPEC section 4): a running PodGroup is preempted whole or not at all (unless
+it is an upstream PodGroup with disruptionMode `Pod` / `single`: its members are victims one by
+one, as any pod).
 Evicting one member of a running group below minMember kills the group's progress, so the
 victim unit of a group member is every running member of its group (on any node), and node
 choice counts them all. Clashes: a node where particular pods are in the way (host ports,
@@ -30,12 +32,18 @@ from batchsched.plugins.preemption.victims import (
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 
-def running_members(state: ClusterState, pod: Pod) -> tuple[Pod, ...]:
-    """The pods that must go with `pod`: its group's running members if the group exists."""
+def whole_group_of(state: ClusterState, pod: Pod) -> str | None:
+    """The key of the pod's group if that group is preempted whole: it exists and its
+    disruption mode is the group (always for CRD groups; upstream `PodGroup` / `all`)."""
     key = group_key_of(pod)
-    if key is None or key not in state.pod_groups:
-        return (pod,)
-    return running_group(state, key)
+    group = state.pod_groups.get(key) if key is not None else None
+    return key if group is not None and group.disrupt_whole else None
+
+
+def running_members(state: ClusterState, pod: Pod) -> tuple[Pod, ...]:
+    """The pods that must go with `pod`: its group's running members if the group goes whole."""
+    key = whole_group_of(state, pod)
+    return (pod,) if key is None else running_group(state, key)
 
 
 def running_group(state: ClusterState, group: str) -> tuple[Pod, ...]:
@@ -47,7 +55,9 @@ def running_group(state: ClusterState, group: str) -> tuple[Pod, ...]:
 def gang_rows(state: ClusterState, rule: VictimRule, candidates: BoolArray) -> BoolArray:
     """Candidate rows hosting a member of a running group that the preemptor outranks."""
     rows = np.zeros(candidates.shape[0], dtype=np.bool_)
-    for group in state.pod_groups:
+    for group, record in state.pod_groups.items():
+        if not record.disrupt_whole:
+            continue
         for key in state.group_members.get(group, ()):
             row = state.bound.get(key)
             if row is not None and candidates[row] and rule.lower(state.pods[key]):

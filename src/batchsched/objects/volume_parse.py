@@ -1,0 +1,142 @@
+"""Readers for the storage objects (objects/volumes.py)."""
+
+from __future__ import annotations
+
+from batchsched.objects.numbers import INT32_MAX
+from batchsched.objects.parse import (
+    Json,
+    _Reader,
+    node_selector_terms,
+    owner_references,
+    read_label_selector,
+)
+from batchsched.objects.records import NodeSelectorTerm, Requirement
+from batchsched.objects.volumes import (
+    BETA_CLASS_ANNOTATION,
+    BIND_COMPLETED_ANNOTATION,
+    SELECTED_NODE_ANNOTATION,
+    WAIT_FOR_FIRST_CONSUMER,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+
+_BINDING_MODES = ("Immediate", WAIT_FOR_FIRST_CONSUMER)
+
+
+def read_pvc(obj: Json) -> PersistentVolumeClaim:
+    r = _Reader("PersistentVolumeClaim", obj)
+    r.namespaced()
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    spec = r.get(obj, "spec", dict, {})
+    sp = r.at("spec")
+    annotations = r.string_map(obj, "metadata.annotations")
+    storage_class = annotations.get(BETA_CLASS_ANNOTATION) or sp.get(
+        spec, "storageClassName", str, ""
+    )
+    modes = sp.items(spec, "accessModes")
+    for i, mode in enumerate(modes):
+        if not isinstance(mode, str):
+            raise sp.fail(f"accessModes[{i}]", f"must be a string, got {mode!r}")
+    return PersistentVolumeClaim(
+        namespace=r.namespace,
+        name=r.name,
+        volume_name=sp.get(spec, "volumeName", str, ""),
+        storage_class=storage_class,
+        bind_completed=BIND_COMPLETED_ANNOTATION in annotations,
+        phase=r.get(obj, "status.phase", str, "") or "Pending",
+        deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
+        owner_uids=tuple(o.uid for o in owner_references(r, obj) if o.controller),
+        access_modes=tuple(modes),
+        request=sp.resources(spec, "resources.requests").get("storage", 0),
+        selector=read_label_selector(sp, spec, "selector") if spec.get("selector") else None,
+        volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),
+        selected_node=annotations.get(SELECTED_NODE_ANNOTATION, ""),
+    )
+
+
+def read_pv(obj: Json) -> PersistentVolume:
+    r = _Reader("PersistentVolume", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    spec = r.get(obj, "spec", dict, {})
+    path = "spec.nodeAffinity.required.nodeSelectorTerms"
+    required = r.get(obj, "spec.nodeAffinity.required", dict, {})
+    raw_terms = r.at("spec.nodeAffinity.required").items(required, "nodeSelectorTerms")
+    terms = node_selector_terms(r, raw_terms, path)
+    if required and not terms:
+        raise r.fail(path, "must list at least one term")
+    csi = r.get(spec, "csi", dict, {})
+    sp = r.at("spec")
+    claim_ref = sp.get(spec, "claimRef", dict, {})
+    ref = r.at("spec.claimRef")
+    annotations = r.string_map(obj, "metadata.annotations")
+    return PersistentVolume(
+        name=r.name,
+        labels=r.string_map(obj, "metadata.labels"),
+        node_affinity=terms,
+        capacity=sp.resources(spec, "capacity").get("storage", 0),
+        access_modes=tuple(str(m) for m in sp.items(spec, "accessModes")),
+        storage_class=annotations.get(BETA_CLASS_ANNOTATION)
+        or sp.get(spec, "storageClassName", str, ""),
+        volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),
+        claim_ref=(
+            f"{ref.get(claim_ref, 'namespace', str, '') or 'default'}/"
+            f"{ref.get(claim_ref, 'name', str, '')}"
+            if claim_ref
+            else ""
+        ),
+        phase=r.get(obj, "status.phase", str, "") or "Available",
+        deleting=r.time(obj, "metadata.deletionTimestamp") is not None,
+        csi_driver=r.at("spec.csi").get(csi, "driver", str, ""),
+        csi_handle=r.at("spec.csi").get(csi, "volumeHandle", str, ""),
+    )
+
+
+def read_storage_class(obj: Json) -> StorageClass:
+    r = _Reader("StorageClass", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    provisioner = r.get(obj, "provisioner", str, "")
+    if not provisioner:
+        raise r.fail("provisioner", "is required")
+    mode = r.get(obj, "volumeBindingMode", str, "Immediate")
+    if mode not in _BINDING_MODES:
+        raise r.fail("volumeBindingMode", f"{mode!r} is not one of {', '.join(_BINDING_MODES)}")
+    topologies = []
+    for i, raw in enumerate(r.items(obj, "allowedTopologies")):
+        where = f"allowedTopologies[{i}].matchLabelExpressions"
+        exprs = []
+        for j, expr in enumerate(
+            r.at(f"allowedTopologies[{i}]").items(raw, "matchLabelExpressions")
+        ):
+            e = r.at(f"{where}[{j}]")
+            key = e.get(expr, "key", str, "")
+            values = tuple(str(v) for v in e.get(expr, "values", list, []))
+            if not key or not values:
+                raise e.fail("", "needs a key and values")
+            exprs.append(Requirement(key, "In", values))
+        topologies.append(NodeSelectorTerm(tuple(exprs), ()))
+    return StorageClass(
+        name=r.name,
+        provisioner=provisioner,
+        volume_binding_mode=mode,
+        allowed_topologies=tuple(topologies),
+    )
+
+
+def read_csi_node(obj: Json) -> CSINode:
+    r = _Reader("CSINode", obj)
+    if not r.name:
+        raise r.fail("metadata.name", "is required")
+    limits: dict[str, int] = {}
+    for i, raw in enumerate(r.items(obj, "spec.drivers")):
+        d = r.at(f"spec.drivers[{i}]")
+        driver = d.get(raw, "name", str, "")
+        if not driver:
+            raise d.fail("name", "is required")
+        if d.get(raw, "allocatable", dict, {}).get("count") is not None:
+            limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
+    return CSINode(name=r.name, limits=limits)

@@ -1,0 +1,91 @@
+"""Records for the storage objects the volume plugins read (PVCs, PVs, StorageClasses,
+CSINodes) and for a pod's volumes.
+
+Only what VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits read is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from batchsched.objects.records import LabelSelector, NodeSelectorTerm
+
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+# Set by the PV controller when it has bound a claim: before that, a claim that names a
+# volume is only pre-bound, and kube-scheduler treats it as an unbound Immediate claim.
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+# kube-controller-manager's mark for classes whose volumes are made by hand (local PVs).
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+@dataclass(frozen=True, slots=True)
+class PodVolume:
+    """One entry of a pod's spec.volumes that names a PersistentVolumeClaim."""
+
+    name: str
+    claim: str  # the claim's name; for a generic ephemeral volume, `<pod>-<volume>`
+    ephemeral: bool
+
+
+@dataclass(slots=True)
+class PersistentVolumeClaim:
+    namespace: str
+    name: str
+    volume_name: str = ""  # spec.volumeName: the PV it is (or is to be) bound to
+    # The beta annotation, else spec.storageClassName; "" for none (the scheduler does not
+    # apply the default class: admission or the PV controller writes it into the claim).
+    storage_class: str = ""
+    bind_completed: bool = False
+    phase: str = "Pending"  # Lost: its volume is gone
+    deletion_timestamp: datetime | None = None
+    owner_uids: tuple[str, ...] = ()  # controller owners (an ephemeral claim's pod)
+    access_modes: tuple[str, ...] = ()
+    request: int = 0  # spec.resources.requests.storage, bytes
+    selector: LabelSelector | None = None
+    volume_mode: str = "Filesystem"
+    # volume.kubernetes.io/selected-node: where the scheduler asked for it to be provisioned.
+    selected_node: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.volume_name) and self.bind_completed
+
+
+@dataclass(slots=True)
+class PersistentVolume:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty: every node
+    csi_driver: str = ""
+    csi_handle: str = ""
+    capacity: int = 0  # spec.capacity.storage, bytes
+    access_modes: tuple[str, ...] = ()
+    storage_class: str = ""
+    volume_mode: str = "Filesystem"
+    claim_ref: str = ""  # "namespace/name" of the claim it is bound or pre-bound to
+    # status.phase; a PV written by hand without status is taken as Available.
+    phase: str = "Available"
+    deleting: bool = False
+
+
+@dataclass(slots=True)
+class StorageClass:
+    name: str
+    provisioner: str
+    volume_binding_mode: str = "Immediate"
+    allowed_topologies: tuple[NodeSelectorTerm, ...] = ()  # empty: every node
+
+
+@dataclass(slots=True)
+class CSINode:
+    name: str
+    # Attach limits per driver: spec.drivers[].allocatable.count, where given.
+    limits: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,58 @@
+"""A PersistentVolume's node affinity as a node mask.
+
+Local PVs name their node (`kubernetes.io/hostname In [n]`): a term made only of `In`
+expressions is answered from an index of rows per label value, built once per label key
+until nodes change, instead of a scan of every node per pod. Other terms are matched as
+NodeAffinity matches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from batchsched.objects.records import NodeSelectorTerm
+from batchsched.plugins.node_affinity import terms_mask
+from batchsched.state.cluster import BoolArray, ClusterState
+
+
+class AffinityIndex:
+    def __init__(self) -> None:
+        self._generation = -1
+        self._rows: dict[str, dict[str, list[int]]] = {}  # key -> value -> node rows
+
+    def mask(self, state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolArray:
+        """Node rows matching any of the terms."""
+        if state.node_generation != self._generation:
+            self._rows.clear()
+            self._generation = state.node_generation
+        mask = np.zeros(state.rows, dtype=np.bool_)
+        for term in terms:
+            simple = term.match_expressions and not term.match_fields
+            if simple and all(r.operator == "In" for r in term.match_expressions):
+                mask |= self._in_term(state, term)
+            else:
+                mask |= terms_mask(state, (term,))
+        return mask
+
+    def _in_term(self, state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
+        found = state.valid[: state.rows].copy()
+        for req in term.match_expressions:
+            by_value = self._by_value(state, req.key)
+            hit = np.zeros(state.rows, dtype=np.bool_)
+            for value in req.values:
+                hit[by_value.get(value, [])] = True
+            found &= hit
+        return found
+
+    def _by_value(self, state: ClusterState, key: str) -> dict[str, list[int]]:
+        by_value = self._rows.get(key)
+        if by_value is None:
+            by_value = {}
+            for row, node in state.live_nodes():
+                value = node.labels.get(key)
+                if value is not None:
+                    by_value.setdefault(value, []).append(row)
+            self._rows[key] = by_value
+        return by_value

@@ -1,0 +1,109 @@
+"""VolumeBinding (PreFilter, Filter, Reserve): a pod's claims must be usable on the node.
+
+PreFilter: a missing, lost or deleting claim, or an unbound claim of an Immediate class, keeps
+the pod pending with upstream's message (preemption cannot help). Filter: every bound claim's
+PersistentVolume must exist and its `nodeAffinity` must match the node; every unbound claim of
+a WaitForFirstConsumer class must be matched to an available PV there or be provisionable
+there (matching.py). Reserve: the chosen PVs are bound to their claims (or the claims marked
+for provisioning on the node), so pods placed later in the pass do not take them. The world
+must carry the bindings out: only the one-shot world does (live mode has no PreBind yet), so
+elsewhere, and for PodGroup members (placed without Reserve), such pods are refused
+(docs/volumes.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.plugins.base import (
+    Cycle,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    Rejection,
+    ReservePlugin,
+)
+from batchsched.plugins.support import message
+from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.plugins.volumebinding.claims import claims_read, pod_claims
+from batchsched.plugins.volumebinding.matching import (
+    BIND_CONFLICT,
+    ClaimOptions,
+    choose,
+    feasible,
+    options,
+)
+from batchsched.state.cluster import BoolArray, ClusterState
+
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+_OPTIONS = "volumebinding.options"
+
+
+class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
+    name = "VolumeBinding"
+
+    def __init__(self) -> None:
+        self._affinity = AffinityIndex()
+
+    def skips(self, state: ClusterState, pod: Pod) -> bool:
+        return not pod.volumes
+
+    def reads(self, pod: Pod) -> Hashable:
+        return claims_read(pod)
+
+    def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:
+        if not cycle.pod.volumes:
+            return None
+        claims = pod_claims(cycle)
+        if claims.error:
+            return PreFilterResult(reject=claims.error)
+        if claims.unbound:
+            where = ""
+            if not cycle.state.volumes.binds_at_scheduling:
+                where = " (bound at scheduling time by `batchsched schedule` only)"
+            elif group_key_of(cycle.pod) is not None:
+                where = " in a PodGroup"
+            if where:
+                return PreFilterResult(
+                    reject=message(
+                        f"unbound WaitForFirstConsumer PersistentVolumeClaim "
+                        f"{claims.unbound[0].key}{where}"
+                    )
+                )
+        return None
+
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        claims = pod_claims(cycle)
+        if any(volume is None for _, volume in claims.bound):
+            return [Rejection(PV_NOT_EXIST, candidates, resolvable=False)]
+        fits = candidates.copy()
+        for _, volume in claims.bound:
+            if volume is not None and volume.node_affinity:
+                fits &= self._affinity.mask(cycle.state, volume.node_affinity)
+        rejections = [Rejection(NODE_CONFLICT, candidates & ~fits, resolvable=False)]
+        if claims.unbound:
+            matched = feasible(self._options(cycle), fits)
+            rejections.append(Rejection(BIND_CONFLICT, fits & ~matched, resolvable=False))
+        return rejections
+
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        claims = pod_claims(cycle)
+        if not claims.unbound:
+            return
+        chosen = choose(self._options(cycle), row)
+        assert chosen is not None, "reserve on a node the filter rejected"
+        node = cycle.state.node_name(row)
+        for claim in claims.unbound:
+            if claim.selected_node:
+                continue  # its node was chosen by an earlier pod: it is being provisioned
+            cycle.state.volumes.bind(cycle.pod.key, claim, chosen[claim.key], node)
+
+    def _options(self, cycle: Cycle) -> list[ClaimOptions]:
+        found = cycle.scratch.get(_OPTIONS)
+        if not isinstance(found, list):
+            found = options(cycle.state, self._affinity, pod_claims(cycle).unbound)
+            cycle.scratch[_OPTIONS] = found
+        return found

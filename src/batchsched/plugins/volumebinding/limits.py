@@ -1,0 +1,77 @@
+"""NodeVolumeLimits (Filter): a node attaches at most its CSINode's `allocatable.count`
+volumes per CSI driver.
+
+A volume counts once per node however many pods there use it (state/volumes.py keeps the
+count of distinct volumes per driver and node). Nodes without a CSINode, or drivers without a
+count, have no limit. In-tree volumes counted through CSI migration and VolumeAttachments are
+not read (docs/volumes.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from batchsched.objects.records import Pod
+from batchsched.plugins.base import Cycle, FilterPlugin, Rejection
+from batchsched.plugins.volumebinding.claims import claims_read
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+
+REASON = "node(s) exceed max volume count"
+
+
+class NodeVolumeLimits(FilterPlugin):
+    name = "NodeVolumeLimits"
+
+    def __init__(self) -> None:
+        self._limits: dict[str, IntArray] = {}  # driver -> limit per row, -1 for none
+        self._limits_at: tuple[int, int, int] | None = None
+
+    def skips(self, state: ClusterState, pod: Pod) -> bool:
+        return not pod.volumes
+
+    def reads(self, pod: Pod) -> Hashable:
+        return claims_read(pod)
+
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        state = cycle.state
+        volumes = state.volumes
+        wanted = volumes.attachments(cycle.pod)
+        if not wanted:
+            return []
+        limits = self._driver_limits(state)
+        rows = candidates.shape[0]
+        rejected = np.zeros(rows, dtype=np.bool_)
+        for driver in sorted(set(wanted.values())):
+            limit = limits.get(driver)
+            if limit is None:
+                continue
+            new = np.zeros(rows, dtype=np.int64)
+            for name, of in wanted.items():
+                if of == driver:
+                    new += 1
+                    for row in volumes.volume_rows.get(name, {}):
+                        new[row] -= 1  # already attached there: costs nothing
+            in_use = np.zeros(rows, dtype=np.int64)
+            counts = volumes.attach_counts.get(driver)
+            if counts is not None:
+                upto = min(rows, counts.shape[0])
+                in_use[:upto] = counts[:upto]
+            rejected |= (limit[:rows] >= 0) & (new > 0) & (in_use + new > limit[:rows])
+        return [Rejection(REASON, rejected & candidates, resolvable=False)]
+
+    def _driver_limits(self, state: ClusterState) -> dict[str, IntArray]:
+        at = (state.volumes.csi_version, state.node_generation, state.rows)
+        if at != self._limits_at:
+            limits: dict[str, IntArray] = {}
+            for name, csi_node in state.volumes.csi_nodes.items():
+                row = state.node_index.get(name)
+                if row is None:
+                    continue
+                for driver, count in csi_node.limits.items():
+                    if driver not in limits:
+                        limits[driver] = np.full(state.rows, -1, dtype=np.int64)
+                    limits[driver][row] = count
+            self._limits, self._limits_at = limits, at
+        return self._limits

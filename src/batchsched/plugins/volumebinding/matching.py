@@ -1,0 +1,112 @@
+"""Matching a pod's unbound WaitForFirstConsumer claims to nodes, as upstream's binder does.
+
+On a node, claims are taken smallest request first; each gets the smallest available PV of
+its class that fits there (capacity, access modes, volume mode, selector, node affinity; a
+PV pre-bound to the claim first), not chosen for an earlier claim. A claim with no such PV is
+provisioned if its class has a provisioner and its `allowedTopologies` admit the node (a
+claim whose provisioning node was already chosen stays with that node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from batchsched.objects.volumes import (
+    NO_PROVISIONER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+)
+from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.state.cluster import BoolArray, ClusterState
+
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+
+
+@dataclass(slots=True)
+class ClaimOptions:
+    claim: PersistentVolumeClaim
+    volumes: list[tuple[str, BoolArray]]  # candidate PVs, best first, with their nodes
+    provision: BoolArray  # nodes where the claim can be provisioned
+
+    def anywhere(self) -> BoolArray:
+        mask = self.provision.copy()
+        for _, nodes in self.volumes:
+            mask |= nodes
+        return mask
+
+
+def _serves(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    if pv.deleting or pv.volume_mode != claim.volume_mode:
+        return False
+    if pv.claim_ref == claim.key:
+        return True
+    if pv.claim_ref or pv.phase != "Available" or pv.storage_class != claim.storage_class:
+        return False
+    if claim.selector is not None and not claim.selector.matches(pv.labels):
+        return False
+    return pv.capacity >= claim.request and set(claim.access_modes) <= set(pv.access_modes)
+
+
+def options(
+    state: ClusterState, index: AffinityIndex, claims: Sequence[PersistentVolumeClaim]
+) -> list[ClaimOptions]:
+    """Each claim's candidates, claims in the order they are matched."""
+    volumes = state.volumes
+    out = []
+    everywhere = state.valid[: state.rows].copy()
+    for claim in sorted(claims, key=lambda c: (c.request, c.key)):
+        fitting = [pv for pv in volumes.volumes.values() if _serves(pv, claim)]
+        fitting.sort(key=lambda pv: (pv.claim_ref != claim.key, pv.capacity, pv.name))
+        candidates = [
+            (pv.name, index.mask(state, pv.node_affinity) if pv.node_affinity else everywhere)
+            for pv in fitting
+        ]
+        provision = np.zeros(state.rows, dtype=np.bool_)
+        storage_class = volumes.classes.get(claim.storage_class)
+        if storage_class is not None and storage_class.provisioner != NO_PROVISIONER:
+            if claim.selected_node:
+                row = state.node_index.get(claim.selected_node)
+                if row is not None:
+                    provision[row] = True
+            elif storage_class.allowed_topologies:
+                provision = index.mask(state, storage_class.allowed_topologies)
+            else:
+                provision = everywhere.copy()
+        if claim.selected_node:
+            candidates = []  # being provisioned for its node already
+        out.append(ClaimOptions(claim, candidates, provision))
+    return out
+
+
+def choose(claims: Sequence[ClaimOptions], row: int) -> dict[str, str] | None:
+    """Claim key -> PV name ("" to provision) on node `row`, or None if one cannot be
+    served there."""
+    chosen: dict[str, str] = {}
+    taken: set[str] = set()
+    for option in claims:
+        pick = next(
+            (name for name, nodes in option.volumes if nodes[row] and name not in taken), None
+        )
+        if pick is not None:
+            taken.add(pick)
+            chosen[option.claim.key] = pick
+        elif option.provision[row]:
+            chosen[option.claim.key] = ""
+        else:
+            return None
+    return chosen
+
+
+def feasible(claims: Sequence[ClaimOptions], candidates: BoolArray) -> BoolArray:
+    """Nodes among `candidates` where every claim can be served at once."""
+    fits = candidates.copy()
+    for option in claims:
+        fits &= option.anywhere()
+    if len(claims) > 1:
+        for row in np.flatnonzero(fits):
+            if choose(claims, int(row)) is None:
+                fits[row] = False
+    return fits

@@ -1,0 +1,153 @@
+"""The storage objects ClusterState holds, which running pods use which claims, and which
+volumes are attached where.
+
+The volume plugins (plugins/volumebinding/) read these. The claim and attachment indexes
+follow the pods ClusterState binds and unbinds; a pod's attachments are taken as they are when
+it lands on its node (a bound volume's driver and handle do not change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.objects.records import Pod
+from batchsched.objects.volumes import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+
+VolumeObject = PersistentVolumeClaim | PersistentVolume | StorageClass | CSINode
+CountArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBinding:
+    """A claim the scheduler bound to a volume (or, `volume` empty, asked to provision on
+    `node`) for the pod it placed."""
+
+    pod: str
+    claim: str
+    node: str
+    volume: str
+
+
+def claim_key(pod: Pod, claim: str) -> str:
+    return f"{pod.namespace}/{claim}"
+
+
+class VolumeObjects:
+    def __init__(self) -> None:
+        self.claims: dict[str, PersistentVolumeClaim] = {}  # "namespace/name"
+        self.volumes: dict[str, PersistentVolume] = {}
+        self.classes: dict[str, StorageClass] = {}
+        self.csi_nodes: dict[str, CSINode] = {}
+        self.csi_version = 0  # moves when a CSINode changes (attach limits are cached on it)
+        # Claim key -> keys of the pods on a node that use it (any phase but terminated).
+        self.users: dict[str, set[str]] = {}
+        # Attachable volume (`driver/handle`) -> node row -> pods there using it.
+        self.volume_rows: dict[str, dict[int, int]] = {}
+        # CSI driver -> distinct volumes attached per node row (grown on demand).
+        self.attach_counts: dict[str, CountArray] = {}
+        self._attachments: dict[str, dict[str, str]] = {}  # pod key -> what it attached
+        # Whether the world carries out the claim bindings the scheduler chooses: the
+        # one-shot world does; live mode has no PreBind yet, so it refuses pods needing one.
+        self.binds_at_scheduling = False
+        self.bindings: list[ClaimBinding] = []
+
+    def upsert(self, obj: VolumeObject) -> None:
+        if isinstance(obj, PersistentVolumeClaim):
+            self.claims[obj.key] = obj
+        elif isinstance(obj, PersistentVolume):
+            self.volumes[obj.name] = obj
+        elif isinstance(obj, StorageClass):
+            self.classes[obj.name] = obj
+        else:
+            self.csi_nodes[obj.name] = obj
+            self.csi_version += 1
+
+    def remove(self, kind: str, key: str) -> None:
+        if kind == "PersistentVolumeClaim":
+            self.claims.pop(key, None)
+        elif kind == "PersistentVolume":
+            self.volumes.pop(key, None)
+        elif kind == "StorageClass":
+            self.classes.pop(key, None)
+        else:
+            self.csi_nodes.pop(key, None)
+            self.csi_version += 1
+
+    def bind(self, pod: str, claim: PersistentVolumeClaim, volume: str, node: str) -> None:
+        """Bind the claim to the volume, or mark it for provisioning on the node, as PreBind
+        and the PV controller would; later pods see the claim bound (or its node chosen)."""
+        if volume:
+            pv = self.volumes[volume]
+            pv.claim_ref, pv.phase = claim.key, "Bound"
+            claim.volume_name, claim.bind_completed, claim.phase = volume, True, "Bound"
+        else:
+            claim.selected_node = node
+        self.bindings.append(ClaimBinding(pod, claim.key, node, volume))
+
+    def attachments(self, pod: Pod) -> dict[str, str]:
+        """The pod's attachable volumes, `driver/handle` -> driver, as NodeVolumeLimits counts
+        them: a bound claim as its PV's CSI driver and handle (nothing for an in-tree PV), an
+        unbound one as its class's provisioner and the claim (a volume to be provisioned)."""
+        out: dict[str, str] = {}
+        for volume in pod.volumes:
+            claim = self.claims.get(claim_key(pod, volume.claim))
+            if claim is None:
+                continue
+            pv = self.volumes.get(claim.volume_name) if claim.volume_name else None
+            storage_class = self.classes.get(claim.storage_class)
+            if pv is not None:
+                driver, handle = pv.csi_driver, pv.csi_handle
+            elif storage_class is not None:  # to be provisioned, or its PV is not seen yet
+                driver, handle = storage_class.provisioner, f"{claim.namespace}-{claim.name}"
+            else:
+                continue
+            if driver and handle:
+                out[f"{driver}/{handle}"] = driver
+        return out
+
+    def place(self, pod: Pod, row: int) -> None:
+        """A pod with claim volumes is now on node `row`."""
+        for volume in pod.volumes:
+            self.users.setdefault(claim_key(pod, volume.claim), set()).add(pod.key)
+        attached = self.attachments(pod)
+        self._attachments[pod.key] = attached
+        for name, driver in attached.items():
+            rows = self.volume_rows.setdefault(name, {})
+            rows[row] = rows.get(row, 0) + 1
+            if rows[row] == 1:
+                self._count(driver, row, 1)
+
+    def unplace(self, pod: Pod, row: int) -> None:
+        for volume in pod.volumes:
+            key = claim_key(pod, volume.claim)
+            users = self.users.get(key)
+            if users is not None:
+                users.discard(pod.key)
+                if not users:
+                    del self.users[key]
+        for name, driver in self._attachments.pop(pod.key, {}).items():
+            rows = self.volume_rows[name]
+            rows[row] -= 1
+            if rows[row] == 0:
+                del rows[row]
+                self._count(driver, row, -1)
+                if not rows:
+                    del self.volume_rows[name]
+
+    def _count(self, driver: str, row: int, step: int) -> None:
+        counts = self.attach_counts.get(driver)
+        if counts is None or counts.shape[0] <= row:
+            size = 0 if counts is None else counts.shape[0]
+            grown = np.zeros(max(row + 1, 2 * size, 64), dtype=np.int64)
+            if counts is not None:
+                grown[:size] = counts
+            self.attach_counts[driver] = counts = grown
+        counts[row] += step

@@ -1,0 +1,286 @@
+"""Storage objects read from files, and the volume plugins' rules that scenarios do not show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.config import default_config
+from batchsched.framework import Framework
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.records import Node, NodeSelectorTerm, Requirement
+from batchsched.oneshot import build_state
+from batchsched.plugins.node_affinity import terms_mask
+from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.state.cluster import ClusterState
+from tests.builders import node, pod
+from tests.conftest import objects_of, schedule
+
+BOUND = {"pv.kubernetes.io/bind-completed": "yes"}
+
+
+def pv(name: str, hostname: str = "", **spec: Any) -> dict[str, Any]:
+    if hostname:
+        spec["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "kubernetes.io/hostname",
+                                "operator": "In",
+                                "values": [hostname],
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def pvc(name: str, volume: str = "", **spec: Any) -> dict[str, Any]:
+    if volume:
+        spec["volumeName"] = volume
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default", "annotations": BOUND if volume else {}},
+        "spec": {"storageClassName": "", **spec},
+    }
+
+
+def claim_pod(name: str, *claims: str, **kwargs: Any) -> dict[str, Any]:
+    volumes = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    return pod(name, volumes=volumes, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "where"),
+    [
+        (pv("v", nodeAffinity={"required": {"nodeSelectorTerms": []}}), "nodeSelectorTerms"),
+        (
+            pv(
+                "v",
+                nodeAffinity={
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "k", "operator": "Near"}]}
+                        ]
+                    }
+                },
+            ),
+            "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator",
+        ),
+        (pvc("c", accessModes=[3]), "spec.accessModes[0]"),
+        (
+            {
+                "kind": "StorageClass",
+                "metadata": {"name": "s"},
+                "provisioner": "p",
+                "volumeBindingMode": "Later",
+            },
+            "volumeBindingMode",
+        ),
+        ({"kind": "StorageClass", "metadata": {"name": "s"}}, "provisioner"),
+        (
+            {
+                "kind": "CSINode",
+                "metadata": {"name": "n"},
+                "spec": {"drivers": [{"name": "d", "allocatable": {"count": -1}}]},
+            },
+            "spec.drivers[0].allocatable.count",
+        ),
+        (pod("p", volumes=[{"name": "v", "persistentVolumeClaim": {}}]), "claimName"),
+    ],
+)
+def test_malformed_storage_objects_name_object_and_field(
+    manifest: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(ManifestError) as err:
+        objects_of(manifest)
+    assert where in str(err.value)
+
+
+def test_a_storage_object_defined_twice_is_an_error() -> None:
+    objects = objects_of(pv("v"), pv("v"))
+    with pytest.raises(ManifestError, match="PersistentVolume v: defined more than once"):
+        objects.check_unique("f.yaml")
+
+
+def test_unknown_claim_fields_are_warned_about() -> None:
+    objects = objects_of(pvc("c", storageClasName="x"))
+    assert any("spec.storageClasName" in w for w in objects.warnings)
+
+
+def test_the_beta_class_annotation_wins_over_the_field() -> None:
+    manifest = pvc("c", storageClassName="fast")
+    manifest["metadata"]["annotations"] = {"volume.beta.kubernetes.io/storage-class": "slow"}
+    assert objects_of(manifest).claims[0].storage_class == "slow"
+
+
+def test_a_claim_without_class_binds_immediately_so_an_unbound_one_waits() -> None:
+    # Upstream does not apply the default class in the scheduler: "" means Immediate.
+    result = schedule(node("n1"), pvc("c"), claim_pod("p", "c"))
+    assert result.unschedulable["default/p"] == "pod has unbound immediate PersistentVolumeClaims"
+
+
+def test_pods_placed_earlier_in_the_pass_count_against_the_attach_limit() -> None:
+    csi_node = {
+        "kind": "CSINode",
+        "metadata": {"name": "n1"},
+        "spec": {"drivers": [{"name": "d", "allocatable": {"count": 1}}]},
+    }
+    volumes = [pv(f"v{i}", csi={"driver": "d", "volumeHandle": f"h{i}"}) for i in range(2)]
+    claims = [pvc(f"c{i}", f"v{i}") for i in range(2)]
+    pods = [claim_pod(f"p{i}", f"c{i}") for i in range(2)]
+    result = schedule(node("n1"), csi_node, *volumes, *claims, *pods)
+    assert [b.pod for b in result.bindings] == ["default/p0"]
+    assert "1 node(s) exceed max volume count" in result.unschedulable["default/p1"]
+
+
+def test_a_volume_shared_with_a_pod_on_the_node_is_not_counted_twice() -> None:
+    csi_node = {
+        "kind": "CSINode",
+        "metadata": {"name": "n1"},
+        "spec": {"drivers": [{"name": "d", "allocatable": {"count": 1}}]},
+    }
+    volume = pv("v0", csi={"driver": "d", "volumeHandle": "h0"})
+    result = schedule(
+        node("n1"), csi_node, volume, pvc("c0", "v0"), claim_pod("p0", "c0"), claim_pod("p1", "c0")
+    )
+    assert sorted(b.pod for b in result.bindings) == ["default/p0", "default/p1"]
+
+
+def test_pods_with_other_claims_are_never_twins() -> None:
+    """Two pods of one shape but different volumes get their own answers."""
+    result = schedule(
+        node("n1", labels={"kubernetes.io/hostname": "n1"}),
+        node("n2", labels={"kubernetes.io/hostname": "n2"}),
+        pv("v1", hostname="n1"),
+        pv("v2", hostname="n2"),
+        pvc("c1", "v1"),
+        pvc("c2", "v2"),
+        claim_pod("a", "c2", cpu="1"),
+        claim_pod("b", "c1", cpu="1"),
+        claim_pod("c", "c2", cpu="1"),
+    )
+    assert {b.pod: b.node for b in result.bindings} == {
+        "default/a": "n2",
+        "default/b": "n1",
+        "default/c": "n2",
+    }
+    state = build_state(objects_of(claim_pod("x", "c1"), claim_pod("y", "c2"), pod("z")))
+    framework = Framework(default_config().profiles[0])
+    keys = [
+        framework.shape_key(record, state.demand(record))
+        for record in (state.pods[f"default/{name}"] for name in "xyz")
+    ]
+    assert len(set(keys)) == 3
+
+
+LABEL_VALUES = st.sampled_from(["a", "b", "c"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    labels=st.lists(st.dictionaries(st.sampled_from(["k1", "k2"]), LABEL_VALUES), max_size=6),
+    terms=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["k1", "k2"]),
+                st.sampled_from(["In", "NotIn", "Exists"]),
+                st.lists(LABEL_VALUES, min_size=1, max_size=2),
+            ),
+            max_size=2,
+        ),
+        min_size=1,
+        max_size=2,
+    ),
+)
+def test_the_affinity_index_agrees_with_node_affinity(
+    labels: list[dict[str, str]], terms: list[list[tuple[str, str, list[str]]]]
+) -> None:
+    state = ClusterState()
+    for i, node_labels in enumerate(labels):
+        state.upsert_node(Node(f"n{i}", {"cpu": 1}, labels=node_labels))
+    selector = tuple(
+        NodeSelectorTerm(
+            tuple(
+                Requirement(k, op, tuple(v) if op != "Exists" else ())  # type: ignore[arg-type]
+                for k, op, v in term
+            ),
+            (),
+        )
+        for term in terms
+    )
+    index = AffinityIndex()
+    assert np.array_equal(index.mask(state, selector), terms_mask(state, selector))
+
+
+def test_a_pod_leaving_frees_its_attach_slot() -> None:
+    state = build_state(
+        objects_of(
+            node("n1"),
+            {
+                "kind": "CSINode",
+                "metadata": {"name": "n1"},
+                "spec": {"drivers": [{"name": "d", "allocatable": {"count": 1}}]},
+            },
+            pv("v0", csi={"driver": "d", "volumeHandle": "h0"}),
+            pvc("c0", "v0"),
+            claim_pod("p0", "c0", node_name="n1"),
+        )
+    )
+    assert state.volumes.attach_counts["d"][0] == 1
+    state.remove_pod("default/p0")
+    assert state.volumes.attach_counts["d"][0] == 0
+    assert state.volumes.volume_rows == {}
+    assert state.volumes.users == {}
+
+
+def test_a_claim_provisioned_for_one_pod_keeps_its_node_for_the_next() -> None:
+    wffc = {
+        "kind": "StorageClass",
+        "metadata": {"name": "fast"},
+        "provisioner": "ebs.csi.aws.com",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    claim = pvc("shared", storageClassName="fast", accessModes=["ReadWriteMany"])
+    result = schedule(
+        node("n1"),
+        node("n2"),
+        wffc,
+        claim,
+        claim_pod("first", "shared"),
+        claim_pod("second", "shared"),
+        node("n3"),
+    )
+    placed = {b.pod: b.node for b in result.bindings}
+    assert placed["default/second"] == placed["default/first"]
+    assert [(b.claim, b.volume) for b in result.volume_bindings] == [("default/shared", "")]
+
+
+def test_a_deleting_or_released_volume_is_not_matched() -> None:
+    wffc = {
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    deleting = pv("a", storageClassName="local", capacity={"storage": "1Gi"})
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-22T09:00:00Z"
+    released = pv("b", storageClassName="local", capacity={"storage": "1Gi"})
+    released["status"] = {"phase": "Released"}
+    claim = pvc("c", storageClassName="local", resources={"requests": {"storage": "1Gi"}})
+    result = schedule(node("n1"), wffc, deleting, released, claim, claim_pod("p", "c"))
+    assert "didn't find available persistent volumes to bind" in result.unschedulable["default/p"]
