@@ -93,6 +93,10 @@ class Framework:
         ]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
         self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
+        # Pods with DRA claims are placed only by a profile that allocates them.
+        self.allocates_claims = any(p.name == "DynamicResources" for p in self.reserves) and any(
+            p.name == "DynamicResources" for p in filters
+        )
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None

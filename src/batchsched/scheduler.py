@@ -104,7 +104,7 @@ class Scheduler:
         self._failed_shapes.clear()
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
-            refused = refusal(entry.pod, self.state.device_class_resources)
+            refused = self._refusal(entry.pod)
             if refused is not None:
                 yield self._refuse(entry.pod, refused, now)
                 continue
@@ -152,11 +152,11 @@ class Scheduler:
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""
         pod = self.state.pods.get(key)
-        return (
-            key in self.queue
-            and pod is not None
-            and refusal(pod, self.state.device_class_resources) is None
-        )
+        return key in self.queue and pod is not None and self._refusal(pod) is None
+
+    def _refusal(self, pod: Pod) -> str | None:
+        claims_allowed = self.state.devices.allocating and self.framework_for(pod).allocates_claims
+        return refusal(pod, self.state.device_class_resources, claims_allowed)
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         pod = entry.pod

@@ -27,6 +27,7 @@ def test_default_profile_is_batchsched_with_every_filter() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "DynamicResources",  # the last static filter
         "DaemonSetPreemption",  # reserved nodes fail before (and instead of) resources
         "NodePorts",
         "NodeResourcesFit",

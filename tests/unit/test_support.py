@@ -9,6 +9,7 @@ import pytest
 
 from batchsched.config import default_config
 from batchsched.objects.parse import read_pod
+from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import DeviceClass
 from batchsched.oneshot import build_state
 from batchsched.plugins.support import REFUSED, not_ready, refusal, refused_field
@@ -24,10 +25,6 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
     "spec.volumes[*] in-tree disks": (
         {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "rbd": {"image": "x"}}]},
         "spec.volumes[1].rbd",
-    ),
-    "spec.resourceClaims": (
-        {"resourceClaims": [{"name": "gpu"}]},
-        "spec.resourceClaims",
     ),
     "extended resources mapped by a DeviceClass": (
         {
@@ -84,6 +81,19 @@ def test_device_class_mapping_refuses_the_resource_it_names() -> None:
     message = refusal(record, {"example.com/gpu": "gpu.example.com"})
     assert message is not None and "extended resource example.com/gpu" in message
     assert "DeviceClass gpu.example.com" in message
+
+
+def test_claims_are_refused_where_they_cannot_be_allocated() -> None:
+    manifest = pod("p")
+    manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+    record = read_pod(manifest)
+    assert record.refused == ""
+    assert refusal(record, {}, claims_allowed=True) is None
+    message = refusal(record, {})  # live mode, or a profile without DynamicResources
+    assert message is not None and "spec.resourceClaims" in message
+    manifest["metadata"]["labels"] = {GROUP_LABEL: "g"}
+    message = refusal(read_pod(manifest), {}, claims_allowed=True)
+    assert message is not None and "in a gang" in message
 
 
 def test_device_classes_in_the_state_map_their_resources() -> None:

@@ -58,7 +58,7 @@ def _named_nodes(state: ClusterState, fields: Sequence[Requirement]) -> BoolArra
     return mask
 
 
-def _term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
+def term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
     if not term.match_expressions and not term.match_fields:
         # An empty term matches no objects (k8s API semantics).
         return np.zeros(state.rows, dtype=np.bool_)
@@ -76,7 +76,7 @@ def terms_mask(state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolAr
     """Node rows matching any of the terms (a PersistentVolume's node affinity)."""
     mask = np.zeros(state.rows, dtype=np.bool_)
     for term in terms:
-        mask |= _term_mask(state, term)
+        mask |= term_mask(state, term)
     return mask
 
 
@@ -123,7 +123,7 @@ class NodeAffinity(StaticFilterPlugin):
         if pod.required_terms:
             fits = np.zeros(state.rows, dtype=np.bool_)
             for term in pod.required_terms:
-                fits |= _term_mask(state, term)
+                fits |= term_mask(state, term)
         else:
             fits = state.valid[: state.rows].copy()
         if pod.node_selector:
