@@ -46,12 +46,35 @@ class ResourceSlice:
 
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
-    name: str
+    name: str  # "request", or "request/subrequest" for an entry of firstAvailable
     device_class: str
     selectors: tuple[str, ...]
     all: bool  # allocationMode All; otherwise exactly `count` devices
     count: int
     admin_access: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A claim's request: one way to satisfy it, or several in order (firstAvailable)."""
+
+    name: str
+    alternatives: tuple[DeviceRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchAttribute:
+    """constraints[*].matchAttribute: the devices of `requests` (all when empty) share the
+    value of this fully qualified attribute."""
+
+    requests: tuple[str, ...]
+    domain: str
+    attribute: str
+
+    def applies(self, request: str) -> bool:
+        return not self.requests or any(
+            request == r or request.startswith(f"{r}/") for r in self.requests
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +100,8 @@ class Allocation:
 class ResourceClaim:
     namespace: str
     name: str
-    requests: tuple[DeviceRequest, ...]
+    requests: tuple[Request, ...]
+    constraints: tuple[MatchAttribute, ...] = ()
     allocation: Allocation | None = None
     reserved_for: tuple[str, ...] = ()  # pod names (same namespace)
 
@@ -90,7 +114,8 @@ class ResourceClaim:
 class ResourceClaimTemplate:
     namespace: str
     name: str
-    requests: tuple[DeviceRequest, ...]
+    requests: tuple[Request, ...]
+    constraints: tuple[MatchAttribute, ...] = ()
 
     @property
     def key(self) -> str:
@@ -203,41 +228,72 @@ def read_resource_slice(obj: Json) -> ResourceSlice:
     )
 
 
-def _requests(r: _Reader, spec: Any) -> tuple[DeviceRequest, ...]:
+def _requests(r: _Reader, spec: Any) -> tuple[Request, ...]:
     out = []
     for i, raw in enumerate(r.items(spec, "devices.requests")):
         q = r.at(f"devices.requests[{i}]")
         name = q.get(raw, "name", str, "")
         if not name:
             raise q.fail("name", "is required")
-        if raw.get("firstAvailable") is not None:
-            raise q.fail("firstAvailable", "is not supported yet (only exactly)")
         exactly = q.get(raw, "exactly", dict, {})
-        if not exactly:
-            raise q.fail("exactly", "is required")
-        e = q.at("exactly")
-        device_class = e.get(exactly, "deviceClassName", str, "")
-        if not device_class:
-            raise e.fail("deviceClassName", "is required")
-        mode = e.get(exactly, "allocationMode", str, "ExactCount")
-        if mode not in _ALLOCATION_MODES:
-            raise e.fail("allocationMode", f"{mode!r} is not one of {_ALLOCATION_MODES}")
-        count = e.get(exactly, "count", int, 1)
-        if count < 1:
-            raise e.fail("count", f"must be at least 1, got {count}")
-        out.append(
-            DeviceRequest(
-                name=name,
-                device_class=device_class,
-                selectors=selector_expressions(e, exactly),
-                all=mode == "All",
-                count=count,
-                admin_access=e.get(exactly, "adminAccess", bool, False),
-            )
-        )
-    for i, _ in enumerate(r.items(spec, "devices.constraints")):
-        raise r.at(f"devices.constraints[{i}]").fail("", "is not supported yet")
+        first = q.items(raw, "firstAvailable")
+        if bool(exactly) == bool(first):
+            raise q.fail("", "needs exactly one of exactly, firstAvailable")
+        if exactly:
+            out.append(Request(name, (_device_request(q.at("exactly"), exactly, name, True),)))
+            continue
+        alternatives = []
+        for j, sub in enumerate(first):
+            s = q.at(f"firstAvailable[{j}]")
+            sub_name = s.get(sub, "name", str, "")
+            if not sub_name:
+                raise s.fail("name", "is required")
+            alternatives.append(_device_request(s, sub, f"{name}/{sub_name}", False))
+        out.append(Request(name, tuple(alternatives)))
     return tuple(out)
+
+
+def _constraints(
+    r: _Reader, spec: Any, requests: tuple[Request, ...]
+) -> tuple[MatchAttribute, ...]:
+    names = {req.name for req in requests} | {
+        alt.name for req in requests for alt in req.alternatives
+    }
+    out = []
+    for i, raw in enumerate(r.items(spec, "devices.constraints")):
+        c = r.at(f"devices.constraints[{i}]")
+        attribute = c.get(raw, "matchAttribute", str, "")
+        if not attribute:
+            raise c.fail("matchAttribute", "is required (distinctAttribute is not supported yet)")
+        domain, _, ident = attribute.rpartition("/")
+        if not domain:
+            raise c.fail("matchAttribute", f"{attribute!r} must be fully qualified (domain/name)")
+        listed = tuple(str(n) for n in c.get(raw, "requests", list, []))
+        for name in listed:
+            if name not in names:
+                raise c.fail("requests", f"{name!r} is not a request of this claim")
+        out.append(MatchAttribute(listed, domain, ident))
+    return tuple(out)
+
+
+def _device_request(e: _Reader, exactly: Any, name: str, admin_allowed: bool) -> DeviceRequest:
+    device_class = e.get(exactly, "deviceClassName", str, "")
+    if not device_class:
+        raise e.fail("deviceClassName", "is required")
+    mode = e.get(exactly, "allocationMode", str, "ExactCount")
+    if mode not in _ALLOCATION_MODES:
+        raise e.fail("allocationMode", f"{mode!r} is not one of {_ALLOCATION_MODES}")
+    count = e.get(exactly, "count", int, 1)
+    if count < 1:
+        raise e.fail("count", f"must be at least 1, got {count}")
+    return DeviceRequest(
+        name=name,
+        device_class=device_class,
+        selectors=selector_expressions(e, exactly),
+        all=mode == "All",
+        count=count,
+        admin_access=admin_allowed and e.get(exactly, "adminAccess", bool, False),
+    )
 
 
 def _allocation(r: _Reader, obj: Any) -> Allocation | None:
@@ -278,10 +334,13 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
         ref = r.at(f"status.reservedFor[{i}]")
         if ref.get(raw, "resource", str, "") == "pods":
             reserved.append(ref.get(raw, "name", str, ""))
+    spec = r.get(obj, "spec", dict, {})
+    requests = _requests(r.at("spec"), spec)
     return ResourceClaim(
         namespace=r.namespace,
         name=r.name,
-        requests=_requests(r.at("spec"), r.get(obj, "spec", dict, {})),
+        requests=requests,
+        constraints=_constraints(r.at("spec"), spec, requests),
         allocation=_allocation(r, obj),
         reserved_for=tuple(reserved),
     )
@@ -293,4 +352,7 @@ def read_resource_claim_template(obj: Json) -> ResourceClaimTemplate:
     if not r.name:
         raise r.fail("metadata.name", "is required")
     spec = r.get(obj, "spec.spec", dict, {})
-    return ResourceClaimTemplate(r.namespace, r.name, _requests(r.at("spec.spec"), spec))
+    requests = _requests(r.at("spec.spec"), spec)
+    return ResourceClaimTemplate(
+        r.namespace, r.name, requests, _constraints(r.at("spec.spec"), spec, requests)
+    )

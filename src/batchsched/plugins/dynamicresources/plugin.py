@@ -11,13 +11,20 @@ preemption does not yet free devices that victims' claims hold.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from batchsched.objects.dra import Allocation, ResourceClaim
 from batchsched.objects.records import NodeSelectorTerm, Pod, Requirement
-from batchsched.plugins.base import Cycle, Rejection, ReservePlugin, StaticFilterPlugin
+from batchsched.plugins.base import (
+    ClusterEvent,
+    Cycle,
+    QueueingHint,
+    Rejection,
+    ReservePlugin,
+    StaticFilterPlugin,
+)
 from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
@@ -31,6 +38,11 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
 
     def __init__(self) -> None:
         self._matcher: Matcher | None = None
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
+        # Not static after all: devices come free when claims or pods change, so any change
+        # may help (no hints).
+        return None
 
     def shape(self, pod: Pod) -> Hashable | None:
         # Devices change with every allocation: a pod with claims is never cached.
@@ -110,7 +122,8 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
                 raise ClaimError(
                     f"resourceclaimtemplate {pod.namespace}/{ref.template_name} does not exist"
                 )
-            claim = ResourceClaim(pod.namespace, key.split("/", 1)[1], template.requests)
+            name = key.split("/", 1)[1]
+            claim = ResourceClaim(pod.namespace, name, template.requests, template.constraints)
         if claim is None:
             raise ClaimError(f"resourceclaim {key} does not exist")
         out.setdefault(key, claim)
