@@ -383,10 +383,10 @@ class Framework:
         if not state.is_shared_free(cycle.free):
             return None
         shapes = self._shapes(cycle.pod)
-        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
         key = self._shape_key(cycle.pod, cycle.demand, shapes)
         if key is None:
-            return None
+            return None  # before the verdict: uncached filters would run twice
+        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
         placement = self._placements.get(key)
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:

@@ -334,6 +334,7 @@ class ClusterState:
             if resource:
                 mapped.setdefault(resource, name)
         self.device_class_resources = mapped
+        self.devices.classes_changed()
         self.generation += 1
 
     def upsert_volume_object(self, obj: VolumeObject) -> None:

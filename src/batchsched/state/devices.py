@@ -35,16 +35,30 @@ class DeviceState:
     allocating: bool = False
     # Claims this scheduler allocated, in order: what one-shot reports.
     allocated_here: list[str] = field(default_factory=list)
+    # Moves when slices or claims are replaced; between moves, `changed` lists the nodes whose
+    # devices came into use, in order, so verdicts per node can be kept and refreshed.
+    epoch: int = 0
+    changed: list[str] = field(default_factory=list)
     _in_use: set[str] | None = None
     _by_node: dict[str, NodeDevices] | None = None
 
     def upsert_slice(self, resource_slice: ResourceSlice) -> None:
         self.slices[resource_slice.name] = resource_slice
         self._by_node = None
+        self._moved()
 
     def upsert_claim(self, claim: ResourceClaim) -> None:
         self.claims[claim.key] = claim
         self._in_use = None
+        self._moved()
+
+    def classes_changed(self) -> None:
+        """A DeviceClass was replaced: what its selectors chose may change."""
+        self._moved()
+
+    def _moved(self) -> None:
+        self.epoch += 1
+        self.changed.clear()
 
     def upsert_template(self, template: ResourceClaimTemplate) -> None:
         self.templates[template.key] = template
@@ -65,11 +79,14 @@ class DeviceState:
             }
         return self._in_use
 
-    def allocate(self, key: str, allocation: Allocation, pod: str) -> None:
-        """Record an allocation made for `pod` (a pod name in the claim's namespace)."""
+    def allocate(self, key: str, allocation: Allocation, pod: str, node: str) -> None:
+        """Record an allocation made for `pod` (a pod name in the claim's namespace) on
+        `node`, the one node whose devices it uses."""
         claim = self.claims[key]
         self.claims[key] = replace(claim, allocation=allocation)
-        self._in_use = None
+        if self._in_use is not None:
+            self._in_use.update(d.id for d in allocation.devices if not d.admin_access)
+        self.changed.append(node)
         self.allocated_here.append(key)
         self.reserve(key, pod)
 

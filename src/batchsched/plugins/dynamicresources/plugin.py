@@ -12,6 +12,7 @@ preemption does not yet free devices that victims' claims hold.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,6 +39,8 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
 
     def __init__(self) -> None:
         self._matcher: Matcher | None = None
+        self._matcher_epoch = -1
+        self._kept: dict[Hashable, _Fits] = {}
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
         # Not static after all: devices come free when claims or pods change, so any change
@@ -61,14 +64,8 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
                 rejections = []
             pending = [c for c in claims if c.allocation is None]
             if pending:
-                failed = np.zeros(state.rows, dtype=np.bool_)
-                matcher = self._matcher_for(state)
-                in_use = state.devices.in_use()
-                for row in np.flatnonzero(nodes & pinned):
-                    devices = state.devices.on_node(state.node_name(int(row)))
-                    if allocate(pending, devices, in_use, matcher) is None:
-                        failed[row] = True
-                rejections.append(Rejection(CANNOT_ALLOCATE, failed, False))
+                fits = self._fits(state, pending)
+                rejections.append(Rejection(CANNOT_ALLOCATE, nodes & pinned & ~fits, False))
             return rejections
         except ClaimError as err:
             return [Rejection(str(err), nodes.copy(), False)]
@@ -90,14 +87,50 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             pin = (NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),)
             for claim in pending:
                 devices.claims.setdefault(claim.key, claim)  # one made from a template
-                devices.allocate(claim.key, Allocation(found[claim.key], pin), pod.name)
+                devices.allocate(claim.key, Allocation(found[claim.key], pin), pod.name, node)
         for claim in claims:
             devices.reserve(claim.key, pod.name)
 
+    def _fits(self, state: ClusterState, pending: list[ResourceClaim]) -> BoolArray:
+        """The nodes where the pending claims can be allocated. Kept per claim spec (pods of
+        one template ask alike) and refreshed only on the nodes whose devices came into use
+        since, which is one node per pod placed."""
+        devices = state.devices
+        spec = tuple((c.requests, c.constraints) for c in pending)
+        stamp = (devices.epoch, state.node_generation, state.rows)
+        kept = self._kept.get(spec)
+        if kept is not None and kept.stamp == stamp:
+            rows = {state.node_index[n] for n in devices.changed[kept.mark :]}
+        else:
+            kept = _Fits(stamp, 0, np.zeros(state.rows, dtype=np.bool_))
+            rows = set(np.flatnonzero(state.valid[: state.rows]).tolist())
+        matcher = self._matcher_for(state)
+        in_use = devices.in_use()
+        for row in rows:
+            node = devices.on_node(state.node_name(row))
+            kept.fits[row] = allocate(pending, node, in_use, matcher) is not None
+        kept.mark = len(devices.changed)
+        if len(self._kept) >= _KEPT_LIMIT:
+            self._kept.clear()
+        self._kept[spec] = kept
+        return kept.fits
+
     def _matcher_for(self, state: ClusterState) -> Matcher:
-        if self._matcher is None or self._matcher.classes is not state.device_classes:
+        # Its verdicts hold while no slice, claim or class is replaced.
+        if self._matcher is None or self._matcher_epoch != state.devices.epoch:
             self._matcher = Matcher(state.device_classes)
+            self._matcher_epoch = state.devices.epoch
         return self._matcher
+
+
+_KEPT_LIMIT = 1024
+
+
+@dataclass(slots=True)
+class _Fits:
+    stamp: tuple[int, int, int]  # device epoch, node generation and rows it is valid for
+    mark: int  # how much of the devices' change log it has seen
+    fits: BoolArray
 
 
 def claim_key(pod: Pod, index: int) -> str:
