@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from batchsched.live.snapshot import merge_objects
 from batchsched.objects.dra import (
     milli_quantity,
     read_resource_claim,
@@ -13,6 +14,7 @@ from batchsched.objects.dra import (
     read_resource_slice,
 )
 from batchsched.objects.errors import ManifestError
+from batchsched.objects.load import Objects
 from batchsched.objects.parse import read_pod
 from batchsched.objects.records import DeviceClass
 from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
@@ -176,3 +178,12 @@ def test_only_the_newest_generation_of_a_pool_counts() -> None:
     node = state.on_node("n1")
     assert [d.name for d in node.devices] == ["g-new"]
     assert node.incomplete_pools == ("gpu.example.com/p",)
+
+
+def test_dra_objects_from_files_survive_the_merge_with_a_cluster() -> None:
+    files = Objects()
+    files.add("ResourceSlice", slice_("s", "n1", {"name": "g0"}))
+    files.add("ResourceClaim", claim("c", exactly("r")))
+    merged = merge_objects(Objects(), files)
+    assert [s.name for s in merged.resource_slices] == ["s"]
+    assert [c.key for c in merged.resource_claims] == ["ml/c"]

@@ -107,6 +107,16 @@ def test_device_classes_in_the_state_map_their_resources() -> None:
 
 
 def test_a_refused_pod_never_preempts() -> None:
+    result = schedule(
+        node("n1", cpu="2"),
+        pod("low", cpu="2", node_name="n1", priority=0),
+        pod("high", cpu="2", priority=1000, schedulingGroup={"podGroupName": "g"}),
+    )
+    assert result.evictions == [] and result.bindings == []
+    assert "spec.schedulingGroup" in result.unschedulable["default/high"]
+
+
+def test_a_pod_whose_claims_cannot_be_allocated_never_preempts() -> None:
     claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
     result = schedule(
         node("n1", cpu="2"),
@@ -114,7 +124,7 @@ def test_a_refused_pod_never_preempts() -> None:
         pod("high", cpu="2", priority=1000, resourceClaims=claims),
     )
     assert result.evictions == [] and result.bindings == []
-    assert "spec.resourceClaims" in result.unschedulable["default/high"]
+    assert "resourceclaim default/gpu does not exist" in result.unschedulable["default/high"]
 
 
 def test_not_ready_names_gates_and_deletion() -> None:
