@@ -110,10 +110,10 @@ def test_a_refused_pod_never_preempts() -> None:
     result = schedule(
         node("n1", cpu="2"),
         pod("low", cpu="2", node_name="n1", priority=0),
-        pod("high", cpu="2", priority=1000, schedulingGroup={"podGroupName": "g"}),
+        pod("high", cpu="2", priority=1000, workloadRef={"name": "w", "podGroup": "g"}),
     )
     assert result.evictions == [] and result.bindings == []
-    assert "spec.schedulingGroup" in result.unschedulable["default/high"]
+    assert "spec.workloadRef" in result.unschedulable["default/high"]
 
 
 def test_a_pod_whose_claims_cannot_be_allocated_never_preempts() -> None:
