@@ -13,7 +13,7 @@ from batchsched.objects.dra import read_resource_claim_template, read_resource_s
 from batchsched.objects.records import DeviceClass, Node, Pod, PodClaim
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, one_pass, workload
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 DRIVER = "test-driver.cdi.k8s.io"
@@ -76,16 +76,7 @@ def run(nodes: int, init: int, measured: int) -> Metrics:
     if placed != init:
         raise RuntimeError(f"expected {init} initial bindings, got {placed}")
     _pods(state, init, measured)
-    with timed() as watch:
-        decisions = scheduler.schedule_pass(NOW)
-    bound = sum(isinstance(d, Bind) for d in decisions)
-    if bound != measured:
-        raise RuntimeError(f"expected {measured} bindings, got {bound}")
-    return {
-        "pods": measured,
-        "seconds": round(watch.seconds, 3),
-        "pods_per_second": round(bound / watch.seconds),
-    }
+    return one_pass(scheduler, NOW, measured)
 
 
 @workload("SchedulingWithResourceClaimTemplate/5000pods_500nodes")
