@@ -135,6 +135,19 @@ def _text(result: OneShotResult) -> str:
         table("RESERVATIONS", data["reservations"], ["node", "pod", "since"])
     if data["volumeBindings"]:
         table("VOLUME BINDINGS", data["volumeBindings"], ["claim", "pod", "node", "volume"])
+    if data["claims"]:
+        allocations = [
+            {
+                "claim": c["claim"],
+                "devices": " ".join(
+                    f"{d['driver']}/{d['pool']}/{d['device']}"
+                    for d in c["status"]["allocation"]["devices"]["results"]
+                ),
+                "reservedFor": " ".join(r["name"] for r in c["status"]["reservedFor"]),
+            }
+            for c in data["claims"]
+        ]
+        table("CLAIMS", allocations, ["claim", "devices", "reservedFor"])
     if data["warnings"]:
         table("WARNINGS", data["warnings"], ["object", "message"])
     return "\n".join(lines).rstrip() + "\n"

@@ -100,6 +100,10 @@ class Framework:
         self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
         self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
+        # Pods with DRA claims are placed only by a profile that allocates them.
+        self.allocates_claims = any(p.name == "DynamicResources" for p in self.reserves) and any(
+            p.name == "DynamicResources" for p in filters
+        )
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None
@@ -447,9 +451,9 @@ class Framework:
         if not state.is_shared_free(cycle.free):
             return None
         shapes, key = self._keys(cycle.pod, cycle.demand)
-        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
         if key is None:
-            return None
+            return None  # before the verdict: uncached filters would run twice
+        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
         placement = self._placements.get(key)
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:

@@ -27,6 +27,7 @@ from batchsched.decisions import (
     Unschedulable,
     Warn,
 )
+from batchsched.objects.dra import claim_status_json
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
@@ -52,6 +53,8 @@ class OneShotResult:
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
     volume_bindings: list[ClaimBinding] = field(default_factory=list)
+    # Claims allocated by this run, with their status as the API would have it.
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
     passes: int = 0
     attempts: int = 0  # scheduling attempts of pods, failed ones included
     # Pods bound and then preempted within the run (left out of the plan): pod -> why.
@@ -124,6 +127,9 @@ class OneShotResult:
                 {"claim": b.claim, "pod": b.pod, "node": b.node, "volume": b.volume or None}
                 for b in sorted(self.volume_bindings, key=lambda b: b.claim)
             ],
+            "claims": [
+                {"claim": key, "status": status} for key, status in sorted(self.claims.items())
+            ],
         }
 
 
@@ -151,6 +157,13 @@ def build_state(objects: Objects) -> ClusterState:
     ]
     for volume_object in volume_objects:
         state.upsert_volume_object(volume_object)
+    for resource_slice in objects.resource_slices:
+        state.devices.upsert_slice(resource_slice)
+    for claim in objects.resource_claims:
+        state.devices.upsert_claim(claim)
+    for template in objects.claim_templates:
+        state.devices.upsert_template(template)
+    state.devices.allocating = True  # the report carries the allocations out
     for pod in objects.pods:
         state.upsert_pod(pod)
     return state
@@ -183,6 +196,11 @@ def run(
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
     result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
+    for key in state.devices.allocated_here:
+        claim = state.devices.claims[key]
+        if all(f"{claim.namespace}/{pod}" in result.withdrawn for pod in claim.reserved_for):
+            continue  # allocated only for pods the plan withdrew (their devices stay held)
+        result.claims[key] = claim_status_json(claim)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]

@@ -124,7 +124,7 @@ class Scheduler:
             yield plugin.after_pass(changed, evicted, now)
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
-        refused = refusal(entry.pod, self.state.device_class_resources)
+        refused = self._refusal(entry.pod)
         if refused is not None:
             return self._refuse(entry.pod, refused, now)
         framework = self.framework_for(entry.pod)
@@ -178,11 +178,11 @@ class Scheduler:
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""
         pod = self.state.pods.get(key)
-        return (
-            key in self.queue
-            and pod is not None
-            and refusal(pod, self.state.device_class_resources) is None
-        )
+        return key in self.queue and pod is not None and self._refusal(pod) is None
+
+    def _refusal(self, pod: Pod) -> str | None:
+        claims_allowed = self.state.devices.allocating and self.framework_for(pod).allocates_claims
+        return refusal(pod, self.state.device_class_resources, claims_allowed)
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         pod = entry.pod

@@ -37,8 +37,11 @@ def test_refused_pods_stay_pending_with_the_field_named(
     run.scheduler.actuator.wait()
     cond = condition(api, "anti")
     assert cond is not None and cond["status"] == "False" and cond["reason"] == "Unschedulable"
+    # Claims are allocated by `schedule` only: live mode has no PreBind to write them.
     assert cond["message"] == (
-        "pod uses spec.resourceClaims, which batchsched does not support yet"
+        "pod uses spec.resourceClaims (allocated by `batchsched schedule` with the "
+        "DynamicResources plugin only; live mode cannot write claim status yet), which "
+        "batchsched does not support yet"
     )
     dra_cond = condition(api, "dra")
     assert dra_cond is not None and "DeviceClass gpu.example.com" in dra_cond["message"]

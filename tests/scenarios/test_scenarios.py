@@ -15,6 +15,7 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
                                         # conditions: {Type: Status/Reason} (upstream groups)
       reservations: {node: ns/pod}      # optional
       volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
+      claims: {ns/claim: [driver/pool/device, ...]}  # optional: exactly these allocations
 """
 
 from __future__ import annotations
@@ -73,3 +74,12 @@ def test_scenario(path: Path) -> None:
         assert chosen == expect["volumeBindings"]
     if "reservations" in expect:
         assert {r["node"]: r["pod"] for r in output["reservations"]} == expect["reservations"]
+    if "claims" in expect:
+        allocated = {
+            c["claim"]: [
+                f"{d['driver']}/{d['pool']}/{d['device']}"
+                for d in c["status"]["allocation"]["devices"]["results"]
+            ]
+            for c in output["claims"]
+        }
+        assert allocated == expect["claims"]

@@ -9,6 +9,7 @@ import pytest
 
 from batchsched.config import default_config
 from batchsched.objects.parse import read_pod
+from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import DeviceClass
 from batchsched.oneshot import build_state
 from batchsched.plugins.support import REFUSED, not_ready, refusal, refused_field
@@ -24,10 +25,6 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
     "spec.volumes[*] in-tree disks": (
         {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "rbd": {"image": "x"}}]},
         "spec.volumes[1].rbd",
-    ),
-    "spec.resourceClaims": (
-        {"resourceClaims": [{"name": "gpu"}]},
-        "spec.resourceClaims",
     ),
     "extended resources mapped by a DeviceClass": (
         {
@@ -82,6 +79,19 @@ def test_device_class_mapping_refuses_the_resource_it_names() -> None:
     assert "DeviceClass gpu.example.com" in message
 
 
+def test_claims_are_refused_where_they_cannot_be_allocated() -> None:
+    manifest = pod("p")
+    manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+    record = read_pod(manifest)
+    assert record.refused == ""
+    assert refusal(record, {}, claims_allowed=True) is None
+    message = refusal(record, {})  # live mode, or a profile without DynamicResources
+    assert message is not None and "spec.resourceClaims" in message
+    manifest["metadata"]["labels"] = {GROUP_LABEL: "g"}
+    message = refusal(read_pod(manifest), {}, claims_allowed=True)
+    assert message is not None and "in a gang" in message
+
+
 def test_device_classes_in_the_state_map_their_resources() -> None:
     state = build_state(objects_of())
     state.upsert_device_class(DeviceClass("b", "example.com/gpu"))
@@ -93,6 +103,16 @@ def test_device_classes_in_the_state_map_their_resources() -> None:
 
 
 def test_a_refused_pod_never_preempts() -> None:
+    result = schedule(
+        node("n1", cpu="2"),
+        pod("low", cpu="2", node_name="n1", priority=0),
+        pod("high", cpu="2", priority=1000, workloadRef={"name": "w", "podGroup": "g"}),
+    )
+    assert result.evictions == [] and result.bindings == []
+    assert "spec.workloadRef" in result.unschedulable["default/high"]
+
+
+def test_a_pod_whose_claims_cannot_be_allocated_never_preempts() -> None:
     claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
     result = schedule(
         node("n1", cpu="2"),
@@ -100,7 +120,7 @@ def test_a_refused_pod_never_preempts() -> None:
         pod("high", cpu="2", priority=1000, resourceClaims=claims),
     )
     assert result.evictions == [] and result.bindings == []
-    assert "spec.resourceClaims" in result.unschedulable["default/high"]
+    assert "resourceclaim default/gpu does not exist" in result.unschedulable["default/high"]
 
 
 def test_not_ready_names_gates_and_deletion() -> None:

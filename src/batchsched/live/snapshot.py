@@ -62,6 +62,9 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
         "volumes",
         "storage_classes",
         "csi_nodes",
+        "resource_slices",
+        "resource_claims",
+        "claim_templates",
     ):
         extra = getattr(files, attr)
         names = {_name(obj) for obj in extra}

@@ -10,6 +10,14 @@ from typing import Any
 import orjson
 
 from batchsched.objects.documents import MAX_DEPTH, read_text, yaml_documents
+from batchsched.objects.dra import (
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    read_resource_claim,
+    read_resource_claim_template,
+    read_resource_slice,
+)
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.parse import (
     read_device_class,
@@ -56,6 +64,9 @@ class Objects:
     volumes: list[PersistentVolume] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
 
@@ -88,6 +99,12 @@ class Objects:
             self.storage_classes.append(read_storage_class(obj))
         elif kind == "CSINode":
             self.csi_nodes.append(read_csi_node(obj))
+        elif kind == "ResourceSlice":
+            self.resource_slices.append(read_resource_slice(obj))
+        elif kind == "ResourceClaim":
+            self.resource_claims.append(read_resource_claim(obj))
+        elif kind == "ResourceClaimTemplate":
+            self.claim_templates.append(read_resource_claim_template(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
@@ -104,6 +121,9 @@ class Objects:
             ("PersistentVolume", [v.name for v in self.volumes]),
             ("StorageClass", [c.name for c in self.storage_classes]),
             ("CSINode", [n.name for n in self.csi_nodes]),
+            ("ResourceSlice", [s.name for s in self.resource_slices]),
+            ("ResourceClaim", [c.key for c in self.resource_claims]),
+            ("ResourceClaimTemplate", [t.key for t in self.claim_templates]),
         ):
             seen: set[str] = set()
             for name in names:

@@ -39,6 +39,7 @@ from batchsched.objects.records import (
     OwnerReference,
     Pod,
     PodAffinity,
+    PodClaim,
     PodCondition,
     PodDisruptionBudget,
     PodGroup,
@@ -638,6 +639,7 @@ def read_pod(obj: Json) -> Pod:
         termination_grace_period_seconds=grace,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         scheduling_gates=_scheduling_gates(r, spec),
+        resource_claims=_pod_claims(r, obj, spec),
         refused=refused_field(spec),
         scheduling_group=_scheduling_group(r, obj, spec),
         volumes=pod_volumes(r.label, r.name, spec),
@@ -680,6 +682,7 @@ def read_device_class(obj: Json) -> DeviceClass:
         name=r.name,
         extended_resource_name=r.get(obj, "spec.extendedResourceName", str, ""),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        selectors=selector_expressions(r.at("spec"), r.get(obj, "spec", dict, {})),
     )
 
 
@@ -789,6 +792,36 @@ def read_defaults(raw: list[Any]) -> tuple[SpreadConstraint, ...]:
                 "must not be set: the selector is deduced for each pod",
             )
     return read_spread_constraints(r, {"defaultConstraints": raw}, "defaultConstraints")
+
+
+def selector_expressions(r: _Reader, obj: Any) -> tuple[str, ...]:
+    """The CEL expressions of a `selectors` list (a DeviceClass's or a device request's)."""
+    out = []
+    for i, raw in enumerate(r.items(obj, "selectors")):
+        expression = r.at(f"selectors[{i}]").get(raw, "cel.expression", str, "")
+        if not expression:
+            raise r.at(f"selectors[{i}]").fail("cel.expression", "is required")
+        out.append(expression)
+    return tuple(out)
+
+
+def _pod_claims(r: _Reader, obj: Json, spec: Any) -> tuple[PodClaim, ...]:
+    generated = {
+        r.get(s, "name", str, ""): r.get(s, "resourceClaimName", str, "")
+        for s in r.items(obj, "status.resourceClaimStatuses")
+    }
+    out = []
+    for i, raw in enumerate(r.at("spec").items(spec, "resourceClaims")):
+        c = r.at(f"spec.resourceClaims[{i}]")
+        name = c.get(raw, "name", str, "")
+        claim = c.get(raw, "resourceClaimName", str, "")
+        template = c.get(raw, "resourceClaimTemplateName", str, "")
+        if not name:
+            raise c.fail("name", "is required")
+        if bool(claim) == bool(template):
+            raise c.fail("", "needs exactly one of resourceClaimName, resourceClaimTemplateName")
+        out.append(PodClaim(name, claim, template, generated.get(name, "")))
+    return tuple(out)
 
 
 def read_label_selector(r: _Reader, obj: Any, path: str) -> LabelSelector:

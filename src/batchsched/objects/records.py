@@ -115,6 +115,16 @@ class PodCondition:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One entry of a pod's spec.resourceClaims: a claim by name, or by template."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+    generated: str = ""  # status.resourceClaimStatuses: the claim made from the template
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -149,6 +159,7 @@ class Pod:
     termination_grace_period_seconds: int = 30
     resource_version: str = ""
     scheduling_gates: tuple[str, ...] = ()
+    resource_claims: tuple[PodClaim, ...] = ()
     # The first field the pod uses that batchsched does not support yet (plugins/support.py).
     refused: str = ""
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
@@ -181,11 +192,12 @@ class PriorityClass:
 
 @dataclass(frozen=True, slots=True)
 class DeviceClass:
-    """A DRA DeviceClass; only the extended resource it maps matters to batchsched."""
+    """A DRA DeviceClass: its device selectors and the extended resource it maps."""
 
     name: str
     extended_resource_name: str = ""
     resource_version: str = ""
+    selectors: tuple[str, ...] = ()  # CEL expressions every device of the class satisfies
 
 
 @dataclass(slots=True)

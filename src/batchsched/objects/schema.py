@@ -253,7 +253,15 @@ UPSTREAM_API = "scheduling.k8s.io/"
 
 
 NAMESPACED = frozenset(
-    {"Pod", "PodDisruptionBudget", "PodGroup", "Workload", "PersistentVolumeClaim"}
+    {
+        "Pod",
+        "PodDisruptionBudget",
+        "PodGroup",
+        "Workload",
+        "PersistentVolumeClaim",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+    }
 )
 
 

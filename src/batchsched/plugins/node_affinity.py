@@ -71,7 +71,7 @@ def _named_nodes(state: ClusterState, fields: Sequence[Requirement]) -> BoolArra
     return mask
 
 
-def _term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
+def term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
     if not term.match_expressions and not term.match_fields:
         # An empty term matches no objects (k8s API semantics).
         return np.zeros(state.rows, dtype=np.bool_)
@@ -89,7 +89,7 @@ def terms_mask(state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolAr
     """Node rows matching any of the terms (a PersistentVolume's node affinity)."""
     mask = np.zeros(state.rows, dtype=np.bool_)
     for term in terms:
-        mask |= _term_mask(state, term)
+        mask |= term_mask(state, term)
     return mask
 
 
@@ -107,7 +107,7 @@ def _field_holds(req: Requirement, name: str) -> bool:
 
 
 def _terms_hold(node: Node, terms: tuple[NodeSelectorTerm, ...]) -> bool:
-    """`_term_mask` ORed over `terms`, for one node."""
+    """`term_mask` ORed over `terms`, for one node."""
     return any(
         (term.match_expressions or term.match_fields)
         and all(_field_holds(r, node.name) for r in term.match_fields)
@@ -145,7 +145,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
     def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
         raw = np.zeros(state.rows, dtype=np.int64)
         for preferred in (*pod.preferred_terms, *self.added_preferred):
-            raw += _term_mask(state, preferred.term) * preferred.weight
+            raw += term_mask(state, preferred.term) * preferred.weight
         return raw if raw.any() else None
 
     def normalize(self, raw: IntArray, feasible: BoolArray) -> IntArray:
@@ -168,9 +168,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
             return own
         # As kube-scheduler: the scheduler-enforced affinity is judged first, and a node
         # reports one reason.
-        fits = np.zeros(state.rows, dtype=np.bool_)
-        for term in self.added_required:
-            fits |= _term_mask(state, term)
+        fits = terms_mask(state, self.added_required)
         enforced = state.valid[: state.rows] & ~fits
         rest = [Rejection(r.reason, r.nodes & fits, r.resolvable) for r in own]
         return [Rejection(ENFORCED_REASON, enforced, resolvable=False), *rest]
@@ -182,7 +180,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         if pod.required_terms:
             fits = np.zeros(state.rows, dtype=np.bool_)
             for term in pod.required_terms:
-                fits |= _term_mask(state, term)
+                fits |= term_mask(state, term)
         else:
             fits = state.valid[: state.rows].copy()
         if pod.node_selector:

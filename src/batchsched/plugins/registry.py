@@ -9,6 +9,7 @@ from batchsched.plugins.base import Plugin
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
 from batchsched.plugins.default_preemption import DefaultPreemption
+from batchsched.plugins.dynamicresources import DynamicResources
 from batchsched.plugins.image_locality import ImageLocality
 from batchsched.plugins.interpodaffinity import InterPodAffinity
 from batchsched.plugins.node_affinity import NodeAffinity
@@ -53,6 +54,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "ImageLocality": _no_args(ImageLocality),
     "PodTopologySpread": PodTopologySpread,
     "InterPodAffinity": InterPodAffinity,
+    "DynamicResources": _no_args(DynamicResources),
     "Coscheduling": Coscheduling,
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
@@ -77,6 +79,9 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeName", 0),
         ("TaintToleration", 0),
         ("NodeAffinity", 0),
+        # Last of the static filters (its shape is None for pods with claims, so the
+        # others stay cached for them); earlier than upstream's place in the order.
+        ("DynamicResources", 0),
         # Before NodeResourcesFit: a reserved node must fail unresolvably for other pods.
         ("DaemonSetPreemption", 0),
         ("NodePorts", 0),
@@ -100,6 +105,6 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ],
-    "reserve": [("VolumeBinding", 0)],
+    "reserve": [("VolumeBinding", 0), ("DynamicResources", 0)],
     "permit": [("Coscheduling", 0)],
 }

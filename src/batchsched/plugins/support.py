@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 
 # Finds the first use of a field family in a pod's spec: the path used, or None.
@@ -116,7 +117,6 @@ REFUSED: tuple[Refused, ...] = (
     _volumes(
         "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
     ),
-    _keyed("spec.resourceClaims", "DynamicResources", "resourceClaims"),
     # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
     _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
     Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
@@ -137,13 +137,29 @@ def refused_field(spec: Mapping[str, Any]) -> str:
     return ""
 
 
-def refusal(pod: Pod, device_class_resources: Mapping[str, str]) -> str | None:
+# Not in REFUSED: claims are honoured where the world can carry out allocations (one-shot)
+# by a profile with DynamicResources, and refused elsewhere (`refusal`).
+CLAIMS_ROW = "spec.resourceClaims"
+
+
+def refusal(
+    pod: Pod, device_class_resources: Mapping[str, str], claims_allowed: bool = False
+) -> str | None:
     """Why the pod must not be scheduled by batchsched yet, or None.
 
-    `device_class_resources` maps an extended resource to the DeviceClass that claims it.
+    `device_class_resources` maps an extended resource to the DeviceClass that claims it;
+    `claims_allowed` says whether DRA claims can be allocated and carried out here.
     """
     if pod.refused:
         return message(pod.refused)
+    if pod.resource_claims:
+        if not claims_allowed:
+            return message(
+                "spec.resourceClaims (allocated by `batchsched schedule` with the "
+                "DynamicResources plugin only; live mode cannot write claim status yet)"
+            )
+        if group_key_of(pod) is not None:
+            return message("spec.resourceClaims in a gang (a PodGroup member)")
     if device_class_resources:
         for resource in pod.requests:
             device_class = device_class_resources.get(resource)

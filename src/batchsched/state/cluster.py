@@ -26,6 +26,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
+from batchsched.state.devices import DeviceState
 from batchsched.state.nominations import Nominations
 from batchsched.state.resources import ResourceIndex
 from batchsched.state.volumes import VolumeObject, VolumeObjects
@@ -86,6 +87,7 @@ class ClusterState:
         self.device_classes: dict[str, DeviceClass] = {}
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
         self.device_class_resources: dict[str, str] = {}
+        self.devices = DeviceState()  # DRA: slices, claims, devices in use
         # PodGroup key -> keys of every known member pod (any phase), whether or not the
         # PodGroup object exists yet.
         self.group_members: dict[str, set[str]] = {}
@@ -341,6 +343,7 @@ class ClusterState:
             if resource:
                 mapped.setdefault(resource, name)
         self.device_class_resources = mapped
+        self.devices.classes_changed()
         self.generation += 1
 
     def upsert_volume_object(self, obj: VolumeObject) -> None:

@@ -1,0 +1,172 @@
+"""DynamicResources (Filter, Reserve): a node fits when the pod's claims can be allocated
+there; the chosen node's allocation is then held, so later pods of the pass see the devices
+in use.
+
+Name: DynamicResources. Extension points: Filter, Reserve.
+
+A claim already allocated pins the pod to the nodes of its `status.allocation.nodeSelector`;
+a claim shared by several pods is allocated once, by the first. Rejections are unresolvable:
+preemption does not yet free devices that victims' claims hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from batchsched.objects.dra import Allocation, ResourceClaim
+from batchsched.objects.records import NodeSelectorTerm, Pod, Requirement
+from batchsched.plugins.base import (
+    ClusterEvent,
+    Cycle,
+    QueueingHint,
+    Rejection,
+    ReservePlugin,
+    StaticFilterPlugin,
+)
+from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
+from batchsched.plugins.node_affinity import terms_mask
+from batchsched.state.cluster import BoolArray, ClusterState
+
+CANNOT_ALLOCATE = "cannot allocate all claims"
+ALLOCATED_ELSEWHERE = "resourceclaim allocated for other nodes"
+
+
+class DynamicResources(StaticFilterPlugin, ReservePlugin):
+    name = "DynamicResources"
+
+    def __init__(self) -> None:
+        self._matcher: Matcher | None = None
+        self._matcher_epoch = -1
+        self._kept: dict[Hashable, _Fits] = {}
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
+        # Not static after all: devices come free when claims or pods change, so any change
+        # may help (no hints).
+        return None
+
+    def shape(self, pod: Pod) -> Hashable | None:
+        # Devices change with every allocation: a pod with claims is never cached.
+        return None if pod.resource_claims else ()
+
+    def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
+        if not pod.resource_claims:
+            return []
+        nodes = state.valid[: state.rows]
+        try:
+            claims = _claims(state, pod)
+            pinned = _pinned(state, claims)
+            if not pinned.all():
+                rejections = [Rejection(ALLOCATED_ELSEWHERE, nodes & ~pinned, False)]
+            else:
+                rejections = []
+            pending = [c for c in claims if c.allocation is None]
+            if pending:
+                fits = self._fits(state, pending)
+                rejections.append(Rejection(CANNOT_ALLOCATE, nodes & pinned & ~fits, False))
+            return rejections
+        except ClaimError as err:
+            return [Rejection(str(err), nodes.copy(), False)]
+
+    def reserve(self, cycle: Cycle, row: int) -> None:
+        state, pod = cycle.state, cycle.pod
+        if not pod.resource_claims:
+            return
+        node = state.node_name(row)
+        claims = _claims(state, pod)
+        pending = [c for c in claims if c.allocation is None]
+        devices = state.devices
+        if pending:
+            found = allocate(
+                pending, devices.on_node(node), devices.in_use(), self._matcher_for(state)
+            )
+            # The filter passed this node in this same state, so the allocation exists.
+            assert found is not None, f"{pod.key}: claims no longer fit on {node}"
+            pin = (NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),)
+            for claim in pending:
+                devices.claims.setdefault(claim.key, claim)  # one made from a template
+                devices.allocate(claim.key, Allocation(found[claim.key], pin), pod.name, node)
+        for claim in claims:
+            devices.reserve(claim.key, pod.name)
+
+    def _fits(self, state: ClusterState, pending: list[ResourceClaim]) -> BoolArray:
+        """The nodes where the pending claims can be allocated. Kept per claim spec (pods of
+        one template ask alike) and refreshed only on the nodes whose devices came into use
+        since, which is one node per pod placed."""
+        devices = state.devices
+        spec = tuple((c.requests, c.constraints) for c in pending)
+        stamp = (devices.epoch, state.node_generation, state.rows)
+        kept = self._kept.get(spec)
+        if kept is not None and kept.stamp == stamp:
+            rows = {state.node_index[n] for n in devices.changed[kept.mark :]}
+        else:
+            kept = _Fits(stamp, 0, np.zeros(state.rows, dtype=np.bool_))
+            rows = set(np.flatnonzero(state.valid[: state.rows]).tolist())
+        matcher = self._matcher_for(state)
+        in_use = devices.in_use()
+        for row in rows:
+            node = devices.on_node(state.node_name(row))
+            kept.fits[row] = allocate(pending, node, in_use, matcher) is not None
+        kept.mark = len(devices.changed)
+        if len(self._kept) >= _KEPT_LIMIT:
+            self._kept.clear()
+        self._kept[spec] = kept
+        return kept.fits
+
+    def _matcher_for(self, state: ClusterState) -> Matcher:
+        # Its verdicts hold while no slice, claim or class is replaced.
+        if self._matcher is None or self._matcher_epoch != state.devices.epoch:
+            self._matcher = Matcher(state.device_classes)
+            self._matcher_epoch = state.devices.epoch
+        return self._matcher
+
+
+_KEPT_LIMIT = 1024
+
+
+@dataclass(slots=True)
+class _Fits:
+    stamp: tuple[int, int, int]  # device epoch, node generation and rows it is valid for
+    mark: int  # how much of the devices' change log it has seen
+    fits: BoolArray
+
+
+def claim_key(pod: Pod, index: int) -> str:
+    """The key of the claim behind `pod.resource_claims[index]`: named, or made from a
+    template (named as the pod's status says, else `<pod>-<entry>` as one-shot names it)."""
+    ref = pod.resource_claims[index]
+    if ref.claim_name:
+        return f"{pod.namespace}/{ref.claim_name}"
+    return f"{pod.namespace}/{ref.generated or f'{pod.name}-{ref.name}'}"
+
+
+def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
+    """The pod's claims, once each; a template's claim is instantiated if not yet made."""
+    devices = state.devices
+    out: dict[str, ResourceClaim] = {}
+    for i, ref in enumerate(pod.resource_claims):
+        key = claim_key(pod, i)
+        claim = devices.claims.get(key)
+        if claim is None and ref.template_name:
+            template = devices.templates.get(f"{pod.namespace}/{ref.template_name}")
+            if template is None:
+                raise ClaimError(
+                    f"resourceclaimtemplate {pod.namespace}/{ref.template_name} does not exist"
+                )
+            name = key.split("/", 1)[1]
+            claim = ResourceClaim(pod.namespace, name, template.requests, template.constraints)
+        if claim is None:
+            raise ClaimError(f"resourceclaim {key} does not exist")
+        out.setdefault(key, claim)
+    return list(out.values())
+
+
+def _pinned(state: ClusterState, claims: list[ResourceClaim]) -> BoolArray:
+    """Nodes every allocated claim may be used on."""
+    mask = np.ones(state.rows, dtype=np.bool_)
+    for claim in claims:
+        if claim.allocation is not None and claim.allocation.node_selector:
+            mask &= terms_mask(state, claim.allocation.node_selector)
+    return mask
