@@ -154,6 +154,16 @@ def test_a_pod_naming_the_wrong_kind_of_group_waits() -> None:
     assert crd.bindings == [] and "names a scheduling.k8s.io PodGroup" in crd.unschedulable["ml/q"]
 
 
+def test_a_stray_of_the_other_kind_neither_joins_nor_blocks_the_group() -> None:
+    # Whichever of them sorts first, the member of the named kind binds alone (minCount 1)
+    # and the pod naming the CRD kind waits with its own reason.
+    for stray_name, member_name in (("a", "b"), ("b", "a")):
+        stray = pod(stray_name, namespace="ml", labels={"scheduling.x-k8s.io/pod-group": "g"})
+        result = schedule(node("n1"), upstream_group("g", 1), member(member_name, "g"), stray)
+        assert [(b.pod, b.node) for b in result.bindings] == [(f"ml/{member_name}", "n1")]
+        assert "names a scheduling.x-k8s.io PodGroup" in result.unschedulable[f"ml/{stray_name}"]
+
+
 def test_a_scheduled_condition_never_goes_back_to_false() -> None:
     done = {
         "conditions": [

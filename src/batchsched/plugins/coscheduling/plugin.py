@@ -160,15 +160,35 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         return key
 
     def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
-        state, key, now = attempt.state, attempt.group, attempt.now
+        state, key = attempt.state, attempt.group
         members = _members(state, key)
         pending = sorted(
             (p for p in members if p.key in state.pending and attempt.queued(p.key)),
             key=lambda p: (-(p.priority or 0), p.key),
         )
-        outcome = GroupOutcome()
+        # A pod naming the group through the other API is not one of its members: it waits
+        # on its own, and the members' fate must not depend on which of them sorts first.
+        group = state.pod_groups.get(key)
+        strays: dict[str, str] = {}
+        if group is not None:
+            strays = {p.key: why for p in pending if (why := kind_mismatch(p, group))}
+            members = [m for m in members if not kind_mismatch(m, group)]
+            pending = [p for p in pending if p.key not in strays]
         if not pending:
-            return outcome
+            outcome = GroupOutcome(rejected_by=frozenset({self.name}) if strays else None)
+        else:
+            outcome = self._schedule_members(attempt, members, pending)
+        if strays and outcome.rejected_by is not None:
+            outcome.rejected_by |= {self.name}
+        for pod_key, why in sorted(strays.items()):
+            outcome.unschedulable[pod_key] = f"PodGroup {key}: {why}"
+        return outcome
+
+    def _schedule_members(
+        self, attempt: GroupAttempt, members: list[Pod], pending: list[Pod]
+    ) -> GroupOutcome:
+        state, key, now = attempt.state, attempt.group, attempt.now
+        outcome = GroupOutcome()
         message = self._admission(state, key, pending[0], members, now)
         outcome.rejected_by = frozenset({self.name})
         if message:
