@@ -22,6 +22,7 @@ from batchsched.plugins.base import (
     FilterPlugin,
     GroupPlugin,
     IndexArray,
+    NodeTotals,
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -423,6 +424,39 @@ class Framework:
         if not placement.feasible.any():
             return self.find_nodes(cycle, allowed)[1]
         return _best(state, self._with_static(cycle, placement.feasible, placement.total))
+
+    def evaluate(self, cycle: Cycle) -> NodeTotals | None:
+        """The pod's feasibility and score on every node of `cycle.free`, for `place_changed`
+        to refresh where the room or the pods later differ; None when the pod has no shape or
+        a filter or score that reads other nodes' pods (spread, inter-pod affinity) has
+        something to say about it (only a full pass decides then)."""
+        shapes = self._shapes(cycle.pod)
+        if self._shape_key(cycle.pod, cycle.demand, shapes) is None or any(self._global_for(cycle)):
+            return None
+        feasible, _ = self.find_nodes(cycle, local_only=True)
+        return NodeTotals(feasible, self._totals(cycle, feasible, local_only=True))
+
+    def place_changed(
+        self, cycle: Cycle, base: NodeTotals, rows: IndexArray
+    ) -> int | Diagnosis | None:
+        """What `place` (no allowed mask) chooses on `cycle.free`, which differs from the room
+        `base` was evaluated on (by `evaluate`, same pod shape) only in `rows`: O(rows) filter
+        and score work plus one argmax. None when no node fits (ask `place` why); the full
+        `place` when the pods now on the nodes bring in a filter or score that reads other
+        nodes' pods."""
+        state = cycle.state
+        if any(self._global_for(cycle)):
+            return self.place(cycle)
+        verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
+        now = _Placement(state.node_generation, 0, base.feasible.copy(), base.total.copy())
+        if rows.shape[0]:
+            self._refresh(cycle, verdict, now, rows)
+        nominated = state.nominations.get(cycle.pod.key)
+        if nominated is not None and now.feasible[nominated]:
+            return nominated
+        if not now.feasible.any():
+            return None
+        return _best(state, now.total)
 
     def _fits_only_row(self, cycle: Cycle, allowed: BoolArray) -> int | None:
         """The one allowed row (a pod pinned to its node), checked on that row alone.

@@ -266,6 +266,15 @@ class QueueSortPlugin(Plugin):
         raise NotImplementedError
 
 
+@dataclass(slots=True)
+class NodeTotals:
+    """One pod's feasibility and weighted total score (-1 where infeasible) on every node of
+    the room it was evaluated on."""
+
+    feasible: BoolArray
+    total: IntArray
+
+
 class PlacementFramework(Protocol):
     """What a group plugin may ask of its profile's Framework (framework.Framework is one)."""
 
@@ -274,6 +283,12 @@ class PlacementFramework(Protocol):
     def pre_filter(self, cycle: Cycle) -> PreFilterResult: ...
 
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis: ...
+
+    def evaluate(self, cycle: Cycle) -> NodeTotals | None: ...
+
+    def place_changed(
+        self, cycle: Cycle, base: NodeTotals, rows: IndexArray
+    ) -> int | Diagnosis | None: ...
 
 
 @dataclass(slots=True)

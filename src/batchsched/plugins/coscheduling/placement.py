@@ -18,19 +18,43 @@ Otherwise `free` is already a private copy.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, Diagnosis, PlacementFramework
+from batchsched.plugins.base import (
+    Cycle,
+    Diagnosis,
+    IndexArray,
+    NodeTotals,
+    PlacementFramework,
+)
 from batchsched.state.cluster import ClusterState, Demand, IntArray
 
 # Cycle.scratch key telling Coscheduling's PreFilter that the group was already admitted.
 ADMITTED = "coscheduling.admitted"
 
 
+@dataclass(slots=True)
+class BaseRoom:
+    """A room (and the state's pods) that a placement's own room differs from only in the
+    `changed` rows (e.g. the free room with some victims' room added and the victims taken
+    off their nodes), with each member's filter and score results on it (`base_results`),
+    shared by every placement on a room derived from it."""
+
+    free: IntArray
+    changed: IndexArray
+    results: dict[str, NodeTotals | None]
+
+
 class TentativePlacement:
+    """With a `base`, each member is placed as the full filter and score pass would, from its
+    results on the base refreshed only for the changed rows and the rows earlier members took;
+    a member that then fits nowhere gets a Diagnosis without reasons (callers with a base only
+    count who was placed)."""
+
     def __init__(
         self,
         framework: PlacementFramework,
@@ -38,12 +62,14 @@ class TentativePlacement:
         now: datetime,
         free: IntArray,
         group: str,
+        base: BaseRoom | None = None,
     ) -> None:
         self.framework = framework
         self.state = state
         self.now = now
         self.free = free
         self.group = group
+        self.base = base
         self._taken: list[tuple[int, Demand, str]] = []
 
     def place(self, pod: Pod) -> int | Diagnosis:
@@ -57,11 +83,27 @@ class TentativePlacement:
             return Diagnosis(
                 state.node_count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
             )
-        placed = self.framework.place(cycle, pre.allowed_nodes)
+        placed = self._from_base(cycle) if pre.allowed_nodes is None else None
+        if placed is None:
+            placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
             state.hold(pod.key, placed)
             self._taken.append((placed, demand, pod.key))
+        return placed
+
+    def _from_base(self, cycle: Cycle) -> int | Diagnosis | None:
+        """The member's row found from its results on the base room; None without them."""
+        base = self.base
+        results = None if base is None else base.results.get(cycle.pod.key)
+        if base is None or results is None:
+            return None
+        taken = np.asarray([row for row, _, _ in self._taken], dtype=np.intp)
+        rows = np.concatenate([base.changed, taken])  # a row twice is refreshed alike
+        placed = self.framework.place_changed(cycle, results, rows)
+        if placed is None:
+            state = self.state
+            return Diagnosis(state.node_count, {}, np.zeros(state.rows, dtype=np.bool_))
         return placed
 
     def undo(self) -> None:
@@ -70,6 +112,26 @@ class TentativePlacement:
             self.state.take_room(self.free, idx, demand, sign=-1)
             self.state.unhold(key, idx)
         self._taken.clear()
+
+
+def base_results(
+    framework: PlacementFramework,
+    state: ClusterState,
+    now: datetime,
+    free: IntArray,
+    group: str,
+    pods: Sequence[Pod],
+) -> dict[str, NodeTotals | None]:
+    """Each member's filter and score results on `free` and the state as it is, for a
+    `BaseRoom` (None for a member that a pre-filter rejects or restricts, or that only a full
+    pass can place)."""
+    results: dict[str, NodeTotals | None] = {}
+    for pod in pods:
+        cycle = Cycle(state, pod, now, state.demand(pod), free, {ADMITTED: group})
+        pre = framework.pre_filter(cycle)
+        usable = pre.reject is None and pre.allowed_nodes is None
+        results[pod.key] = framework.evaluate(cycle) if usable else None
+    return results
 
 
 def place_members(

@@ -49,6 +49,10 @@ class VictimTable:
         self.class_names: list[str] = []
         self._class_ids: dict[str, int] = {}
         self._pdb_masks: dict[str, tuple[PodDisruptionBudget, BoolArray]] = {}
+        # Pod key -> (the pod as matched, the PDBs with a mask that cover it), valid while
+        # the masked PDBs stay the same objects (`_covering_of`).
+        self._covering: dict[str, tuple[Pod, tuple[str, ...]]] = {}
+        self._covering_of: tuple[tuple[str, int], ...] = ()
 
     # ---- keeping in step ---------------------------------------------------------------
 
@@ -73,8 +77,7 @@ class VictimTable:
             self._resize(self.built.shape[0], max(needed, 2 * self.slots, 4), self.width)
         for r in changed:
             self._build_row(int(r))
-        for key, (pdb, mask) in self._pdb_masks.items():
-            self._pdb_masks[key] = (pdb, self._refresh_pdb_rows(pdb, mask, changed))
+        self._refresh_pdb_masks(changed)
 
     def _resize(self, rows: int, slots: int, width: int) -> None:
         capacity = max(rows, self.built.shape[0])
@@ -142,18 +145,46 @@ class VictimTable:
         self._pdb_masks[pdb.key] = (pdb, mask)
         return mask
 
+    def _refresh_pdb_masks(self, rows: npt.NDArray[np.intp]) -> None:
+        """Every PDB mask refreshed on `rows`, each pod matched against the PDBs once and
+        remembered: per sync, work per changed pod rather than per PDB and changed pod."""
+        if not self._pdb_masks:
+            return
+        masked = tuple((key, id(pdb)) for key, (pdb, _) in self._pdb_masks.items())
+        if masked != self._covering_of or len(self._covering) > 2 * len(self.state.pods) + 1024:
+            self._covering.clear()  # other PDBs, or many pods gone since
+            self._covering_of = masked
+        for _, mask in self._pdb_masks.values():
+            mask[rows] = False
+        for r in rows.tolist():
+            for s, pod in enumerate(self.pods[r]):
+                kept = self._covering.get(pod.key)
+                if kept is None or kept[0] is not pod:
+                    covering = tuple(
+                        key for key, (pdb, _) in self._pdb_masks.items() if _covers(pdb, pod)
+                    )
+                    kept = self._covering[pod.key] = (pod, covering)
+                for key in kept[1]:
+                    self._pdb_masks[key][1][r, s] = True
+
     def _refresh_pdb_rows(
         self, pdb: PodDisruptionBudget, mask: BoolArray, rows: npt.NDArray[np.intp]
     ) -> BoolArray:
         for r in rows:
             row = int(r)
             mask[row] = False
-            if pdb.selector.empty:
-                continue
             for s, pod in enumerate(self.pods[row]):
-                if pod.namespace == pdb.namespace and pdb.selector.matches(pod.labels):
+                if _covers(pdb, pod):
                     mask[row, s] = True
         return mask
+
+
+def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
+    return (
+        not pdb.selector.empty
+        and pod.namespace == pdb.namespace
+        and pdb.selector.matches(pod.labels)
+    )
 
 
 def _grow(old: AnyArray, fill: object, shape: tuple[int, ...]) -> AnyArray:

@@ -1,0 +1,96 @@
+"""The caches that keep contended clusters linear decide as working afresh, on issue 18's
+contended clusters (gangs running on every tenth node pair, PDBs, tolerations, pending
+gangs that preempt):
+
+- gang preemption's tentative placements refreshed only on the rows its victims free
+  (`Framework.evaluate` / `place_changed`) against a full filter and score pass each;
+- `GangSearchMemo.gang_rows`, kept from the log of changed rows, against a scan of every
+  PodGroup;
+- the victim table's PDB masks refreshed from each pod's remembered covering PDBs against
+  matching every PDB's selector again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.config import default_config
+from batchsched.framework import Framework
+from batchsched.objects.podgroup import group_key_of
+from batchsched.oneshot import build_state, run
+from batchsched.plugins.preemption import gang_victims
+from batchsched.plugins.preemption.gang_victims import GangSearchMemo
+from batchsched.plugins.preemption.victim_table import VictimTable
+from batchsched.plugins.preemption.victims import VictimRule
+from benchmarks.workloads import contended
+
+
+def _full_passes() -> AbstractContextManager[Any]:
+    return patch.object(Framework, "evaluate", lambda self, cycle: None)
+
+
+def _scanned_gang_rows() -> AbstractContextManager[Any]:
+    def scan(self: GangSearchMemo, rule: Any, candidates: Any) -> Any:
+        return gang_victims.gang_rows(self.state, rule, candidates)
+
+    return patch.object(GangSearchMemo, "gang_rows", scan)
+
+
+def _matched_pdbs() -> AbstractContextManager[Any]:
+    def match(self: VictimTable, rows: Any) -> None:
+        for key, (pdb, mask) in self._pdb_masks.items():
+            self._pdb_masks[key] = (pdb, self._refresh_pdb_rows(pdb, mask, rows))
+
+    return patch.object(VictimTable, "_refresh_pdb_masks", match)
+
+
+@pytest.mark.parametrize("fresh", [_full_passes, _scanned_gang_rows, _matched_pdbs])
+# From 40 nodes on there are several pending gangs, and gang preemption evicts.
+@settings(max_examples=3, deadline=None)
+@given(st.integers(40, 80), st.integers(0, 2**32 - 1))
+def test_cached_decides_as_fresh(
+    fresh: Callable[[], AbstractContextManager[Any]], nodes: int, seed: int
+) -> None:
+    cached = run(contended.generate(nodes, seed), default_config(), contended.NOW)
+    with fresh():
+        searched = run(contended.generate(nodes, seed), default_config(), contended.NOW)
+    assert cached.to_json() == searched.to_json()
+
+
+def test_gang_preemption_uses_refreshed_placements() -> None:
+    """The comparison above is not vacuous: gang preemption does take the refreshed path."""
+    calls = []
+    original = Framework.place_changed
+
+    def counted(self: Framework, *args: Any) -> int | None:
+        calls.append(1)
+        return original(self, *args)
+
+    with patch.object(Framework, "place_changed", counted):
+        run(contended.generate(40, 7), default_config(), contended.NOW)
+    assert calls
+
+
+def test_gang_rows_follow_evictions() -> None:
+    """A gang member marked terminating stops counting at once, as in the scan."""
+    objects = contended.generate(20, 3)
+    state = build_state(objects)
+    memo = GangSearchMemo(state)
+    member = next(p for p in state.pods.values() if p.node_name and group_key_of(p) is not None)
+    rule = VictimRule(state, member, 10_000, contended.NOW, lambda n: (False, None))
+    everywhere = np.ones(state.rows, dtype=np.bool_)
+    before = memo.gang_rows(rule, everywhere)
+    assert np.array_equal(before, gang_victims.gang_rows(state, rule, everywhere))
+    for key in sorted(state.group_members[group_key_of(member) or ""]):
+        state.mark_terminating(key, contended.NOW)
+    after = memo.gang_rows(rule, everywhere)
+    assert np.array_equal(after, gang_victims.gang_rows(state, rule, everywhere))
+    assert after.sum() < before.sum()
