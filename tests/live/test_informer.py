@@ -10,6 +10,7 @@ import pytest
 from batchsched.live.facts import Fact, Remove, Upsert
 from batchsched.live.informer import Informer
 from batchsched.live.kinds import KINDS, Kind
+from batchsched.live.malformed import Malformed
 from tests.live.conftest import client_for, node, pod
 from tests.live.fake_apiserver import FakeApiServer
 
@@ -124,9 +125,33 @@ def test_a_malformed_object_is_skipped_and_the_rest_flows(api, sink, start, capl
     api.create("pods", bad)
     api.create("pods", pod("good"))
     start(PODS)
-    assert names(take(sink, 1)) == ["+good"]
+    facts = take(sink, 2)
+    assert names(facts) == ["+good"]
+    [report] = [f for f in facts if isinstance(f, Malformed)]
+    assert (report.kind, report.key, report.waiting_for) == ("Pod", "default/bad", "batchsched")
+    assert report.message.startswith(
+        "spec.containers[0].resources.requests.cpu: 'lots' is not a quantity"
+    )
     assert "Pod default/bad" in caplog.text
     assert "'lots' is not a quantity" in caplog.text
+
+
+def test_a_malformed_object_is_reported_once_per_version(api, sink, start) -> None:
+    api.create("nodes", node("bad", cpu="1e20"))
+    api.create("nodes", node("b"))
+    informer = start(NODES)
+    assert sorted(type(f).__name__ for f in take(sink, 2)) == ["Malformed", "Upsert"]
+    # A re-list reads it again but does not report the same version again.
+    api.vanish("nodes", "b")
+    assert names(take(sink, 1)) == ["-b"]
+    assert informer.lists == 2
+    assert sink.empty()
+    # A new version that is still malformed is reported; a good one is read.
+    api.update("nodes", node("bad", cpu="1e30"))
+    [report] = take(sink, 1)
+    assert isinstance(report, Malformed) and "'1e30' is too large" in report.message
+    api.update("nodes", node("bad", cpu="2"))
+    assert names(take(sink, 1)) == ["+bad"]
 
 
 def test_bookmarks_advance_the_resource_version(api, sink, start) -> None:
@@ -165,5 +190,5 @@ def test_out_of_range_numbers_are_skipped_not_a_crash(
     api.create("pods", bad)
     api.create("pods", pod("good"))
     start(PODS)
-    assert names(take(sink, 1)) == ["+good"]
+    assert names(take(sink, 2)) == ["+good"]
     assert "Pod default/bad" in caplog.text and message in caplog.text

@@ -41,6 +41,7 @@ from batchsched.live.client import (
 )
 from batchsched.live.events import EventRecorder, ObjectRef, ref_from_label
 from batchsched.live.facts import BindFailed, Fact
+from batchsched.live.malformed import MALFORMED_REASON, Malformed
 from batchsched.live.metrics import Metrics
 from batchsched.live.workers import Workers
 from batchsched.objects.parse import format_time, pod_group_status_json
@@ -206,6 +207,29 @@ class Actuator:
                 "lastTransitionTime": format_time(since) if since is not None else _now(),
             }
         ]
+
+    def report_malformed(self, report: Malformed, scheduler_names: frozenset[str]) -> None:
+        """A Warning event on an object the informers could not read; a pod of ours that waits
+        also gets PodScheduled=False saying why, as `kubectl describe pod` shows."""
+        ref = report.ref  # the informer has logged it already
+        if self.dry_run or not ref.name:
+            return
+        ours = report.waiting_for in scheduler_names
+        note = report.pod_message if ours else f"{self.scheduler_name} ignores it: {report.message}"
+        self.events.record(ref, "Warning", MALFORMED_REASON, "Reading", note)
+        current = report.condition or {}
+        if not ours or (current.get("status") == "False" and current.get("message") == note):
+            return
+        since = current.get("lastTransitionTime") if current.get("status") == "False" else None
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": note,
+            "lastTransitionTime": since if isinstance(since, str) else _now(),
+        }
+        pod = _PodRef(ref.namespace, ref.name, ref.uid)
+        self._start(self._patch_status, pod, {"conditions": [condition]})
 
     def _start(self, job: Callable[..., None], *args: Any) -> None:
         self._workers.submit(job, *args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from batchsched.live.kinds import Kind, Record
+from batchsched.live.malformed import Malformed
 from batchsched.state.cluster import ClusterState
 
 
@@ -37,7 +38,9 @@ class Wakeup:
     """Nothing happened, but the loop should look (e.g. it was asked to stop)."""
 
 
-Fact = Upsert | Remove | BindFailed | Wakeup
+# An informer's object it could not read: reported once the replica leads (the state has it as
+# removed already, through a Remove).
+Fact = Upsert | Remove | BindFailed | Wakeup | Malformed
 
 
 def apply_fact(state: ClusterState, fact: Fact) -> None:

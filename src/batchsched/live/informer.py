@@ -21,6 +21,7 @@ import orjson
 from batchsched.live.client import ApiError, KubeClient, WatchStream
 from batchsched.live.facts import Fact, Remove, Upsert
 from batchsched.live.kinds import Kind
+from batchsched.live.malformed import malformed
 from batchsched.objects.errors import ManifestError
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class Informer:
         self.served = kind  # the kind at the version the server serves, found at each list
         self.lists = 0  # full lists done (the first one and every re-list)
         self._known: dict[str, str] = {}  # key -> resourceVersion last reported
+        self._malformed: dict[str, str] = {}  # key -> resourceVersion reported as malformed
         self._stop = threading.Event()
         self._stream: WatchStream | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
@@ -130,6 +132,9 @@ class Informer:
         for key in list(self._known):
             if key not in seen:
                 self._emit_remove(key)
+        for key in list(self._malformed):
+            if key not in seen:
+                del self._malformed[key]
         self.resource_version = version
         self.lists += 1
         self.synced.set()
@@ -177,10 +182,16 @@ class Informer:
             log.warning("ignoring %s", err.located(f"{self.served.path} (resourceVersion {rv})"))
             if key in self._known:
                 self._emit_remove(key)
+            # Told once per version, not again on every re-list.
+            if self._malformed.get(key) != rv or not rv:
+                self._malformed[key] = rv
+                self.sink.put(malformed(self.kind.name, key, obj, err))
             return
+        self._malformed.pop(key, None)
         self._known[key] = rv
         self.sink.put(Upsert(self.kind, record))
 
     def _emit_remove(self, key: str) -> None:
         self._known.pop(key, None)
+        self._malformed.pop(key, None)
         self.sink.put(Remove(self.kind, key))

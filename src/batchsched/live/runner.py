@@ -26,6 +26,7 @@ from batchsched.live.facts import Fact, Remove, Upsert, Wakeup, apply_fact
 from batchsched.live.informer import Informer
 from batchsched.live.kinds import KIND_ORDER, KINDS
 from batchsched.live.leader import LeaderElector
+from batchsched.live.malformed import Malformed
 from batchsched.live.metrics import Metrics
 from batchsched.live.ratelimit import TokenBucket
 from batchsched.live.settings import LiveSettings
@@ -104,6 +105,9 @@ class LiveScheduler:
             dry_run=options.dry_run,
             workers=options.write_workers,
         )
+        self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
+        # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
+        self._malformed: dict[tuple[str, str], Malformed] = {}
         self.synced = threading.Event()
         self.passes = 0
         self._pending_since: dict[str, float] = {}
@@ -170,6 +174,9 @@ class LiveScheduler:
                     return 1
             timeout = _STANDBY_SLEEP
             if self.is_leading():
+                for report in self._malformed.values():
+                    self.actuator.report_malformed(report, self.scheduler_names)
+                self._malformed.clear()
                 now = datetime.now(UTC)
                 # Each pod's writes start as soon as it is decided, not after the whole pass.
                 for step in self.scheduler.pass_steps(now):
@@ -204,6 +211,16 @@ class LiveScheduler:
     def _apply(self, batch: list[Fact]) -> None:
         now = time.monotonic()
         for fact in batch:
+            if isinstance(fact, Malformed):
+                self._malformed[(fact.kind, fact.key)] = fact
+                continue
+            if isinstance(fact, Remove):
+                self._malformed.pop((fact.kind.name, fact.key), None)
+            elif isinstance(fact, Upsert) and self._malformed:
+                # A good version came before the lease: nothing left to report. Namespaced
+                # records have a `key` (namespace/name), cluster-scoped ones only a name.
+                key = str(getattr(fact.record, "key", fact.record.name))
+                self._malformed.pop((fact.kind.name, key), None)
             apply_fact(self.state, fact)
             if isinstance(fact, Upsert) and isinstance(fact.record, Pod):
                 if fact.record.key in self.state.pending:

@@ -1,0 +1,73 @@
+"""Objects the informers could not read, told to their owners.
+
+A malformed object (a quantity beyond int64, a priority beyond int32, ...) is left out of the
+cluster state so that everything else keeps being scheduled; its owner learns why from a
+Warning event on it and, for a pod waiting for one of our profiles, from its PodScheduled
+condition. Only the raw JSON is at hand, so every field is read defensively: the object is
+malformed by definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from batchsched.live.events import ObjectRef, api_version_of
+from batchsched.objects.errors import ManifestError
+
+MALFORMED_REASON = "MalformedObject"  # the Warning event's reason
+_TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    kind: str
+    key: str
+    ref: ObjectRef
+    message: str  # names the field and what is wrong with it
+    # For a pod that waits for a scheduler (not bound, not finished, not being deleted, no
+    # gates): its spec.schedulerName; "" otherwise.
+    waiting_for: str = ""
+    condition: Mapping[str, Any] | None = None  # its PodScheduled condition as it stands
+
+    @property
+    def pod_message(self) -> str:
+        return f"batchsched cannot read this pod and does not schedule it: {self.message}"
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def malformed(kind: str, key: str, obj: Mapping[str, Any], err: ManifestError) -> Malformed:
+    meta = _mapping(obj.get("metadata"))
+    ref = ObjectRef(
+        kind,
+        _text(meta.get("namespace")),
+        _text(meta.get("name")),
+        _text(meta.get("uid")),
+        api_version=api_version_of(kind),
+    )
+    message = ": ".join(p for p in (err.field, err.what) if p)
+    if kind != "Pod":
+        return Malformed(kind, key, ref, message)
+    spec = _mapping(obj.get("spec"))
+    status = _mapping(obj.get("status"))
+    waiting = not (
+        _text(spec.get("nodeName"))
+        or meta.get("deletionTimestamp")
+        or spec.get("schedulingGates")
+        or status.get("phase") in _TERMINAL
+    )
+    scheduled = None
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "PodScheduled":
+            scheduled = cond
+    scheduler = _text(spec.get("schedulerName")) or "default-scheduler"
+    return Malformed(kind, key, ref, message, scheduler if waiting else "", scheduled)

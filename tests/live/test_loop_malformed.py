@@ -1,0 +1,99 @@
+"""Malformed objects in the live loop: reported on the object, and everything else flows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchsched.config import parse_config
+from tests.live.conftest import FAST_LEASE, Launcher, condition, node, node_of, pod
+from tests.live.fake_apiserver import FakeApiServer
+
+
+def _events(api: FakeApiServer, kind: str, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in api.objects("events")
+        if e["regarding"]["kind"] == kind and e["regarding"]["name"] == name
+    ]
+
+
+def test_malformed_objects_get_events_and_pods_a_condition(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    api.create("nodes", node("n1", cpu="8"))
+    api.create("priorityclasses", {"metadata": {"name": "huge"}, "value": 2**40})
+    api.create("pods", pod("greedy", cpu="1e20"))
+    api.create("pods", pod("foreign", cpu="1e20", scheduler="default-scheduler"))
+    # Admission resolved its priority when it was created; the class is only read for policy.
+    classy = pod("classy", priority=1000)
+    classy["spec"]["priorityClassName"] = "huge"
+    api.create("pods", classy)
+    run = launch()
+    assert api.wait_for(lambda s: node_of(s, "classy") == "n1")
+    assert api.wait_for(lambda s: condition(s, "greedy") is not None)
+    api.create("pods", pod("later", cpu="1"))
+    assert api.wait_for(lambda s: node_of(s, "later") == "n1")
+    run.scheduler.actuator.wait()
+
+    cond = condition(api, "greedy")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert cond["message"] == (
+        "batchsched cannot read this pod and does not schedule it: "
+        "spec.containers[0].resources.requests.cpu: '1e20' is too large "
+        "(at most 9223372036854775807 millicores, a signed 64-bit integer)"
+    )
+    assert node_of(api, "greedy") == ""
+    # One event per object version: the condition written (a new version) and the re-reads
+    # it causes add no event.
+    [event] = _events(api, "Pod", "greedy")
+    assert (event["type"], event["reason"], event["note"]) == (
+        "Warning",
+        "MalformedObject",
+        cond["message"],
+    )
+    assert event["regarding"]["namespace"] == "default"
+    assert event["regarding"]["uid"] == api.get("pods", "greedy")["metadata"]["uid"]
+
+    # Another scheduler's pod: told by an event, its condition left to its scheduler.
+    assert condition(api, "foreign") is None
+    [foreign] = _events(api, "Pod", "foreign")
+    assert foreign["note"].startswith("batchsched ignores it: spec.containers[0]")
+
+    [pc_event] = _events(api, "PriorityClass", "huge")
+    assert pc_event["regarding"]["apiVersion"] == "scheduling.k8s.io/v1"
+    assert "namespace" not in pc_event["regarding"]
+    assert pc_event["note"] == (
+        "batchsched ignores it: value: must be at most 2147483647 (a 32-bit integer), "
+        "got 1099511627776"
+    )
+    assert run.halt() == 0
+
+
+def test_a_fixed_object_is_read_again(api: FakeApiServer, launch: Launcher) -> None:
+    api.create("nodes", node("n1", cpu="4"))
+    api.create("pods", pod("typo", cpu="100000Ei"))
+    run = launch()
+    assert api.wait_for(lambda s: condition(s, "typo") is not None)
+    api.update("pods", pod("typo", cpu="1") | {"status": api.get("pods", "typo")["status"]})
+    assert api.wait_for(lambda s: node_of(s, "typo") == "n1")
+    assert run.halt() == 0
+
+
+def test_a_standby_reports_what_it_saw_once_it_leads(api: FakeApiServer, launch: Launcher) -> None:
+    api.create("nodes", node("n1"))
+    cfg = parse_config({"leaderElection": FAST_LEASE})
+    a = launch(cfg, identity="a")
+    assert api.wait_for(lambda s: a.scheduler.is_leading())
+    b = launch(cfg, identity="b")
+    assert b.scheduler.synced.wait(5)
+    api.create("pods", pod("bad", cpu="100000Ei"))
+
+    def reporters(s: FakeApiServer) -> set[str]:
+        return {e["reportingInstance"] for e in _events(s, "Pod", "bad")}
+
+    assert api.wait_for(lambda s: reporters(s) == {"a"})
+    assert a.halt() == 0  # releases the lease
+    assert api.wait_for(lambda s: reporters(s) == {"a", "b"})
+    api.create("pods", pod("good"))
+    assert api.wait_for(lambda s: node_of(s, "good") == "n1")
