@@ -6,7 +6,7 @@ from typing import Any
 
 from batchsched.config import parse_config
 from tests.live.conftest import FAST_LEASE, Launcher, condition, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer
 
 
 def _events(api: FakeApiServer, kind: str, name: str) -> list[dict[str, Any]]:
@@ -97,3 +97,24 @@ def test_a_standby_reports_what_it_saw_once_it_leads(api: FakeApiServer, launch:
     assert api.wait_for(lambda s: reporters(s) == {"a", "b"})
     api.create("pods", pod("good"))
     assert api.wait_for(lambda s: node_of(s, "good") == "n1")
+
+
+def test_a_malformed_upstream_pod_group_is_named_at_its_served_version(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    api.missing.discard(UPSTREAM_BETA)
+    api.create("nodes", node("n1"))
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2**40}}},
+    }
+    api.create(UPSTREAM_BETA, group)
+    run = launch()
+    assert api.wait_for(lambda s: bool(_events(s, "PodGroup", "train")))
+    [event] = _events(api, "PodGroup", "train")
+    assert event["regarding"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    assert "minCount: must be at most 2147483647" in event["note"]
+    api.create("pods", pod("solo"))
+    assert api.wait_for(lambda s: node_of(s, "solo") == "n1")
+    assert run.halt() == 0

@@ -185,7 +185,7 @@ class Informer:
             # Told once per version, not again on every re-list.
             if self._malformed.get(key) != rv or not rv:
                 self._malformed[key] = rv
-                self.sink.put(malformed(self.kind.name, key, obj, err))
+                self.sink.put(malformed(self.served, key, obj, err))
             return
         self._malformed.pop(key, None)
         self._known[key] = rv

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchsched.live.events import ObjectRef, api_version_of
+from batchsched.live.kinds import Kind
 from batchsched.objects.errors import ManifestError
 
 MALFORMED_REASON = "MalformedObject"  # the Warning event's reason
@@ -44,18 +45,20 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def malformed(kind: str, key: str, obj: Mapping[str, Any], err: ManifestError) -> Malformed:
+def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) -> Malformed:
+    """The report on `obj`, of `kind` as served (its discovered version, if any)."""
     meta = _mapping(obj.get("metadata"))
     ref = ObjectRef(
-        kind,
+        kind.manifest_kind or kind.name,
         _text(meta.get("namespace")),
         _text(meta.get("name")),
         _text(meta.get("uid")),
-        api_version=api_version_of(kind),
+        # Watch events carry the apiVersion; list items do not.
+        api_version=_text(obj.get("apiVersion")) or kind.api_version or api_version_of(kind.name),
     )
     message = ": ".join(p for p in (err.field, err.what) if p)
-    if kind != "Pod":
-        return Malformed(kind, key, ref, message)
+    if kind.name != "Pod":
+        return Malformed(kind.name, key, ref, message)
     spec = _mapping(obj.get("spec"))
     status = _mapping(obj.get("status"))
     waiting = not (
@@ -70,4 +73,4 @@ def malformed(kind: str, key: str, obj: Mapping[str, Any], err: ManifestError) -
         if isinstance(cond, Mapping) and cond.get("type") == "PodScheduled":
             scheduled = cond
     scheduler = _text(spec.get("schedulerName")) or "default-scheduler"
-    return Malformed(kind, key, ref, message, scheduler if waiting else "", scheduled)
+    return Malformed(kind.name, key, ref, message, scheduler if waiting else "", scheduled)
