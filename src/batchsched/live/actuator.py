@@ -215,7 +215,8 @@ class Actuator:
         if self.dry_run or not ref.name:
             return
         ours = report.waiting_for in scheduler_names
-        note = report.pod_message if ours else f"{self.scheduler_name} ignores it: {report.message}"
+        verdict = "cannot read this pod and does not schedule it" if ours else "ignores it"
+        note = f"{self.scheduler_name} {verdict}: {report.message}"
         self.events.record(ref, "Warning", MALFORMED_REASON, "Reading", note)
         current = report.condition or {}
         if not ours or (current.get("status") == "False" and current.get("message") == note):

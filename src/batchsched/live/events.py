@@ -47,19 +47,14 @@ _API_VERSIONS = {
     "PriorityClass": "scheduling.k8s.io/v1",
     "PodGroup": "scheduling.x-k8s.io/v1alpha1",
     "PodDisruptionBudget": "policy/v1",
-    "DeviceClass": "resource.k8s.io/v1",
 }
-
-
-def api_version_of(kind: str) -> str:
-    return _API_VERSIONS.get(kind, "v1")
 
 
 def ref_from_label(label: str) -> ObjectRef:
     """`Pod ns/name` or `PriorityClass name` (the core's way of naming objects)."""
     kind, _, rest = label.partition(" ")
     namespace, _, name = rest.rpartition("/")
-    return ObjectRef(kind, namespace, name or kind, api_version=api_version_of(kind))
+    return ObjectRef(kind, namespace, name or kind, api_version=_API_VERSIONS.get(kind, "v1"))
 
 
 def micro_time(value: datetime) -> str:

@@ -178,12 +178,14 @@ class Informer:
         try:
             record = self.served.read_object(obj)
         except ManifestError as err:
-            # One bad object must not stop the scheduler: report it and treat it as absent.
-            log.warning("ignoring %s", err.located(f"{self.served.path} (resourceVersion {rv})"))
+            # One bad object must not stop the scheduler: report it (once per version, not on
+            # every re-list) and treat it as absent.
             if key in self._known:
                 self._emit_remove(key)
-            # Told once per version, not again on every re-list.
             if self._malformed.get(key) != rv or not rv:
+                log.warning(
+                    "ignoring %s", err.located(f"{self.served.path} (resourceVersion {rv})")
+                )
                 self._malformed[key] = rv
                 self.sink.put(malformed(self.served, key, obj, err))
             return

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from batchsched.live.events import ObjectRef, api_version_of
+from batchsched.live.events import ObjectRef
 from batchsched.live.kinds import Kind
 from batchsched.objects.errors import ManifestError
 
@@ -32,10 +32,6 @@ class Malformed:
     waiting_for: str = ""
     condition: Mapping[str, Any] | None = None  # its PodScheduled condition as it stands
 
-    @property
-    def pod_message(self) -> str:
-        return f"batchsched cannot read this pod and does not schedule it: {self.message}"
-
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
@@ -43,6 +39,12 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _api_version(path: str) -> str:
+    """`v1` of /api/v1/pods, `group/version` of /apis/group/version/resource."""
+    parts = path.strip("/").split("/")
+    return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
 
 
 def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) -> Malformed:
@@ -54,7 +56,7 @@ def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) 
         _text(meta.get("name")),
         _text(meta.get("uid")),
         # Watch events carry the apiVersion; list items do not.
-        api_version=_text(obj.get("apiVersion")) or kind.api_version or api_version_of(kind.name),
+        api_version=_text(obj.get("apiVersion")) or _api_version(kind.path),
     )
     message = ": ".join(p for p in (err.field, err.what) if p)
     if kind.name != "Pod":
