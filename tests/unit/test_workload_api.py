@@ -164,6 +164,18 @@ def test_a_stray_of_the_other_kind_neither_joins_nor_blocks_the_group() -> None:
         assert "names a scheduling.x-k8s.io PodGroup" in result.unschedulable[f"ml/{stray_name}"]
 
 
+def test_strays_do_not_make_up_a_gang_short_of_its_min_count() -> None:
+    # One member of a minCount-2 gang and two pods naming the CRD kind: nothing binds (the
+    # strays once counted as members, and the gang bound below its minimum).
+    strays = [
+        pod(f"s{i}", namespace="ml", labels={"scheduling.x-k8s.io/pod-group": "g"})
+        for i in range(2)
+    ]
+    result = schedule(node("n1"), upstream_group("g", 2), member("m", "g"), *strays)
+    assert result.bindings == []
+    assert result.unschedulable["ml/m"] == "PodGroup ml/g: 1/2 members exist"
+
+
 def test_a_scheduled_condition_never_goes_back_to_false() -> None:
     done = {
         "conditions": [
