@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/batchsched simulate examples/ml-cluster/scenario.yaml --report reports/demo
+	$(BIN)/batchsched simulate examples/ml-cluster/scenario.yaml --seeds 8 --report reports/demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

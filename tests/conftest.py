@@ -7,11 +7,20 @@ from typing import Any
 
 import pytest
 
-from batchsched.config import SchedulerConfig, default_config
+from batchsched.config import SchedulerConfig, default_config, parse_config
 from batchsched.objects.load import Objects, load_text
 from batchsched.oneshot import OneShotResult, run
 
 NOW = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+# kube-scheduler's LeastAllocated (spread) in place of batchsched's default packing: for tests
+# whose ties between equally good nodes were written against spreading.
+LEAST_ALLOCATED_ARGS: dict[str, Any] = {"scoringStrategy": {"type": "LeastAllocated"}}
+
+
+def least_allocated(**plugin_args: dict[str, Any]) -> SchedulerConfig:
+    config = [{"name": name, "args": args} for name, args in plugin_args.items()]
+    config.append({"name": "NodeResourcesFit", "args": LEAST_ALLOCATED_ARGS})
+    return parse_config({"profiles": [{"pluginConfig": config}]})
 
 
 def objects_of(*manifests: dict[str, Any]) -> Objects:

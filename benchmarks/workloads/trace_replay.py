@@ -34,7 +34,8 @@ def load(fmt: str, **options: Any) -> tuple[list[JobSpec], list[Node]]:
     trace_format = TRACE_FORMATS[fmt]
     anchor = traces_dir() / "benchmark.yaml"  # trace paths are relative to it
     raw = {"format": fmt, **options}
-    return trace_format.load(Fields(anchor, raw, "trace", ("format", *trace_format.options)))
+    trace = trace_format.load(Fields(anchor, raw, "trace", ("format", *trace_format.options)))
+    return trace.jobs, trace.nodes
 
 
 def replay(

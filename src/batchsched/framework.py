@@ -327,6 +327,28 @@ class Framework:
                     clashes.append((rej.nodes, rej.still_fails))
         return clashes
 
+    def filter_verdicts(
+        self, cycle: Cycle, allowed: BoolArray | None = None
+    ) -> tuple[BoolArray, list[tuple[str, Rejection]]]:
+        """Feasible nodes and, per rejection, the filter that made it: every filter in order,
+        uncached, for explaining one pod (`find_nodes` is the fast path of the same rule)."""
+        state = cycle.state
+        candidates = state.valid[: state.rows].copy()
+        if allowed is not None:
+            candidates &= allowed
+        found: list[tuple[str, Rejection]] = []
+        for plugin in [*self.static_filters, *self.dynamic_filters]:
+            rejections: list[Rejection] = []
+            candidates &= ~_apply(plugin.filter(cycle, candidates), candidates, rejections)
+            found.extend((plugin.name, rej) for rej in rejections)
+        return candidates, found
+
+    def score_breakdown(self, cycle: Cycle, feasible: BoolArray) -> list[tuple[str, int, IntArray]]:
+        """Each score plugin's name, weight and raw scores (0..100) on the feasible nodes."""
+        return [
+            (plugin.name, weight, plugin.score(cycle, feasible)) for plugin, weight in self.scores
+        ]
+
     # ---- score -------------------------------------------------------------------------
 
     def _silent(self, cycle: Cycle, plugin: ScorePlugin) -> bool:

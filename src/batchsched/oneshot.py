@@ -31,6 +31,7 @@ from batchsched.objects.dra import claim_status_json
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
+from batchsched.plugins.coscheduling.status import current_warnings
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import ClaimBinding, VolumeObject
@@ -172,6 +173,13 @@ def build_state(objects: Objects) -> ClusterState:
 def run(
     objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
 ) -> OneShotResult:
+    return settle(objects, config, now, queueing_hints)[0]
+
+
+def settle(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
+) -> tuple[OneShotResult, Scheduler]:
+    """Run passes until nothing changes; the result, and the scheduler with its final state."""
     state = build_state(objects)
     scheduler = Scheduler(state, config, queueing_hints)
     result = OneShotResult()
@@ -201,10 +209,11 @@ def run(
         if all(f"{claim.namespace}/{pod}" in result.withdrawn for pod in claim.reserved_for):
             continue  # allocated only for pods the plan withdrew (their devices stay held)
         result.claims[key] = claim_status_json(claim)
+    result.warnings = current_warnings(state, result.warnings)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pending:
             del result.reservations[reservation.node]
-    return result
+    return result, scheduler
 
 
 def _apply(
@@ -231,7 +240,7 @@ def _apply(
         elif isinstance(decision, Warn):
             if (decision.obj, decision.message) not in seen_warnings:
                 seen_warnings.add((decision.obj, decision.message))
-                result.warnings.append(decision)
+                result.warnings.append(decision)  # checked against the final state at the end
         elif isinstance(decision, Unschedulable):
             result.attempts += 1  # the final message per pod is read at the end
     return changed

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from batchsched import tables
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod, PriorityClass
@@ -181,11 +182,15 @@ def build_report(objects: Objects, now: datetime) -> PolicyReport:
 
 
 def render_text(report: PolicyReport) -> str:
-    labels = [f"{pc.name} ({pc.value})" for pc in report.classes]
-    header = ["VICTIM \\ PREEMPTOR", *labels]
+    # Columns are numbered after the rows: class names as headers would not fit 100 columns.
+    labels = [f"({i}) {pc.name} ({pc.value})" for i, pc in enumerate(report.classes, 1)]
+    header = ["VICTIM \\ PREEMPTOR", *(f"({i})" for i in range(1, len(labels) + 1))]
     rows = [[label, *cells] for label, cells in zip(labels, report.matrix(), strict=True)]
-    lines = [f"PREEMPTION MATRIX at {format_time(report.now)}"]
-    lines.extend(_table([header, *rows]))
+    lines = [
+        f"PREEMPTION MATRIX at {format_time(report.now)}",
+        "  when a pod of the column's class may preempt a running pod of the row's class",
+    ]
+    lines.extend(tables.table(header, rows))
     if report.pods:
         lines += ["", f"PROTECTED PODS ({len(report.pods)})"]
         pod_rows = [
@@ -198,16 +203,8 @@ def render_text(report: PolicyReport) -> str:
             ]
             for p in report.pods
         ]
-        lines.extend(_table([["POD", "CLASS", "FROM PRIORITY", "UNTIL", "NOW"], *pod_rows]))
+        lines.extend(tables.table(["POD", "CLASS", "FROM PRIORITY", "UNTIL", "NOW"], pod_rows))
     if report.warnings:
         lines += ["", f"WARNINGS ({len(report.warnings)})"]
-        lines.extend(_table([["OBJECT", "MESSAGE"], *[list(w) for w in report.warnings]]))
+        lines.extend(tables.table(["OBJECT", "MESSAGE"], [list(w) for w in report.warnings]))
     return "\n".join(lines) + "\n"
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]

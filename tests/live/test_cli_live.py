@@ -29,7 +29,7 @@ def test_schedule_reads_the_cluster_through_a_kubeconfig(
         "{requests: {cpu: '1'}}}]}\n"
     )
     kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
-    assert main(["schedule", "--kubeconfig", str(kubeconfig), str(extra)]) == 0
+    assert main(["schedule", "--kubeconfig", str(kubeconfig), str(extra), "-o", "json"]) == 0
     report = orjson.loads(capsys.readouterr().out)
     assert [b["pod"] for b in report["bindings"]] == ["default/waiting"]
     assert [u["pod"] for u in report["unschedulable"]] == ["default/extra"]

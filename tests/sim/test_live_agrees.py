@@ -82,7 +82,7 @@ def test_schedule_and_one_simulator_step_agree(
     path.write_text(
         yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": SNAPSHOTS[snapshot]})
     )
-    assert main(["schedule", str(path), "--now", NOW]) == 0
+    assert main(["schedule", str(path), "--now", NOW, "-o", "json"]) == 0
     live = orjson.loads(capsys.readouterr().out)
 
     objects = load_files([path])

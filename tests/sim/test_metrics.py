@@ -33,9 +33,10 @@ def test_class_summary_waits_completions_preemptions_and_lost_work() -> None:
         record("c", "low", 0, None, None),
         record("d", "high", 5, 5, 15),
     ]
-    summary = class_summary(jobs)
+    summary = class_summary(jobs, end=2.0)
     low, high = summary["low"], summary["high"]
     assert (low["jobs"], low["started"], low["finished"]) == (3, 2, 2)
+    assert (low["submitted"], high["submitted"]) == (3, 0)  # d comes at 5, after the end
     assert low["wait_seconds"]["p50"] == 20 and low["wait_seconds"]["mean"] == 20
     assert low["wait_seconds"]["p95"] == pytest.approx(29)
     assert low["completion_seconds"]["p50"] == 120

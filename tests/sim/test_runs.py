@@ -104,7 +104,7 @@ def test_another_seed_another_workload(tmp_path: Path) -> None:
 def test_reports_hold_every_run_and_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(tmp_path, "r") == 0
     out = capsys.readouterr().out
-    assert "plain" in out and "tolerant" in out and "Per priority class" in out
+    assert "plain" in out and "tolerant" in out and "PER PRIORITY CLASS" in out
     summary = orjson.loads((tmp_path / "r" / "summary.json").read_bytes())
     names = [r["name"] for r in summary["runs"]]
     assert names == ["plain", "tolerant"]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pytest
+import yaml
 
+from batchsched.cli import main
 from batchsched.sim.fields import Fields, ScenarioError
+from batchsched.sim.scenario import load_scenario
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.workload import GPU, GPU_MILLI
 
@@ -40,7 +45,10 @@ def load(tmp_path: Path, fmt: str, **options: object) -> tuple[list, list]:  # t
     scenario = tmp_path / "scenario.yaml"
     trace_format = TRACE_FORMATS[fmt]
     raw = {"format": fmt, **options}
-    return trace_format.load(Fields(scenario, raw, "work.trace", ("format", *trace_format.options)))
+    trace = trace_format.load(
+        Fields(scenario, raw, "work.trace", ("format", *trace_format.options))
+    )
+    return trace.jobs, trace.nodes
 
 
 def test_philly_jobs_in_time_order_with_gangs_for_multi_node_jobs(tmp_path: Path) -> None:
@@ -114,3 +122,65 @@ def test_missing_trace_file_and_unknown_option_are_named(tmp_path: Path) -> None
         load(tmp_path, "philly", path="absent.csv")
     with pytest.raises(ScenarioError, match=r"work.trace.gpus: unknown field"):
         load(tmp_path, "philly", path="absent.csv", gpus=8)
+
+
+def philly_scenario(folder: Path, trace_path: str, **top: object) -> Path:
+    scenario = {
+        "name": "replay",
+        **top,
+        "cluster": {"pools": [{"name": "g", "count": 4, "allocatable": {"cpu": "64", GPU: "8"}}]},
+        "priorityClasses": [{"kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1}],
+        "work": {"trace": {"format": "philly", "path": trace_path, "priorityClass": "low"}},
+    }
+    path = folder / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def test_the_clock_starts_at_the_first_job_unless_start_says_otherwise(tmp_path: Path) -> None:
+    (tmp_path / "philly.csv").write_text(PHILLY)
+    scenario = load_scenario(philly_scenario(tmp_path, "philly.csv"))
+    assert scenario.start == datetime(2017, 10, 9, 6, 13, 3, tzinfo=UTC)
+    assert [j.submit for j in scenario.jobs(0)] == [0.0, 2932.0, 6417.0, 6417.0]
+    # A later start replays from there: the jobs before it are left out, the rest shift.
+    later = philly_scenario(tmp_path, "philly.csv", start="2017-10-09T07:00:00Z")
+    scenario = load_scenario(later)
+    assert scenario.start == datetime(2017, 10, 9, 7, tzinfo=UTC)
+    assert [j.submit for j in scenario.jobs(0)] == [115.0, 3600.0, 3600.0]
+
+
+def test_trace_paths_resolve_beside_the_scenario_then_env_then_traces_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario_dir, env_dir, flag_dir = (tmp_path / d for d in ("s", "env", "flag"))
+    for folder in (scenario_dir, env_dir, flag_dir):
+        folder.mkdir()
+    path = philly_scenario(scenario_dir, "philly.csv")
+    monkeypatch.delenv("BATCHSCHED_TRACES", raising=False)
+    with pytest.raises(ScenarioError) as missing:
+        load_scenario(path, flag_dir)
+    message = str(missing.value)
+    assert "work.trace.path: no such file; looked for" in message
+    assert "philly.csv' (the scenario's folder)" in message
+    assert "philly.csv' (--traces)" in message
+    monkeypatch.setenv("BATCHSCHED_TRACES", str(env_dir))
+    with pytest.raises(ScenarioError, match=r"philly.csv' \(BATCHSCHED_TRACES\)"):
+        load_scenario(path)
+    (flag_dir / "philly.csv").write_text(PHILLY)
+    assert len(load_scenario(path, flag_dir).jobs(0)) == 4  # found with --traces
+    (env_dir / "philly.csv").write_text(PHILLY.splitlines(keepends=True)[0] + PHILLY.split("\n")[1])
+    assert len(load_scenario(path, flag_dir).jobs(0)) == 1  # the environment comes first
+    (scenario_dir / "philly.csv").write_text(PHILLY)
+    assert len(load_scenario(path, flag_dir).jobs(0)) == 4  # beside the scenario, first of all
+
+
+def test_counts_are_finished_out_of_submitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "philly.csv").write_text(PHILLY)
+    path = philly_scenario(tmp_path, "philly.csv")
+    assert main(["simulate", str(path), "--until", "49m", "-o", "json"]) == 0
+    jobs = orjson.loads(capsys.readouterr().out)["runs"][0]["jobs"]
+    assert (jobs["total"], jobs["submitted"], jobs["finished"]) == (4, 2, 0)
+    assert main(["simulate", str(path), "--until", "49m"]) == 0
+    assert "0/2" in capsys.readouterr().out

@@ -266,7 +266,19 @@ def test_prioritysort_instead_needs_coscheduling_disabled() -> None:
 
 
 def test_deadlock_example_runs_one_gang_whole(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schedule", str(EXAMPLES / "deadlock.yaml"), "--now", "2026-11-22T10:00:00Z"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                str(EXAMPLES / "deadlock.yaml"),
+                "--now",
+                "2026-11-22T10:00:00Z",
+                "-o",
+                "json",
+            ]
+        )
+        == 0
+    )
     out = orjson.loads(capsys.readouterr().out)
     bound = sorted(b["pod"] for b in out["bindings"])
     assert bound == [f"ml/job-a-worker-{i}" for i in range(4)]
@@ -277,7 +289,14 @@ def test_deadlock_example_runs_one_gang_whole(capsys: pytest.CaptureFixture[str]
 def test_training_example_starts_whole_and_second_job_waits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = ["schedule", str(EXAMPLES / "training.yaml"), "--now", "2026-11-22T10:00:00Z"]
+    args = [
+        "schedule",
+        str(EXAMPLES / "training.yaml"),
+        "--now",
+        "2026-11-22T10:00:00Z",
+        "-o",
+        "json",
+    ]
     assert main([*args, "--config", str(EXAMPLES / "binpack-config.yaml")]) == 0
     out = orjson.loads(capsys.readouterr().out)
     assert {b["pod"]: b["node"] for b in out["bindings"]} == {

@@ -286,7 +286,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "daemonset"
 
 
 def test_example_rollout(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["schedule", str(EXAMPLE / "cluster.yaml"), "--now", "2026-11-22T10:00:00Z"]
+    args = [
+        "schedule",
+        str(EXAMPLE / "cluster.yaml"),
+        "--now",
+        "2026-11-22T10:00:00Z",
+        "-o",
+        "json",
+    ]
     assert main([*args, "--config", str(EXAMPLE / "config.yaml")]) == 0
     out = orjson.loads(capsys.readouterr().out)
     assert {e["pod"]: e["preemptor"] for e in out["evictions"]} == {

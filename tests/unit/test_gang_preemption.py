@@ -93,7 +93,7 @@ def test_preemption_example_takes_the_cheaper_single_pods(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "gang" / "preemption.yaml"
-    assert main(["schedule", str(example), "--now", "2026-11-22T10:00:00Z"]) == 0
+    assert main(["schedule", str(example), "--now", "2026-11-22T10:00:00Z", "-o", "json"]) == 0
     out = orjson.loads(capsys.readouterr().out)
     assert {e["pod"]: e["node"] for e in out["evictions"]} == {"ml/s-4": "n4", "ml/s-5": "n5"}
     assert {b["pod"]: b["node"] for b in out["bindings"]} == {"ml/b-0": "n4", "ml/b-1": "n5"}

@@ -109,7 +109,8 @@ def test_cli_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     classes = str(EXAMPLES / "priority-classes.yaml")
     assert main(["policy", classes, "--now", "2026-11-22T10:00:00Z"]) == 0
     text = capsys.readouterr().out
-    assert "low-non-preempted-10min (8000)  immediately              after 10m of run time" in text
+    assert "(5) low-non-preempted-10min (8000)  immediately  after 10m of run time  no" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
     assert main(["policy", classes, "-o", "json", "--now", "2026-11-22T10:00:00Z"]) == 0
     data = orjson.loads(capsys.readouterr().out)
     assert data["matrix"]["low-non-preempted"] == {

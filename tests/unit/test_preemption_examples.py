@@ -15,7 +15,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "preemption-tolera
 
 def schedule(example: str, now: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     files = [str(EXAMPLES / "priority-classes.yaml"), str(EXAMPLES / example)]
-    assert main(["schedule", *files, "--now", now]) == 0
+    assert main(["schedule", *files, "--now", now, "-o", "json"]) == 0
     out: dict[str, Any] = orjson.loads(capsys.readouterr().out)
     return out
 

@@ -1,8 +1,9 @@
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from batchsched.config import parse_config
+from batchsched.config import load_config, parse_config
 from batchsched.plugins.args import ConfigError
 from tests.builders import node, pod
 from tests.conftest import schedule
@@ -29,6 +30,12 @@ def most_allocated(resources: dict[str, int]) -> Any:
     )
 
 
+SCORING = Path(__file__).resolve().parents[2] / "examples" / "scoring"
+# kube-scheduler's default scoring, one pluginConfig entry away from batchsched's.
+LEAST_ALLOCATED = load_config(SCORING / "least-allocated.yaml")
+GPU_PACKING = load_config(SCORING / "gpu-packing.yaml")
+
+
 def placed(*manifests: dict[str, Any], config: Any = None) -> dict[str, str]:
     return {b.pod: b.node for b in schedule(*manifests, config=config).bindings}
 
@@ -36,7 +43,32 @@ def placed(*manifests: dict[str, Any], config: Any = None) -> dict[str, str]:
 def test_least_allocated_spreads() -> None:
     nodes = [node("a", cpu="8"), node("b", cpu="8")]
     busy = pod("busy", node_name="a", cpu="4")
-    assert placed(*nodes, busy, pod("p", cpu="1")) == {"default/p": "b"}
+    assert placed(*nodes, busy, pod("p", cpu="1"), config=LEAST_ALLOCATED) == {"default/p": "b"}
+
+
+def gpu_pod(name: str, gpus: str) -> dict[str, Any]:
+    return pod(name, cpu="8", extra_requests={"nvidia.com/gpu": gpus})
+
+
+def test_gpu_packing_leaves_whole_nodes_free() -> None:
+    nodes = [node("a", cpu="64", nvidia_com__gpu="8"), node("b", cpu="64", nvidia_com__gpu="8")]
+    jobs = [gpu_pod("t1", "4"), gpu_pod("t2", "4"), gpu_pod("big", "8")]
+    jobs[2]["metadata"]["creationTimestamp"] = "2026-11-22T09:30:00Z"  # after the trainers
+    packed = placed(*nodes, *jobs, config=GPU_PACKING)
+    assert packed["default/t1"] == packed["default/t2"]
+    assert packed["default/big"] != packed["default/t1"]
+    # LeastAllocated spreads the trainers, and the 8-GPU job finds no whole node.
+    spread = placed(*nodes, *jobs, config=LEAST_ALLOCATED)
+    assert spread["default/t1"] != spread["default/t2"] and "default/big" not in spread
+
+
+def test_gpu_packing_prefers_nodes_whose_gpus_are_in_use_over_cpu() -> None:
+    # a has more cpu in use, b more GPUs: GPUs weigh 10, so the pod joins b.
+    nodes = [node("a", cpu="8", nvidia_com__gpu="8"), node("b", cpu="8", nvidia_com__gpu="8")]
+    cpu_heavy = pod("x", node_name="a", cpu="6", extra_requests={"nvidia.com/gpu": "1"})
+    gpu_heavy = pod("y", node_name="b", cpu="1", extra_requests={"nvidia.com/gpu": "6"})
+    job = pod("p", cpu="1", extra_requests={"nvidia.com/gpu": "1"})
+    assert placed(*nodes, cpu_heavy, gpu_heavy, job, config=GPU_PACKING) == {"default/p": "b"}
 
 
 def test_most_allocated_packs() -> None:
@@ -75,7 +107,7 @@ def test_many_identical_pods_spread_evenly() -> None:
     nodes = [node(f"n{i}", cpu="4") for i in range(4)]
     pods = [pod(f"p{i}", cpu="1", memory="1Gi") for i in range(8)]
     counts: dict[str, int] = {}
-    for n in placed(*nodes, *pods).values():
+    for n in placed(*nodes, *pods, config=LEAST_ALLOCATED).values():
         counts[n] = counts.get(n, 0) + 1
     assert counts == {"n0": 2, "n1": 2, "n2": 2, "n3": 2}
 

@@ -9,7 +9,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "basic" / "cluster.
 
 
 def test_basic_example_binds_and_explains(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schedule", str(EXAMPLE), "--now", "2026-11-22T10:00:00Z"]) == 0
+    assert main(["schedule", str(EXAMPLE), "--now", "2026-11-22T10:00:00Z", "-o", "json"]) == 0
     out = orjson.loads(capsys.readouterr().out)
     assert {b["pod"]: b["node"] for b in out["bindings"]} == {
         "ml/trainer-0": "gpu-a",

@@ -141,7 +141,7 @@ def test_unknown_fields_warn_once_and_the_run_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _typo_file(tmp_path)
-    code, out, err = cli(["schedule", str(path)], capsys)
+    code, out, err = cli(["schedule", str(path), "-o", "json"], capsys)
     assert code == 0 and '"node": "a"' in out
     warning = f"warning: {path}: Pod default/p: unknown field 'spec.nodeSelecter'"
     assert err.count(warning) == 1

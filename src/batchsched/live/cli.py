@@ -18,9 +18,13 @@ log = logging.getLogger("batchsched")
 
 
 def add_run_parser(sub: Any) -> None:
+    summary = "run as a scheduler in a cluster: watch pods and nodes, bind, preempt"
     run = sub.add_parser(
         "run",
-        help="run as a scheduler in a cluster: watch pods and nodes, bind, preempt",
+        help=summary,
+        description=summary[0].upper() + summary[1:] + ". Decisions are logged, not printed.",
+        epilog="example:\n  batchsched run --kubeconfig ~/.kube/config --dry-run",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "--kubeconfig",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,9 +218,32 @@ def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
     return objects
 
 
-def load_files(paths: list[Path]) -> Objects:
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
+STDIN = "-"
+
+
+def expand_paths(paths: list[Path], recursive: bool) -> list[Path]:
+    """Files as given; a directory stands for its manifest files (.json, .yaml, .yml) in name
+    order, and with `recursive` for those of its subdirectories too, as `kubectl -f DIR -R`."""
+    out: list[Path] = []
+    for path in paths:
+        if str(path) == STDIN or not path.is_dir():
+            out.append(path)
+            continue
+        found = path.rglob("*") if recursive else path.iterdir()
+        out.extend(
+            sorted(p for p in found if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES)
+        )
+    return out
+
+
+def load_files(paths: list[Path], stdin: Callable[[], str] | None = None) -> Objects:
+    """The objects of `paths`; `-` reads `stdin` (once: a second `-` would read nothing)."""
     objects = Objects()
     for path in paths:
+        if str(path) == STDIN and stdin is not None:
+            load_text(stdin(), "<stdin>", objects)
+            continue
         load_text(read_text(path), str(path), objects)
     objects.check_unique(", ".join(str(p) for p in paths))
     return objects

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import re
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from batchsched import __version__, tables
 from batchsched.config import SchedulerConfig, load_config
 from batchsched.objects.load import StrictError
+from batchsched.output import emit
+from batchsched.sim.aggregate import Comparison, compare
+from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.engine import ProgressHook, Simulation
 from batchsched.sim.fields import ScenarioError
-from batchsched.sim.metrics import RunResult
+from batchsched.sim.metrics import RunResult, run_summary
 from batchsched.sim.report import summary_rows, write_reports
 from batchsched.sim.scenario import Scenario, Variant, load_scenario
 from batchsched.sim.workload import format_duration
@@ -33,11 +40,13 @@ class Run:
     config: SchedulerConfig
 
 
-def plan(scenario_paths: list[Path], config_paths: list[Path]) -> list[Run]:
+def plan(
+    scenario_paths: list[Path], config_paths: list[Path], traces: Path | None = None
+) -> list[Run]:
     """Every scenario x variant x config, validated before anything runs."""
     runs: list[Run] = []
     configs = {p: load_config(p) for p in config_paths}
-    scenarios = [load_scenario(path) for path in scenario_paths]
+    scenarios = [load_scenario(path, traces) for path in scenario_paths]
     for scenario in scenarios:
         for variant in scenario.variants:
             chosen: list[Path | None] = list(config_paths) or [variant.config or scenario.config]
@@ -120,21 +129,87 @@ def _progress(console: Console | None, name: str, total: float) -> Iterator[Prog
             bar.stop()
 
 
-def print_comparison(console: Console, results: list[RunResult]) -> None:
+def comparison_text(results: list[RunResult]) -> str:
     run_head, runs, class_head, classes = summary_rows(results)
-    for title, head, rows in (
-        ("Runs", run_head, runs),
-        ("Per priority class", class_head, classes),
+    lines: list[str] = []
+    for title, head, rows, keep in (
+        ("RUNS", run_head, runs, 1),
+        ("PER PRIORITY CLASS", class_head, classes, 2),
     ):
-        table = Table(title=title, title_justify="left")
-        for i, column in enumerate(head):
-            table.add_column(column, justify="left" if i < 2 else "right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        lines.append(title)
+        lines.extend(tables.table(head, rows, keep=keep))
+        lines.append("")
     for result in results:
-        for warning in result.warnings:
-            console.print(f"warning: {result.name}: {warning}")
+        for warning in summarise_warnings(result.warnings):
+            lines.extend(tables.wrap(f"warning: {result.name}: {warning}", indent="  "))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summarise_warnings(warnings: list[str], names: int = 3) -> list[str]:
+    """Warnings alike but for their object and numbers, folded into one line each: the count,
+    the first message, and the first few objects (a long trace warns about many groups)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for warning in warnings:
+        obj, _, message = warning.partition(": ")
+        groups.setdefault(_DIGITS.sub("N", message), []).append((obj, message))
+    out = []
+    for alike in groups.values():
+        if len(alike) == 1:
+            out.append(f"{alike[0][0]}: {alike[0][1]}")
+            continue
+        shown = ", ".join(obj for obj, _ in alike[:names])
+        more = f" and {len(alike) - names} more" if len(alike) > names else ""
+        out.append(f"{len(alike)} objects ({shown}{more}), e.g.: {alike[0][1]}")
+    return out
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `batchsched simulate` was asked, as recorded in the report."""
+
+    scenarios: tuple[Path, ...]
+    configs: tuple[Path, ...]
+    until: float | None
+    traces: Path | None = None
+
+    def runs(self) -> list[Run]:
+        found = _PLANS.get(self)
+        if found is None:
+            found = _PLANS[self] = plan(list(self.scenarios), list(self.configs), self.traces)
+        return found
+
+
+_PLANS: dict[Plan, list[Run]] = {}  # per process: a worker plans once, then runs many seeds
+
+
+def seeds_of(run: Run, seed: int | None, count: int | None) -> list[int]:
+    """The seeds a run runs on: `count` (or the scenario's `seeds`) from `seed` (or its own)."""
+    first = run.scenario.seed if seed is None else seed
+    return list(range(first, first + (count or run.scenario.seeds)))
+
+
+def _run_task(task: tuple[Plan, int, int]) -> RunResult:
+    """One run on one seed, in a worker process (or in this one)."""
+    what, index, seed = task
+    return simulate(what.runs()[index], seed, what.until, None)
+
+
+def run_all(
+    what: Plan, tasks: list[tuple[int, int]], jobs: int, console: Console | None
+) -> list[RunResult]:
+    """Every (run index, seed) task, in parallel worker processes when there are several."""
+    runs = what.runs()
+    workers = min(jobs, len(tasks))
+    if workers <= 1:
+        return [simulate(runs[i], seed, what.until, console) for i, seed in tasks]
+    # Fresh worker processes (not fork): forking a process that has threads (a progress bar,
+    # a test's fake API server) can leave a child stuck on a lock copied while held.
+    context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(_run_task, [(what, i, seed) for i, seed in tasks]))
 
 
 def main(
@@ -143,18 +218,80 @@ def main(
     seed: int | None,
     until: float | None,
     report: Path | None,
+    output: str = "text",
     strict: bool = False,
+    seeds: int | None = None,
+    jobs: int | None = None,
+    traces: Path | None = None,
 ) -> int:
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    runs = plan(scenario_paths, config_paths)
+    console = Console(stderr=True)  # progress only: results go to stdout
+    what = Plan(tuple(scenario_paths), tuple(config_paths), until, traces)
+    runs = what.runs()
     warnings = list(dict.fromkeys(w for run in runs for w in run.scenario.warnings))
     if strict and warnings:
         raise StrictError(warnings)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    results = [simulate(run, seed, until, console) for run in runs]
-    print_comparison(console, results)
-    if report is not None:
-        for path in write_reports(report, results):
-            console.print(f"wrote {path}")
+    per_run = [seeds_of(run, seed, seeds) for run in runs]
+    tasks = [(i, s) for i, run_seeds in enumerate(per_run) for s in run_seeds]
+    results = run_all(what, tasks, jobs or os.cpu_count() or 1, console)
+    by_run: dict[str, list[RunResult]] = {run.name: [] for run in runs}
+    for (i, _), result in zip(tasks, results, strict=True):
+        by_run[runs[i].name].append(result)
+    comparison = compare(by_run) if max(len(s) for s in per_run) > 1 else None
+    meta = {
+        "version": __version__,
+        "scenarios": [str(p) for p in scenario_paths],
+        "configs": [str(p) for p in config_paths],
+        "runs": [
+            {
+                "name": run.name,
+                "scenario": str(run.scenario.path),
+                "variant": run.variant.name,
+                "seeds": run_seeds,
+            }
+            for run, run_seeds in zip(runs, per_run, strict=True)
+        ],
+        "until": until,
+    }
+    written = write_reports(report, results, meta, comparison) if report is not None else []
+
+    def text() -> str:
+        body = (
+            comparison_text(results)
+            if comparison is None
+            else seeds_text(comparison, [w for r in results for w in r.warnings])
+        )
+        return body + "".join(f"wrote {path}\n" for path in written)
+
+    data = {
+        "meta": meta,
+        "runs": [run_summary(r) for r in results],
+        "comparison": comparison.to_json() if comparison is not None else None,
+        "reports": [str(p) for p in written],
+    }
+    emit(data, output, text)
     return 0
+
+
+def seeds_text(comparison: Comparison, warnings: list[str]) -> str:
+    seeds = {len(v) for v in comparison.seeds.values()}
+    lines = [f"COMPARISON OVER {'/'.join(str(n) for n in sorted(seeds))} SEEDS"]
+    lines.extend(
+        tables.wrap(
+            "  mean ± half-width of its 95% confidence interval; the difference columns are "
+            f"paired by seed against {comparison.runs[0]}, * where the difference's interval "
+            "excludes zero",
+            indent="  ",
+        )
+    )
+    # Beyond two runs, names as column headers would not fit 100 columns: number them.
+    numbered = len(comparison.runs) > 2
+    if numbered:
+        lines.extend(f"  ({i}) {run}" for i, run in enumerate(comparison.runs, 1))
+    head, body = comparison_rows(comparison, numbered)
+    lines.extend(tables.table(head, body))
+    lines.append("")
+    for warning in summarise_warnings(list(dict.fromkeys(warnings))):
+        lines.extend(tables.wrap(f"warning: {warning}", indent="  "))
+    return "\n".join(lines).rstrip() + "\n"

@@ -30,10 +30,18 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
+from batchsched.plugins.coscheduling.status import current_warnings
+from batchsched.plugins.preemption.reasons import HELD_BY_TOLERATION
 from batchsched.plugins.preemption.toleration_policy import parse_policy
 from batchsched.scheduler import Scheduler
-from batchsched.sim.metrics import JobRecord, RunResult, Timeline, tracked_resources
-from batchsched.sim.workload import GROUP_ANNOTATION, JOB_LABEL, JobSpec
+from batchsched.sim.metrics import (
+    JobRecord,
+    RunResult,
+    Timeline,
+    gpu_resource,
+    tracked_resources,
+)
+from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
 
 
@@ -129,9 +137,12 @@ class Simulation:
         self._resource_cols = [self.state.resources.intern(r) for r in self._resources]
         self._used = [0.0] * len(self._resources)
         self.timeline = Timeline(self._resources, classes)
+        gpu = gpu_resource(self._resources)
+        self._gpu_col = self.state.resources.intern(gpu) if gpu else None
+        self._gpu_scale = 1000.0 if gpu == GPU_MILLI else 1.0
+        self._fragmented = (-1, 0.0)  # (state change mark, GPUs free on partly used nodes)
         self.decisions: dict[str, int] = {}
-        self.warnings: list[str] = []
-        self._warned: set[tuple[str, str]] = set()
+        self._warnings: list[Warn] = []
         self.reservations: dict[str, Reserve] = {}
 
     # ---- the loop ----------------------------------------------------------------------
@@ -147,9 +158,14 @@ class Simulation:
             capacity=self._capacity(),
             end_time=self.now,
             decisions=self.decisions,
-            warnings=self.warnings,
+            warnings=self.warnings(),
             wall_seconds=time.perf_counter() - began,
+            node_gpus=self._node_gpus(),
         )
+
+    def warnings(self) -> list[str]:
+        """The warnings that still hold at the current time, each once."""
+        return [f"{w.obj}: {w.message}" for w in current_warnings(self.state, self._warnings)]
 
     def advance(self, horizon: float | None, progress: ProgressHook | None = None) -> None:
         """Process events in time order, with a scheduling pass after each instant's batch,
@@ -342,7 +358,13 @@ class Simulation:
                 self._bind(decision)
             elif isinstance(decision, Evict):
                 self._evict(decision.pod)
+                preemptor = self._unit_of.get(decision.preemptor)
+                if preemptor is not None:
+                    preemptor.job.record.evictions_caused += 1
             elif isinstance(decision, Unschedulable):
+                unit = self._unit_of.get(decision.pod)
+                if unit is not None and HELD_BY_TOLERATION in decision.message:
+                    unit.job.record.held_by_toleration = True
                 if not self._clock_rules:
                     continue
                 self._failed_at[decision.pod] = self.now
@@ -364,9 +386,7 @@ class Simulation:
     def _warn(self, decision: Warn | InternalError) -> None:
         if isinstance(decision, InternalError):
             decision = Warn(f"Pod {decision.pod}", f"internal error: {decision.error}")
-        if (decision.obj, decision.message) not in self._warned:
-            self._warned.add((decision.obj, decision.message))
-            self.warnings.append(f"{decision.obj}: {decision.message}")
+        self._warnings.append(decision)  # checked against the final state in `warnings`
 
     def _bind(self, decision: Bind) -> None:
         pod = self.state.pods[decision.pod]
@@ -471,7 +491,31 @@ class Simulation:
             self._used[i] += sign * requests.get(resource, 0)
 
     def _sample(self) -> None:
-        self.timeline.record(self.now, list(self._used), list(self._pending_by_class))
+        self.timeline.record(
+            self.now, list(self._used), list(self._pending_by_class), self._fragmentation()
+        )
+
+    def _fragmentation(self) -> float:
+        """GPUs free on nodes that are partly used: room no whole-node job can take."""
+        col = self._gpu_col
+        if col is None:
+            return 0.0
+        state = self.state
+        mark = state.change_mark()
+        if self._fragmented[0] != mark:
+            rows = state.rows
+            alloc, free = state.allocatable[:rows, col], state.free[:rows, col]
+            partly = state.valid[:rows] & (free > 0) & (free < alloc)
+            self._fragmented = (mark, float(free[partly].sum()) / self._gpu_scale)
+        return self._fragmented[1]
+
+    def _node_gpus(self) -> float:
+        col = self._gpu_col
+        if col is None:
+            return 0.0
+        rows = self.state.rows
+        alloc = self.state.allocatable[:rows, col][self.state.valid[:rows]]
+        return float(alloc.max(initial=0)) / self._gpu_scale
 
 
 def _record(spec: JobSpec) -> JobRecord:

@@ -21,9 +21,17 @@ class ScenarioError(InputError):
 class Fields:
     """One mapping of a scenario file; `where` is its path (`work.generators[0]`)."""
 
-    def __init__(self, source: Path, raw: Any, where: str, allowed: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        source: Path,
+        raw: Any,
+        where: str,
+        allowed: tuple[str, ...],
+        search: tuple[tuple[str, Path], ...] = (),
+    ) -> None:
         self.source = source
         self.where = where
+        self.search = search  # where else `file` looks, each with how it was named
         if not isinstance(raw, Mapping):
             raise self.fail("", f"must be a mapping, got {shown(raw)}")
         unknown = sorted(str(k) for k in raw if k not in allowed)
@@ -76,15 +84,22 @@ class Fields:
         return raw
 
     def file(self, key: str) -> Path:
-        """A path relative to the scenario file; it must exist."""
-        path: Path = self.source.parent / self.value(key, string, REQUIRED)
-        try:
-            found = path.is_file()
-        except OSError as err:  # e.g. a name longer than the file system allows
-            raise self.fail(key, f"cannot read {shown(str(path))}: {err.strerror}") from None
-        if not found:
-            raise self.fail(key, f"no such file: {shown(str(path))}")
-        return path
+        """An existing file: relative to the scenario file, else to each `search` directory."""
+        name = Path(self.value(key, string, REQUIRED))
+        places = [("the scenario's folder", self.source.parent), *self.search]
+        tried = []
+        for label, folder in places:
+            path = folder / name
+            try:
+                found = path.is_file()
+            except OSError as err:  # e.g. a name longer than the file system allows
+                raise self.fail(key, f"cannot read {shown(str(path))}: {err.strerror}") from None
+            if found:
+                return path
+            tried.append(f"{shown(str(path))} ({label})")
+            if name.is_absolute():
+                break
+        raise self.fail(key, f"no such file; looked for {'; '.join(tried)}")
 
 
 # Things a scenario makes: nodes of a pool, pods of a job, jobs of a generator.

@@ -26,6 +26,8 @@ class JobRecord:
     # (the preemption-toleration KEP's "preempted before the first epoch").
     fruitless_preemptions: int = 0
     lost_gpu_seconds: float = 0.0  # GPU time of work lost since the last checkpoint
+    evictions_caused: int = 0  # pods evicted to make room for this job's pods
+    held_by_toleration: bool = False  # told at least once that victims tolerate it
     first_bind: float | None = None
     gang_start_delay: float | None = None  # first member bound -> minMember bound (first run)
 
@@ -47,17 +49,27 @@ class Timeline:
     times: list[float] = field(default_factory=list)
     used: list[list[float]] = field(default_factory=list)
     pending: list[list[int]] = field(default_factory=list)
+    fragmented: list[float] = field(default_factory=list)  # GPUs free on partly used nodes
 
-    def record(self, t: float, used: list[float], pending: list[int]) -> None:
-        if self.times and self.used[-1] == used and self.pending[-1] == pending:
+    def record(
+        self, t: float, used: list[float], pending: list[int], fragmented: float = 0.0
+    ) -> None:
+        if (
+            self.times
+            and self.used[-1] == used
+            and self.pending[-1] == pending
+            and self.fragmented[-1] == fragmented
+        ):
             return
         if self.times and self.times[-1] == t:
             self.used[-1] = used
             self.pending[-1] = pending
+            self.fragmented[-1] = fragmented
             return
         self.times.append(t)
         self.used.append(used)
         self.pending.append(pending)
+        self.fragmented.append(fragmented)
 
 
 @dataclass
@@ -71,6 +83,8 @@ class RunResult:
     decisions: dict[str, int]
     warnings: list[str]
     wall_seconds: float = 0.0
+    node_gpus: float = 0.0  # GPUs of the largest node: a job whose pods each need that many
+    # takes whole nodes, which is what GPU fragmentation delays
 
 
 def tracked_resources(names: list[str]) -> list[str]:
@@ -105,8 +119,9 @@ def _stat(values: list[float]) -> dict[str, float | None]:
     }
 
 
-def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
-    """Per workload class (see JobRecord.group), naming the PriorityClass(es) the jobs had."""
+def class_summary(jobs: list[JobRecord], end: float) -> dict[str, dict[str, Any]]:
+    """Per workload class (see JobRecord.group), naming the PriorityClass(es) the jobs had;
+    `submitted` counts the jobs whose submit time the run reached (`end`)."""
     by_class: dict[str, list[JobRecord]] = {}
     for job in jobs:
         by_class.setdefault(job.group, []).append(job)
@@ -118,6 +133,7 @@ def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
         out[name] = {
             "priority_classes": sorted({j.priority_class for j in group}),
             "jobs": len(group),
+            "submitted": sum(1 for j in group if j.submit <= end),
             "started": len(waits),
             "finished": len(completions),
             "wait_seconds": _stat(waits),
@@ -125,8 +141,25 @@ def class_summary(jobs: list[JobRecord]) -> dict[str, dict[str, Any]]:
             "preemptions": sum(j.preemptions for j in group),
             "fruitless_preemptions": sum(j.fruitless_preemptions for j in group),
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in group) / 3600.0,
+            "preempting_jobs": sum(1 for j in group if j.evictions_caused),
+            "held_by_toleration_jobs": sum(1 for j in group if j.held_by_toleration),
         }
     return out
+
+
+def preemptor_summary(jobs: list[JobRecord]) -> dict[str, Any]:
+    """What preemption policy costs the classes that preempt: the classes with a job that
+    evicted a pod or was held back by a toleration, their jobs' waits, and how many of their
+    jobs a toleration held back."""
+    classes = sorted({j.group for j in jobs if j.evictions_caused or j.held_by_toleration})
+    mine = [j for j in jobs if j.group in classes]
+    waits = [w for j in mine if (w := j.wait) is not None]
+    return {
+        "classes": classes,
+        "jobs": len(mine),
+        "wait_seconds": _stat(waits),
+        "held_by_toleration_jobs": sum(1 for j in mine if j.held_by_toleration),
+    }
 
 
 def cluster_summary(result: RunResult) -> dict[str, Any]:
@@ -140,6 +173,13 @@ def cluster_summary(result: RunResult) -> dict[str, Any]:
         for i, r in enumerate(tl.resources)
     }
     delays = [d for j in result.jobs if (d := j.gang_start_delay) is not None]
+    fragmented = np.asarray(tl.fragmented, dtype=np.float64).reshape(len(tl.times), 1)
+    whole_node = [
+        w
+        for j in result.jobs
+        if result.node_gpus and j.pods and j.gpus / j.pods >= result.node_gpus
+        if (w := j.wait) is not None
+    ]
     total_pending = pending.sum(axis=1) if pending.size else np.zeros(0)
     return {
         "utilisation": utilisation,
@@ -147,6 +187,12 @@ def cluster_summary(result: RunResult) -> dict[str, Any]:
         if total_pending.size
         else 0.0,
         "pending_pods_max": int(total_pending.max()) if total_pending.size else 0,
+        "gpu_fragmentation": {
+            "mean": float(time_average(tl.times, fragmented, end)[0]) if tl.times else 0.0,
+            "max": float(fragmented.max()) if fragmented.size else 0.0,
+        },
+        "whole_node_gpu_jobs": len(whole_node),
+        "whole_node_gpu_wait_seconds": _stat(whole_node),
         "gang_jobs": sum(1 for j in result.jobs if j.gang),
         "gang_start_delay_seconds": _stat(delays),
     }
@@ -162,13 +208,16 @@ def run_summary(result: RunResult) -> dict[str, Any]:
         "wall_seconds": round(result.wall_seconds, 3),
         "jobs": {
             "total": len(jobs),
+            # A run stopped by `until` has not reached every job: compare with these.
+            "submitted": sum(1 for j in jobs if j.submit <= result.end_time),
             "started": sum(1 for j in jobs if j.start is not None),
             "finished": len(finished),
         },
         "preemptions": sum(j.preemptions for j in jobs),
         "fruitless_preemptions": sum(j.fruitless_preemptions for j in jobs),
         "lost_gpu_hours": sum(j.lost_gpu_seconds for j in jobs) / 3600.0,
-        "classes": class_summary(jobs),
+        "classes": class_summary(jobs, result.end_time),
+        "preemptors": preemptor_summary(jobs),
         "cluster": cluster_summary(result),
         "decisions": dict(sorted(result.decisions.items())),
         "warnings": result.warnings,

@@ -12,26 +12,43 @@ from typing import Any
 import numpy as np
 import orjson
 
+from batchsched.sim.aggregate import Comparison
+from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
 
 PLOT_BINS = 400
 
 
-def write_reports(directory: Path, results: list[RunResult]) -> list[Path]:
+def write_reports(
+    directory: Path,
+    results: list[RunResult],
+    meta: dict[str, Any],
+    comparison: Comparison | None = None,
+) -> list[Path]:
+    """summary.json (what was run: scenarios, seeds, variants, version; every run on every
+    seed; the comparison over seeds), jobs.csv and report.html."""
     directory.mkdir(parents=True, exist_ok=True)
     summary = directory / "summary.json"
     summary.write_bytes(
-        orjson.dumps({"runs": [run_summary(r) for r in results]}, option=orjson.OPT_INDENT_2)
+        orjson.dumps(
+            {
+                "meta": meta,
+                "runs": [run_summary(r) for r in results],
+                "comparison": comparison.to_json() if comparison is not None else None,
+            },
+            option=orjson.OPT_INDENT_2,
+        )
     )
     jobs = directory / "jobs.csv"
     write_jobs_csv(jobs, results)
     page = directory / "report.html"
-    page.write_text(render_html(results), encoding="utf-8")
+    page.write_text(render_html(results, meta, comparison), encoding="utf-8")
     return [summary, jobs, page]
 
 
 JOB_COLUMNS = (
     "run",
+    "seed",
     "job",
     "class",
     "workload_class",
@@ -61,6 +78,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                 out.writerow(
                     [
                         result.name,
+                        result.seed,
                         job.name,
                         job.priority_class,
                         job.group,
@@ -168,9 +186,11 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
                     label=result.name,
                 )
         ax.set_title(cls, fontsize="medium")
-        ax.set_xlabel("wait (minutes)")
+        # Waits span seconds to days: a log axis (linear below a minute, where 0 lives).
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlabel("wait (minutes, log scale)")
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize="x-small", loc="lower right")
+        ax.legend(fontsize="small", loc="lower right")
     axes[0, 0].set_ylabel("share of started jobs")
     plots.append(("Wait-time CDF per priority class", _figure_png(fig)))
     plt.close(fig)
@@ -201,10 +221,49 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     for ax, title in titles:
         ax.set_xticks(positions + width * (len(results) - 1) / 2, classes)
         ax.set_title(title, fontsize="medium")
-        ax.legend(fontsize="x-small")
+        ax.legend(fontsize="small")
     plots.append(("Preemptions and lost work, per priority class", _figure_png(fig)))
     plt.close(fig)
     return plots
+
+
+def _error_bars(comparison: Comparison) -> tuple[str, str]:
+    """Every metric's mean per run with its 95% interval, one small panel per metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in comparison.metrics if any(comparison.means[m].values())]
+    cols = 3
+    rows = (len(metrics) + cols - 1) // cols
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(11, 2.2 * rows), squeeze=False, layout="constrained"
+    )
+    runs = comparison.runs
+    for ax, metric in zip(axes.flat, metrics, strict=False):
+        for i, run in enumerate(runs):
+            found = comparison.means[metric][run]
+            if found is None:
+                continue
+            ax.errorbar(
+                [i],
+                [found.mean],
+                yerr=[[found.mean - found.low], [found.high - found.mean]],
+                fmt="o",
+                capsize=4,
+                label=run,
+            )
+        ax.set_title(metric, fontsize="small")
+        ax.set_xticks(range(len(runs)), [str(i + 1) for i in range(len(runs))])
+        ax.set_xlim(-0.5, len(runs) - 0.5)
+    for ax in list(axes.flat)[len(metrics) :]:
+        ax.set_visible(False)
+    legend = ", ".join(f"{i + 1}: {run}" for i, run in enumerate(runs))
+    fig.suptitle(f"Mean and 95% interval over seeds ({legend})", fontsize="medium")
+    png = _figure_png(fig)
+    plt.close(fig)
+    return "Every metric over seeds, with 95% confidence intervals", png
 
 
 # ---- page --------------------------------------------------------------------------------
@@ -220,7 +279,7 @@ def summary_rows(
     """The comparison as text cells: per run, then per (class, run). Shared by HTML and terminal."""
     run_head = [
         "run",
-        "jobs finished",
+        "jobs finished / submitted",
         "GPU util %",
         "CPU util %",
         "preemptions",
@@ -237,7 +296,7 @@ def summary_rows(
         runs.append(
             [
                 result.name,
-                f"{s['jobs']['finished']}/{s['jobs']['total']}",
+                f"{s['jobs']['finished']}/{s['jobs']['submitted']}",
                 _fmt(util[gpu] * 100 if gpu else None),
                 _fmt(util["cpu"] * 100 if util.get("cpu") is not None else None),
                 str(s["preemptions"]),
@@ -250,7 +309,7 @@ def summary_rows(
     class_head = [
         "class",
         "run",
-        "jobs",
+        "jobs finished / submitted",
         "wait p50 (min)",
         "wait p95 (min)",
         "wait p99 (min)",
@@ -266,7 +325,7 @@ def summary_rows(
                 [
                     cls,
                     result.name,
-                    f"{c['finished']}/{c['jobs']}",
+                    f"{c['finished']}/{c['submitted']}",
                     _fmt(c["wait_seconds"]["p50"], 60),
                     _fmt(c["wait_seconds"]["p95"], 60),
                     _fmt(c["wait_seconds"]["p99"], 60),
@@ -288,12 +347,20 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(results: list[RunResult]) -> str:
-    run_head, runs, class_head, classes = summary_rows(results)
+def render_html(
+    results: list[RunResult], meta: dict[str, Any], comparison: Comparison | None = None
+) -> str:
+    # Over several seeds, time series and tables show the first seed; the comparison all.
+    first = {r["name"]: r["seeds"][0] for r in meta["runs"]}
+    shown = [r for r in results if first.get(r.name, r.seed) == r.seed]
+    run_head, runs, class_head, classes = summary_rows(shown)
+    plots = _plots(shown)
+    if comparison is not None:
+        plots.insert(0, _error_bars(comparison))
     figures = "".join(
         f"<h2>{html.escape(title)}</h2>"
         f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png}">'
-        for title, png in _plots(results)
+        for title, png in plots
     )
     warnings = sorted({w for r in results for w in r.warnings})
     warning_list = (
@@ -301,6 +368,23 @@ def render_html(results: list[RunResult]) -> str:
         if warnings
         else ""
     )
+    recorded = _table(
+        ["run", "scenario", "variant", "seeds"],
+        [
+            [r["name"], r["scenario"], r["variant"] or "–", ", ".join(map(str, r["seeds"]))]
+            for r in meta["runs"]
+        ],
+    )
+    configs = ", ".join(meta["configs"]) or "the scenarios' own (or the default profile)"
+    over_seeds = ""
+    if comparison is not None:
+        head, body = comparison_rows(comparison)
+        over_seeds = (
+            "<h2>Over seeds</h2><p>Mean ± half-width of the 95% confidence interval (Student's "
+            f"t); differences are paired by seed against {html.escape(comparison.runs[0])}, "
+            "* where the interval excludes zero.</p>" + _table(head, body)
+        )
+    single = "" if comparison is None else " (first seed)"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>batchsched simulation report</title>
 <style>
@@ -311,12 +395,15 @@ th:first-child, td:first-child, td:nth-child(2) {{ text-align: left; }}
 img {{ max-width: 100%; }}
 </style></head><body>
 <h1>batchsched simulation report</h1>
+<p>batchsched {html.escape(meta["version"])}; configs: {html.escape(configs)}.</p>
+{recorded}
 <p>Times are virtual: seconds after each scenario's start. Waits run from a job's submission to
 the first moment its work ran (a gang: minMember pods bound); lost GPU-hours are work done since
 the job's last checkpoint when it was preempted; "no progress" counts preemptions of a run that
 had saved no checkpoint yet (all of that run's work was lost).</p>
-<h2>Runs</h2>{_table(run_head, runs)}
-<h2>Per priority class</h2>{_table(class_head, classes)}
+{over_seeds}
+<h2>Runs{single}</h2>{_table(run_head, runs)}
+<h2>Per priority class{single}</h2>{_table(class_head, classes)}
 {figures}
 {warning_list}
 </body></html>

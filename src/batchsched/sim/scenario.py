@@ -2,9 +2,11 @@
 
 ```yaml
 name: ml-cluster                  # default: the file name
-start: "2026-11-22T00:00:00Z"     # the virtual clock's origin (default: this instant)
+start: "2026-11-22T00:00:00Z"     # the clock's origin (default: a dated trace's first job,
+                                  # else this instant); a trace replays from here
 until: 2d                         # optional horizon
 seed: 1                           # default seed (--seed overrides)
+seeds: 5                          # run on seeds seed..seed+4 (default 1; --seeds overrides)
 config: scheduler.yaml            # optional KubeSchedulerConfiguration (relative to this file)
 cluster:
   nodes: [Node manifests]
@@ -24,9 +26,10 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,7 @@ from batchsched.sim.fields import (
     string,
 )
 from batchsched.sim.traces import TRACE_FORMATS
+from batchsched.sim.traces.common import Trace
 from batchsched.sim.workload import JobSpec, parse_duration
 
 _TOP = (
@@ -66,6 +70,7 @@ _TOP = (
     "start",
     "until",
     "seed",
+    "seeds",
     "config",
     "cluster",
     "priorityClasses",
@@ -116,6 +121,7 @@ class Scenario:
     variants: list[Variant]
     # Unknown fields in the Node and PriorityClass manifests, `FILE: path: unknown field "x"`.
     warnings: list[str] = field(default_factory=list)
+    seeds: int = 1
 
     def jobs(self, seed: int) -> list[JobSpec]:
         """The workload for a seed: generated, listed and imported jobs in submit order."""
@@ -143,14 +149,27 @@ class Scenario:
         return jobs
 
 
-def load_scenario(path: Path) -> Scenario:
+def trace_search(traces: Path | None) -> tuple[tuple[str, Path], ...]:
+    """Where trace paths are looked for after the scenario's folder: $BATCHSCHED_TRACES, then
+    --traces DIR."""
+    found: list[tuple[str, Path]] = []
+    env = os.environ.get("BATCHSCHED_TRACES")
+    if env:
+        found.append(("BATCHSCHED_TRACES", Path(env)))
+    if traces is not None:
+        found.append(("--traces", traces))
+    return tuple(found)
+
+
+def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     raw = load_yaml_file(path)
     top = Fields(path, raw, "", _TOP)
     base = path.parent
     name = top.value("name", string, path.stem)
-    start = top.value("start", _time, datetime.now(UTC).replace(microsecond=0))
+    start = top.value("start", _time)
     until = top.value("until", positive_duration)
     seed = top.value("seed", non_negative_int, 0)
+    seeds = top.value("seeds", positive_int, 1)
     config = top.value("config", lambda v: base / string(v))
     nodes = _cluster(path, raw.get("cluster"))
     classes = _priority_classes(path, top.items("priorityClasses"))
@@ -164,8 +183,16 @@ def load_scenario(path: Path) -> Scenario:
     for i, gen in enumerate(w.items("generators")):
         sources.append(_generator(Fields(path, gen, f"work.generators[{i}]", _GENERATOR)))
     if w.has("trace"):
-        trace_jobs, trace_nodes = _trace(path, w.raw["trace"])
-        nodes.extend(trace_nodes)
+        trace = _trace(path, w.raw["trace"], trace_search(traces))
+        nodes.extend(trace.nodes)
+        trace_jobs = trace.jobs
+        if start is None:
+            start = trace.origin  # the clock starts at the trace's first job
+        elif trace.origin is not None:
+            # `start:` replays from that instant: the jobs submitted before it are left out.
+            shift = (trace.origin - start).total_seconds()
+            trace_jobs = [replace(j, submit=j.submit + shift) for j in trace.jobs]
+            trace_jobs = [j for j in trace_jobs if j.submit >= 0]
         sources.append(lambda _rng: list(trace_jobs))
     if not sources:
         raise w.fail("", "needs jobs, generators or a trace")
@@ -183,8 +210,21 @@ def load_scenario(path: Path) -> Scenario:
         for where, manifest in _manifests(raw, key)
         for field_path in unknown_fields(kind, manifest)
     ]
+    if start is None:
+        start = datetime.now(UTC).replace(microsecond=0)
     return Scenario(
-        name, path, start, until, seed, config, nodes, classes, sources, variants, warnings
+        name,
+        path,
+        start,
+        until,
+        seed,
+        config,
+        nodes,
+        classes,
+        sources,
+        variants,
+        warnings=warnings,
+        seeds=seeds,
     )
 
 
@@ -397,13 +437,13 @@ def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
     return generate
 
 
-def _trace(path: Path, raw: Any) -> tuple[list[JobSpec], list[Node]]:
+def _trace(path: Path, raw: Any, search: tuple[tuple[str, Path], ...]) -> Trace:
     fmt = raw.get("format") if isinstance(raw, Mapping) else None
     trace_format = TRACE_FORMATS.get(fmt) if isinstance(fmt, str) else None
     if trace_format is None:
         known = ", ".join(sorted(TRACE_FORMATS))
         raise ScenarioError(f"{path}: work.trace.format: {fmt!r} is not one of {known}")
-    options = Fields(path, raw, "work.trace", ("format", *trace_format.options))
+    options = Fields(path, raw, "work.trace", ("format", *trace_format.options), search)
     return trace_format.load(options)
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from batchsched.decisions import Warn
 from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
 from batchsched.plugins.coscheduling.admission import existing_members
+from batchsched.state.cluster import ClusterState
 
 TERMINAL = frozenset({"Finished", "Failed"})
 
@@ -71,3 +73,35 @@ def stranded_message(group: PodGroup, members: Sequence[Pod]) -> str:
         f"Unschedulable: {running} running, {succeeded} succeeded and {pending} pending "
         f"members, fewer than minMember {group.min_member}"
     )
+
+
+def current_warnings(state: ClusterState, warnings: Sequence[Warn]) -> list[Warn]:
+    """The warnings that still hold in `state`, in order, each once.
+
+    A PodGroup's "k/minMember members can run" warning is an event about one attempt: it holds
+    while a member is pending (the group is still waiting). A gang that became Running no
+    longer warns that it cannot run.
+    """
+    out: list[Warn] = []
+    seen: set[tuple[str, str]] = set()
+    for warning in warnings:
+        if (warning.obj, warning.message) in seen:
+            continue
+        if _WAITING in warning.message and not _group_warning_holds(state, warning):
+            continue
+        seen.add((warning.obj, warning.message))
+        out.append(warning)
+    return out
+
+
+_GROUP = "PodGroup "
+_WAITING = " members can run "  # the group plugin's "k/minMember members can run (...)"
+
+
+def _group_warning_holds(state: ClusterState, warning: Warn) -> bool:
+    key = warning.obj.removeprefix(_GROUP)
+    members = [state.pods[k] for k in sorted(state.group_members.get(key, ()))]
+    if not members or any(m.key in state.pending for m in members):
+        return True  # still waiting, or about pods that are not its members (e.g. wrong kind)
+    group = state.pod_groups.get(key)
+    return group is not None and warning.message == stranded_message(group, members)

@@ -203,7 +203,7 @@ def with_gang_victims(
             found = select_victims_on_node(
                 rule,
                 demand,
-                free[row] + _terminating_room(state, row),
+                free[row] + terminating_room(state, row),
                 row,
                 units=lambda pod: running_members(state, pod),
                 still_fails=_bound(row_checks, row),
@@ -241,7 +241,7 @@ def _group_rows(state: ClusterState, row: int) -> frozenset[int]:
     return frozenset(rows)
 
 
-def _terminating_room(state: ClusterState, row: int) -> IntArray:
+def terminating_room(state: ClusterState, row: int) -> IntArray:
     """Room of the pods on `row` already on their way out (it comes free without eviction)."""
     room = np.zeros(state.free.shape[1], dtype=np.int64)
     for pod in state.node_pods[row].values():

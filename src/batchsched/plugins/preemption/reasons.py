@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 NO_VICTIMS = "No preemption victims found"
 _LAST_TIMESTAMP = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
+HELD_BY_TOLERATION = "victims tolerate preemption"  # in a message: a toleration held it back
 
 
 class Reasons:
@@ -52,7 +53,7 @@ class Reasons:
         if kind == self.TOLERATED:
             if unlock < _LAST_TIMESTAMP:  # later than a date can show: as good as never
                 listed += ", until " + format_time(datetime.fromtimestamp(unlock, UTC))
-            return f"victims tolerate preemption ({listed})"
+            return f"{HELD_BY_TOLERATION} ({listed})"
         return NO_VICTIMS
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,19 @@ COMMON_OPTIONS = ("path", "limit", "checkpointInterval", "restartDelay", "namesp
 
 
 @dataclass(frozen=True)
+class Trace:
+    """An imported trace: jobs submitted from 0 (its first job), and the nodes it lists."""
+
+    jobs: list[JobSpec]
+    nodes: list[Node]
+    origin: datetime | None = None  # when its first job came, if the trace has real dates
+
+
+@dataclass(frozen=True)
 class TraceFormat:
     name: str
     options: tuple[str, ...]
-    load: Callable[[Fields], tuple[list[JobSpec], list[Node]]]
+    load: Callable[[Fields], Trace]
 
 
 @dataclass(frozen=True)

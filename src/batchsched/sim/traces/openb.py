@@ -13,12 +13,19 @@ node CSV: sn, cpu_milli, memory_mib, gpu, model) offer both, and a `gpu-model` l
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.objects.records import Node
 from batchsched.sim.fields import Fields, ScenarioError, class_table
-from batchsched.sim.traces.common import COMMON_OPTIONS, CsvRows, JobBehaviour, TraceFormat
+from batchsched.sim.traces.common import (
+    COMMON_OPTIONS,
+    CsvRows,
+    JobBehaviour,
+    Trace,
+    TraceFormat,
+)
 from batchsched.sim.workload import GPU, GPU_MILLI, JobSpec
 
 POD_COLUMNS = (
@@ -38,13 +45,15 @@ MIB = 2**20
 PODS_PER_NODE = 110
 
 
-def load(options: Fields) -> tuple[list[JobSpec], list[Node]]:
+def load(options: Fields) -> Trace:
     path = options.file("path")
     qos_classes = options.value("qosClasses", class_table, DEFAULT_QOS_CLASSES)
     behaviour = JobBehaviour.read(options)
     nodes = read_nodes(options.file("nodes")) if options.has("nodes") else []
     jobs = read_pods(path, qos_classes, behaviour)
-    return jobs, nodes
+    # Its times are seconds from an undisclosed origin: the clock starts at the first pod.
+    first = min(job.submit for job in jobs)
+    return Trace([replace(job, submit=job.submit - first) for job in jobs], nodes)
 
 
 def read_pods(path: Path, qos_classes: dict[str, str], behaviour: JobBehaviour) -> list[JobSpec]:

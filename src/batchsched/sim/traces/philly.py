@@ -11,15 +11,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from batchsched.objects.quantity import PODS
-from batchsched.objects.records import Node
 from batchsched.sim.fields import Fields, class_name, positive_int
-from batchsched.sim.traces.common import COMMON_OPTIONS, CsvRows, JobBehaviour, TraceFormat
+from batchsched.sim.traces.common import (
+    COMMON_OPTIONS,
+    CsvRows,
+    JobBehaviour,
+    Trace,
+    TraceFormat,
+)
 from batchsched.sim.workload import GPU, JobSpec
 
 COLUMNS = ("timestamp", "duration", "num_gpus")
 
 
-def load(options: Fields) -> tuple[list[JobSpec], list[Node]]:
+def load(options: Fields) -> Trace:
     path = options.file("path")
     per_node = options.value("gpusPerNode", positive_int, 8)
     priority_class = options.value("priorityClass", class_name, "")
@@ -56,7 +61,7 @@ def load(options: Fields) -> tuple[list[JobSpec], list[Node]]:
                 restart_delay=behaviour.restart_delay,
             )
         )
-    return jobs, []
+    return Trace(jobs, [], datetime.fromtimestamp(origin, UTC) if raw else None)
 
 
 def _pods_for(gpus: int, per_node: int) -> int:

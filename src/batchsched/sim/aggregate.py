@@ -1,0 +1,139 @@
+"""A comparison over seeds: every metric per run as a mean with its 95% interval, and each
+run's paired difference from the first run (the baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+from batchsched.sim.stats import Interval, interval, paired_difference
+
+Summary = dict[str, Any]
+Metric = tuple[str, Callable[[Summary], float | None]]
+
+
+def _minutes(value: float | None) -> float | None:
+    return None if value is None else value / 60
+
+
+def _gpu_util(s: Summary) -> float | None:
+    util = s["cluster"]["utilisation"]
+    gpu = gpu_resource(list(util))
+    return util[gpu] * 100 if gpu else None
+
+
+RUN_METRICS: list[Metric] = [
+    ("jobs finished", lambda s: s["jobs"]["finished"]),
+    ("jobs submitted", lambda s: s["jobs"]["submitted"]),
+    ("GPU util %", _gpu_util),
+    ("preemptions", lambda s: s["preemptions"]),
+    ("no-progress preemptions", lambda s: s["fruitless_preemptions"]),
+    ("lost GPU-hours", lambda s: s["lost_gpu_hours"]),
+    (
+        "gang start delay p95 (min)",
+        lambda s: _minutes(s["cluster"]["gang_start_delay_seconds"]["p95"]),
+    ),
+    ("preemptor wait mean (min)", lambda s: _minutes(s["preemptors"]["wait_seconds"]["mean"])),
+    ("preemptor wait p95 (min)", lambda s: _minutes(s["preemptors"]["wait_seconds"]["p95"])),
+    ("preemptors held by toleration", lambda s: s["preemptors"]["held_by_toleration_jobs"]),
+    ("GPUs free on partly used nodes", lambda s: s["cluster"]["gpu_fragmentation"]["mean"]),
+    (
+        "whole-node GPU job wait mean (min)",
+        lambda s: _minutes(s["cluster"]["whole_node_gpu_wait_seconds"]["mean"]),
+    ),
+]
+
+
+def _class_metrics(classes: list[str]) -> list[Metric]:
+    def wait(cls: str, q: str) -> Callable[[Summary], float | None]:
+        return lambda s: _minutes(s["classes"].get(cls, {}).get("wait_seconds", {}).get(q))
+
+    return [(f"{cls}: wait {q} (min)", wait(cls, q)) for cls in classes for q in ("p50", "p95")]
+
+
+@dataclass
+class Comparison:
+    runs: list[str]  # in order; the first is the baseline
+    seeds: dict[str, list[int]]  # per run; runs are paired by seed position
+    metrics: list[str]
+    values: dict[str, dict[str, list[float | None]]]  # metric -> run -> value per seed
+    means: dict[str, dict[str, Interval | None]]  # metric -> run -> interval
+    differences: dict[str, dict[str, Interval | None]]  # metric -> run (not baseline) -> diff
+
+    def to_json(self) -> dict[str, Any]:
+        def js(i: Interval | None) -> dict[str, Any] | None:
+            return i.to_json() if i is not None else None
+
+        return {
+            "baseline": self.runs[0],
+            "seeds": self.seeds,
+            "metrics": {
+                m: {
+                    "perSeed": self.values[m],
+                    "mean": {r: js(self.means[m][r]) for r in self.runs},
+                    "difference": {r: js(self.differences[m][r]) for r in self.runs[1:]},
+                }
+                for m in self.metrics
+            },
+        }
+
+
+def compare(results: dict[str, list[RunResult]]) -> Comparison:
+    """Each run's results in seed order; the first run is the baseline."""
+    runs = list(results)
+    summaries = {r: [run_summary(result) for result in results[r]] for r in runs}
+    classes = sorted({c for ss in summaries.values() for s in ss for c in s["classes"]})
+    metrics = [*RUN_METRICS, *_class_metrics(classes)]
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for label, read in metrics:
+        values[label] = {r: [_number(read(s)) for s in summaries[r]] for r in runs}
+    means = {m: {r: interval(v[r]) for r in runs} for m, v in values.items()}
+    base = runs[0]
+    differences = {m: {r: _paired(v[r], v[base]) for r in runs[1:]} for m, v in values.items()}
+    seeds = {r: [result.seed for result in results[r]] for r in runs}
+    return Comparison(runs, seeds, [m for m, _ in metrics], values, means, differences)
+
+
+def _paired(variant: list[float | None], baseline: list[float | None]) -> Interval | None:
+    n = min(len(variant), len(baseline))  # runs with fewer seeds pair with the first ones
+    return paired_difference(variant[:n], baseline[:n])
+
+
+def _number(value: float | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def cell(i: Interval | None, mark: bool = False) -> str:
+    """`mean ± half-width` of the interval; `*` marks a difference whose interval excludes 0."""
+    if i is None:
+        return "–"
+    text = _num(i.mean) if i.n == 1 else f"{_num(i.mean)} ± {_num((i.high - i.low) / 2)}"
+    return text + (" *" if mark and i.excludes_zero else "")
+
+
+def _num(x: float) -> str:
+    """One decimal; two significant digits below 1, so that a starred 0.004 does not read 0.0."""
+    if x == 0 or abs(x) >= 0.95:
+        return f"{x:.1f}"
+    return f"{x:.2g}"
+
+
+def labels(c: Comparison, numbered: bool) -> list[str]:
+    """Column labels for the runs: their names, or (1), (2), ... when names would not fit."""
+    return [f"({i})" for i in range(1, len(c.runs) + 1)] if numbered else list(c.runs)
+
+
+def rows(c: Comparison, numbered: bool = False) -> tuple[list[str], list[list[str]]]:
+    names = labels(c, numbered)
+    head = ["metric", *names, *(f"{r} - {names[0]}" for r in names[1:])]
+    body = [
+        [
+            m,
+            *(cell(c.means[m][r]) for r in c.runs),
+            *(cell(c.differences[m][r], mark=True) for r in c.runs[1:]),
+        ]
+        for m in c.metrics
+    ]
+    return head, body

@@ -1,0 +1,97 @@
+"""Means over seeds with 95% confidence intervals, and paired differences between runs.
+
+Every variant of a scenario runs on the same seeds, so seed s gives every variant the same
+workload: the difference variant - baseline is taken per seed and its interval is that of the
+mean difference (a paired t interval), which is much tighter than comparing two separate
+intervals. Intervals use Student's t with n - 1 degrees of freedom.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Two-sided 95% quantiles of Student's t (t_0.975) by degrees of freedom; between entries the
+# smaller df is used, which makes the interval slightly wider, never narrower.
+_T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
+_NORMAL975 = 1.960
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        raise ValueError("an interval needs at least two values")
+    if df > max(_T975):
+        return _NORMAL975
+    return _T975[max(k for k in _T975 if k <= df)]
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    mean: float
+    low: float  # equal to the mean when n == 1: one seed gives no interval
+    high: float
+    n: int
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.n > 1 and (self.low > 0 or self.high < 0)
+
+    def to_json(self) -> dict[str, float | int | bool]:
+        return {
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "excludesZero": self.excludes_zero,
+        }
+
+
+def interval(values: Sequence[float | None]) -> Interval | None:
+    """The mean of the values that exist and its 95% interval; None when there are none."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None
+    n = len(xs)
+    mean = math.fsum(xs) / n
+    if n == 1:
+        return Interval(mean, mean, mean, 1)
+    variance = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    half = t975(n - 1) * math.sqrt(variance / n)
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def paired_difference(
+    variant: Sequence[float | None], baseline: Sequence[float | None]
+) -> Interval | None:
+    """variant - baseline per seed (seeds where either is missing are left out), as an
+    interval of the mean difference."""
+    return interval(
+        [v - b for v, b in zip(variant, baseline, strict=True) if v is not None and b is not None]
+    )

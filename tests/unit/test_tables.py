@@ -1,0 +1,50 @@
+"""Text tables fit 100 columns, keep the identifying column whole and lose no word."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched import tables
+
+words = st.text(alphabet="abcdefghij/-.:", min_size=1, max_size=14)
+cells = st.lists(words, min_size=1, max_size=40).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=6).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(words, st.lists(cells, min_size=n - 1, max_size=n - 1)),
+                min_size=1,
+                max_size=6,
+            ),
+        )
+    )
+)
+def test_tables_fit_and_keep_every_word(shape: tuple[int, list[tuple[str, list[str]]]]) -> None:
+    columns, raw = shape
+    head = [f"col{i}" for i in range(columns)]
+    rows = [[name, *rest] for name, rest in raw]
+    lines = tables.table(head, rows)
+    assert all(len(line) <= tables.WIDTH for line in lines)
+    text = " ".join(lines).split()
+    for name, _ in raw:
+        assert name in text  # the first column is never wrapped or cut
+    # Nothing is truncated: every character of every cell is printed.
+    printed = "".join("".join(lines).split())
+    given = "".join(
+        "".join([*(h.upper() for h in head), *(c for row in rows for c in row)]).split()
+    )
+    assert sorted(printed) == sorted(given)
+
+
+def test_a_long_message_wraps_under_its_column() -> None:
+    message = "0/4 nodes are available: " + ", ".join(f"{i} reason number {i}" for i in range(12))
+    lines = tables.table(["pod", "message"], [["ns/pod", message]])
+    assert len(lines) > 2 and all(len(line) <= 100 for line in lines)
+    assert lines[1].startswith("  ns/pod  0/4 nodes")
+    assert all(line.startswith("          ") for line in lines[2:])  # continuation aligned
+    assert " ".join(" ".join(lines[1:]).split()) == "ns/pod " + message
