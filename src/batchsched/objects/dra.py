@@ -195,8 +195,7 @@ def _device(r: _Reader, raw: Any, driver: str, pool: str) -> Device:
 
 def read_resource_slice(obj: Json) -> ResourceSlice:
     r = _Reader("ResourceSlice", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     driver = r.get(obj, "spec.driver", str, "")
     pool = r.get(obj, "spec.pool.name", str, "")
     node = r.get(obj, "spec.nodeName", str, "")
@@ -327,8 +326,7 @@ def _allocation(r: _Reader, obj: Any) -> Allocation | None:
 def read_resource_claim(obj: Json) -> ResourceClaim:
     r = _Reader("ResourceClaim", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     reserved = []
     for i, raw in enumerate(r.items(obj, "status.reservedFor")):
         ref = r.at(f"status.reservedFor[{i}]")
@@ -349,8 +347,7 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
 def read_resource_claim_template(obj: Json) -> ResourceClaimTemplate:
     r = _Reader("ResourceClaimTemplate", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     spec = r.get(obj, "spec.spec", dict, {})
     requests = _requests(r.at("spec.spec"), spec)
     return ResourceClaimTemplate(

@@ -28,8 +28,7 @@ _BINDING_MODES = ("Immediate", WAIT_FOR_FIRST_CONSUMER)
 def read_pvc(obj: Json) -> PersistentVolumeClaim:
     r = _Reader("PersistentVolumeClaim", obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     spec = r.get(obj, "spec", dict, {})
     sp = r.at("spec")
     annotations = r.string_map(obj, "metadata.annotations")
@@ -59,8 +58,7 @@ def read_pvc(obj: Json) -> PersistentVolumeClaim:
 
 def read_pv(obj: Json) -> PersistentVolume:
     r = _Reader("PersistentVolume", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     spec = r.get(obj, "spec", dict, {})
     path = "spec.nodeAffinity.required.nodeSelectorTerms"
     required = r.get(obj, "spec.nodeAffinity.required", dict, {})
@@ -97,8 +95,7 @@ def read_pv(obj: Json) -> PersistentVolume:
 
 def read_storage_class(obj: Json) -> StorageClass:
     r = _Reader("StorageClass", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     provisioner = r.get(obj, "provisioner", str, "")
     if not provisioner:
         raise r.fail("provisioner", "is required")
@@ -129,8 +126,7 @@ def read_storage_class(obj: Json) -> StorageClass:
 
 def read_csi_node(obj: Json) -> CSINode:
     r = _Reader("CSINode", obj)
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     limits: dict[str, int] = {}
     for i, raw in enumerate(r.items(obj, "spec.drivers")):
         d = r.at(f"spec.drivers[{i}]")

@@ -97,8 +97,7 @@ def _named(kind: str, obj: Json) -> tuple[_Reader, str]:
     """A reader for a namespaced object of this API that has a name, and its version."""
     r = _Reader(kind, obj)
     r.namespaced()
-    if not r.name:
-        raise r.fail("metadata.name", "is required")
+    r.require_name()
     return r, _version(r, obj)
 
 
