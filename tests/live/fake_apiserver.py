@@ -589,7 +589,10 @@ class FakeApiServer:
                 expired = False
                 with self.lock:
                     while True:
-                        if self.stopped or self.watch_generation != generation:
+                        # A resource no longer served (its CRD removed) ends its watches, as
+                        # the real API server does, also one opened just before the removal.
+                        gone = res.key in self.missing
+                        if self.stopped or self.watch_generation != generation or gone:
                             return
                         if last < self.compacted_rv:
                             # History moved past this watch while it waited: like etcd
