@@ -127,9 +127,10 @@ class Framework:
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
-        self._memo: (
-            tuple[Pod, Demand | None, tuple[Hashable, ...] | None, Hashable | None] | None
-        ) = None
+        self._shapes_memo: tuple[Pod, tuple[Hashable, ...] | None] | None = None
+        self._memo: tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, int] | None = (
+            None
+        )
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -154,34 +155,40 @@ class Framework:
 
     def _shapes(self, pod: Pod) -> tuple[Hashable, ...] | None:
         """The pod's shape for every static filter, or None if any says 'do not cache'."""
-        return self._keys(pod, None)[0]
-
-    def _keys(
-        self, pod: Pod, demand: Demand | None
-    ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
-        """The pod's static filter shapes and (given its demand) its shape key, remembered
-        for the last pod asked: the scheduler's twin check and the placement both ask."""
-        memo = self._memo
-        if memo is None or memo[0] is not pod or (demand is not None and memo[1] is not demand):
+        memo = self._shapes_memo
+        if memo is None or memo[0] is not pod:
             shapes: tuple[Hashable, ...] | None = tuple(f.shape(pod) for f in self.static_filters)
             if not all(s is not None for s in shapes):  # type: ignore[union-attr]
                 shapes = None
-            key = None if demand is None else self._shape_key(pod, demand, shapes)
-            memo = self._memo = (pod, demand, shapes, key)
+            memo = self._shapes_memo = (pod, shapes)
+        return memo[1]
+
+    def _keys(
+        self, state: ClusterState, pod: Pod, demand: Demand
+    ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
+        """The pod's static filter shapes and its shape key, remembered for the last pod
+        asked: the scheduler's twin check and the placement both ask."""
+        memo = self._memo
+        labels = len(state.term_label_keys)  # what the key reads of the pod's labels
+        if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != labels:
+            shapes = self._shapes(pod)
+            key = self._shape_key(state, pod, demand, shapes)
+            memo = self._memo = (pod, demand, shapes, key, labels)
         return memo[2], memo[3]
 
-    def shape_key(self, pod: Pod, demand: Demand) -> Hashable | None:
-        """What the filters and scores read of the pod: equal keys, equal placements."""
-        return self._keys(pod, demand)[1]
+    def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
+        """What the filters and scores read of the pod: equal keys, equal placements. It
+        holds while `state.term_label_keys` keeps its size."""
+        return self._keys(state, pod, demand)[1]
 
     def _shape_key(
-        self, pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
+        self, state: ClusterState, pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
     ) -> Hashable | None:
         if shapes is None:
             return None
         # The non-zero requests are what the resource scores read besides the demand.
         nonzero = ClusterState.nonzero_of(pod)
-        read = tuple([p.reads(pod) for p in self._readers])
+        read = tuple([p.reads(state, pod) for p in self._readers])
         return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), nonzero, read)
 
     def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
@@ -452,8 +459,9 @@ class Framework:
         to refresh where the room or the pods later differ; None when the pod has no shape or
         a filter or score that reads other nodes' pods (spread, inter-pod affinity) has
         something to say about it (only a full pass decides then)."""
-        shapes = self._shapes(cycle.pod)
-        if self._shape_key(cycle.pod, cycle.demand, shapes) is None or any(self._global_for(cycle)):
+        if self._keys(cycle.state, cycle.pod, cycle.demand)[1] is None or any(
+            self._global_for(cycle)
+        ):
             return None
         feasible, _ = self.find_nodes(cycle, local_only=True)
         return NodeTotals(feasible, self._totals(cycle, feasible, local_only=True))
@@ -506,7 +514,7 @@ class Framework:
         state = cycle.state
         if not state.is_shared_free(cycle.free):
             return None
-        shapes, key = self._keys(cycle.pod, cycle.demand)
+        shapes, key = self._keys(state, cycle.pod, cycle.demand)
         if key is None:
             return None  # before the verdict: uncached filters would run twice
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements

@@ -63,6 +63,7 @@ class Scheduler:
         self._failed_shapes: dict[Hashable, tuple[str, frozenset[str]]] = {}
         self._failed_at: tuple[int, int, int] | None = None
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
+        self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             plugin = framework.group_plugin
@@ -246,9 +247,15 @@ class Scheduler:
         """What an attempt reads of the pod: its profile, filter shapes and demand, priority,
         preemption policy and group; None if a filter reads more. Computed once per queued
         pod."""
+        if len(self.state.term_label_keys) != self._label_keys_seen:
+            # Affinity terms now read more labels: pods that shared a shape may differ now.
+            self._label_keys_seen = len(self.state.term_label_keys)
+            self._shapes.clear()
+            self._failed_shapes.clear()
+            self.queue.ungroup_all()
         if pod.key in self._shapes:
             return self._shapes[pod.key]
-        shape = framework.shape_key(pod, self.state.demand(pod))
+        shape = framework.shape_key(self.state, pod, self.state.demand(pod))
         key = (
             None
             if shape is None

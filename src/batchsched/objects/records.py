@@ -312,6 +312,16 @@ class PodAffinity:
     required_anti: tuple[AffinityTerm, ...] = ()
     preferred_anti: tuple[AffinityTerm, ...] = ()
 
+    def label_keys(self) -> set[str]:
+        """The pod label keys these terms read (selectors, matchLabelKeys, mismatchLabelKeys):
+        pods that differ only in other labels match them alike."""
+        keys: set[str] = set()
+        for term in (*self.required, *self.preferred, *self.required_anti, *self.preferred_anti):
+            keys.update(k for k, _ in term.selector.match_labels)
+            keys.update(req.key for req in term.selector.match_expressions)
+            keys.update(term.match_label_keys, term.mismatch_label_keys)
+        return keys
+
 
 @dataclass(slots=True)
 class Namespace:

@@ -138,7 +138,7 @@ class Plugin:
         rejected is retried after any change, which is always safe."""
         return None
 
-    def reads(self, pod: Pod) -> Hashable:
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         """What this plugin reads of the pod beyond its demand and the static filters' shapes
         (e.g. its host ports): pods alike in all of these get the same answer."""
         return ()

@@ -61,7 +61,7 @@ class NodePorts(FilterPlugin, RowLocalPlugin):
         self._index.sync()
         return self._index
 
-    def reads(self, pod: Pod) -> Hashable:
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return pod.host_ports
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:

@@ -112,6 +112,10 @@ class ClusterState:
         # Keys of pods carrying pod (anti-)affinity terms: while there are none, pods without
         # terms skip InterPodAffinity without looking at any node.
         self.with_pod_affinity: set[str] = set()
+        # The pod label keys any pod's (anti-)affinity term has read: a pod's other labels
+        # cannot change what such terms say of it. It only grows, so a pod's shape computed
+        # from it stays valid while its size does.
+        self.term_label_keys: set[str] = set()
         # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
@@ -422,6 +426,7 @@ class ClusterState:
         self._count_owner_refs(pod, +1)
         if pod.pod_affinity is not None:
             self.with_pod_affinity.add(key)
+            self.term_label_keys |= pod.pod_affinity.label_keys()
         else:
             self.with_pod_affinity.discard(key)
         if key in self.assumed:

@@ -142,6 +142,12 @@ class SchedulingQueue:
             self._leave_group(entry)
             self._unhinted.add(key)
 
+    def ungroup_all(self) -> None:
+        """Every waiting pod leaves its hint group (the shapes they were grouped by no longer
+        hold): each is retried after any change, and grouped anew when it fails again."""
+        for key in list(self._entries):
+            self.ungroup(key)
+
     def _count(self, event: str) -> None:
         self.incoming[event] = self.incoming.get(event, 0) + 1
 

@@ -81,9 +81,13 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         self._existing.sync()
         return self._domains, self._counts, self._existing
 
-    def reads(self, pod: Pod) -> Hashable:
-        # Existing pods' terms read the pod's namespace and labels.
-        return (pod.namespace, tuple(sorted(pod.labels.items())), pod.pod_affinity)
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
+        # Terms (existing pods', and the pod's own for the first-pod rule) read its namespace
+        # and the labels under the keys some term names; a label no term names (e.g. a job's
+        # own name) must not split pods alike into shapes of one.
+        keys = state.term_label_keys
+        labels = tuple(sorted((k, v) for k, v in pod.labels.items() if k in keys))
+        return (pod.namespace, labels, pod.pod_affinity)
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         if pod.pod_affinity is not None:

@@ -92,7 +92,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             self._memo = (pod, constraints_of(pod, self.defaults, self.system))
         return self._memo[1]
 
-    def reads(self, pod: Pod) -> Hashable:
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         found = self.constraints(pod)
         if found is NONE:
             return ()

@@ -51,7 +51,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
 
-    def reads(self, pod: Pod) -> Hashable:
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod)
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:

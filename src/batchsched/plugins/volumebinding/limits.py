@@ -31,7 +31,7 @@ class NodeVolumeLimits(FilterPlugin):
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
 
-    def reads(self, pod: Pod) -> Hashable:
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod)
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
