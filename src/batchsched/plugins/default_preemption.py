@@ -40,6 +40,7 @@ from batchsched.plugins.base import (
     QueueingHint,
 )
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo, with_gang_victims
+from batchsched.plugins.preemption.reasons import NO_VICTIMS
 from batchsched.plugins.preemption.search import PreemptionSearch
 from batchsched.plugins.preemption.victims import ClassVerdicts, VictimRule
 from batchsched.state.cluster import ClusterState
@@ -108,6 +109,13 @@ class DefaultPreemption(PostFilterPlugin):
             return PostFilterResult(
                 message="preemption: not eligible due to a terminating pod on the nominated node."
             )
+        lowest = state.lowest_bound_priority()
+        if (lowest is None or lowest >= priority) and not state.terminating_bound:
+            # Nothing to take and no room coming free: every node fails as the search would
+            # find (often: an overloaded cluster of one priority, where this is most attempts).
+            candidates = int(diagnosis.resolvable.sum())
+            reasons = {NO_VICTIMS: candidates} if candidates else {}
+            return self._no_way(state, pod, diagnosis, reasons, [])
         decisions: list[Decision] = []
         verdicts = self.class_verdicts(state, pod, priority, decisions)
         rule = VictimRule(state, pod, priority, cycle.now, verdicts)
@@ -123,14 +131,7 @@ class DefaultPreemption(PostFilterPlugin):
             cycle.scratch.get(PREEMPTION_GUARDS, ()),
         )
         if found.row is None:
-            reasons = dict(found.reasons)
-            unhelpful = state.node_count - int(diagnosis.resolvable.sum())
-            if unhelpful:
-                reasons[NOT_HELPFUL] = unhelpful
-            if pod.key in state.nominations:
-                decisions.append(Nominate(pod.key, None))  # upstream clears a stale nomination
-            summary = Diagnosis(state.node_count, reasons, diagnosis.resolvable).message()
-            return PostFilterResult(decisions=decisions, message=f"preemption: {summary}")
+            return self._no_way(state, pod, diagnosis, dict(found.reasons), decisions)
         node = state.node_name(found.row)
         reason = (
             f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"
@@ -142,6 +143,23 @@ class DefaultPreemption(PostFilterPlugin):
             if key != pod.key and other is not None and (other.priority or 0) < priority:
                 decisions.append(Nominate(key, None))
         return PostFilterResult(nominated_node=node, decisions=decisions)
+
+    @staticmethod
+    def _no_way(
+        state: ClusterState,
+        pod: Pod,
+        diagnosis: Diagnosis,
+        reasons: dict[str, int],
+        decisions: list[Decision],
+    ) -> PostFilterResult:
+        """No node works: why, per node."""
+        unhelpful = state.node_count - int(diagnosis.resolvable.sum())
+        if unhelpful:
+            reasons[NOT_HELPFUL] = unhelpful
+        if pod.key in state.nominations:
+            decisions.append(Nominate(pod.key, None))  # upstream clears a stale nomination
+        summary = Diagnosis(state.node_count, reasons, diagnosis.resolvable).message()
+        return PostFilterResult(decisions=decisions, message=f"preemption: {summary}")
 
 
 def _waiting_for_victims(state: ClusterState, pod: Pod, priority: int) -> bool:

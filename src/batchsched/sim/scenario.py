@@ -29,7 +29,7 @@ import math
 import os
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -188,11 +188,8 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         trace_jobs = trace.jobs
         if start is None:
             start = trace.origin  # the clock starts at the trace's first job
-        elif trace.origin is not None:
-            # `start:` replays from that instant: the jobs submitted before it are left out.
-            shift = (trace.origin - start).total_seconds()
-            trace_jobs = [replace(j, submit=j.submit + shift) for j in trace.jobs]
-            trace_jobs = [j for j in trace_jobs if j.submit >= 0]
+        else:
+            trace_jobs = trace.jobs_from(start)
         sources.append(lambda _rng: list(trace_jobs))
     if not sources:
         raise w.fail("", "needs jobs, generators or a trace")

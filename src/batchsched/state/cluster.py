@@ -125,6 +125,8 @@ class ClusterState:
         # How many bound pods run at each priority (the lowest tells whether anyone can be
         # preempted at all), and the priority each bound pod was counted at.
         self._bound_priorities: dict[int, int] = {}
+        # Bound pods told to go (deletion timestamp set): their room comes free.
+        self.terminating_bound: set[str] = set()
         self._counted_at: dict[str, int] = {}
         self.volumes = VolumeObjects()
 
@@ -489,6 +491,8 @@ class ClusterState:
         priority = pod.priority or 0
         self._counted_at[key] = priority
         self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
+        if pod.deletion_timestamp is not None:
+            self.terminating_bound.add(key)
         if pod.volumes:
             self.volumes.place(pod, idx)
 
@@ -506,6 +510,7 @@ class ClusterState:
             self._bound_priorities[priority] = left
         else:
             del self._bound_priorities[priority]
+        self.terminating_bound.discard(key)
         if pod.volumes:
             self.volumes.unplace(pod, idx)
 
@@ -593,6 +598,7 @@ class ClusterState:
             self.generation += 1
             idx = self.bound.get(key)
             if idx is not None:
+                self.terminating_bound.add(key)
                 self._touch(idx)  # per-node pod indexes (preemption's victim table) see it
 
     def _index_group(self, key: str, group: str | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,16 @@ class Trace:
     jobs: list[JobSpec]
     nodes: list[Node]
     origin: datetime | None = None  # when its first job came, if the trace has real dates
+
+    def jobs_from(self, start: datetime) -> list[JobSpec]:
+        """The jobs submitted at `start` or later, timed from `start` (a trace replayed from
+        a later instant leaves the earlier jobs out); all of them, as they are, for a trace
+        without dates."""
+        if self.origin is None:
+            return list(self.jobs)
+        shift = (self.origin - start).total_seconds()
+        shifted = [replace(job, submit=job.submit + shift) for job in self.jobs]
+        return [job for job in shifted if job.submit >= 0]
 
 
 @dataclass(frozen=True)
