@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/batchsched simulate examples/ml-cluster/scenario.yaml --seeds 8 --report reports/demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks testsupport
+	$(BIN)/ruff format --check src tests benchmarks testsupport
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src

@@ -1,6 +1,6 @@
 """LiveReal: `batchsched run` against a real etcd + kube-apiserver, beside kube-scheduler.
 
-Needs KUBEBUILDER_ASSETS (etcd, kube-apiserver; see docs/live.md) and prints a `skipped` line
+Needs the e2e tests' binaries (KUBEBUILDER_ASSETS, see docs/live.md) and prints a `skipped` line
 without it. The nodes (4 CPU, 32Gi, 110 pods, reported Ready and untainted as a kubelet would)
 and the pending pods (100m, 500Mi) are created before the scheduler starts; the clock runs from
 starting the scheduler's process to the last Binding seen on a watch of the pods, so it
@@ -29,7 +29,7 @@ import yaml
 
 from batchsched.live.client import STRATEGIC_PATCH, KubeClient, load_configuration
 from benchmarks.harness import Metrics, workload
-from tests.e2e.controlplane import ControlPlane, terminate
+from testsupport.controlplane import ControlPlane, MissingAssets, assets, terminate
 
 NAMESPACE = "bench"
 QPS = 5000
@@ -37,9 +37,10 @@ TIMEOUT = 900.0
 
 
 def _skip() -> Metrics | None:
-    raw = os.environ.get("KUBEBUILDER_ASSETS", "")
-    if not raw or not all((Path(raw) / b).is_file() for b in ("etcd", "kube-apiserver")):
-        return {"skipped": "KUBEBUILDER_ASSETS (etcd, kube-apiserver) not set: see docs/live.md"}
+    try:
+        assets()
+    except MissingAssets as err:
+        return {"skipped": f"{err}"}
     return None
 
 

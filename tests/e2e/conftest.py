@@ -1,4 +1,4 @@
-"""Fixtures for the end-to-end tests against a real control plane (tests/e2e/controlplane.py).
+"""Fixtures for the end-to-end tests against a real control plane (testsupport/controlplane.py).
 
 Skipped, with the reason, unless KUBEBUILDER_ASSETS names a folder holding `etcd`,
 `kube-apiserver` and `kubectl` (and `openssl` is on PATH). A module needing an API server
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.cluster import Cluster, FakeKubelet
-from tests.e2e.controlplane import ControlPlane, PlaneFactory, assets
+from tests.e2e.cluster import Cluster, FakeKubelet, require
+from testsupport.controlplane import ControlPlane, PlaneFactory, assets
 
 
 def _started(work_factory: pytest.TempPathFactory, extra_flags: tuple[str, ...]) -> ControlPlane:
@@ -31,7 +31,7 @@ def _stop(plane: ControlPlane) -> None:
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaneFactory]:
     """A running control plane (with a fake kubelet) for a set of extra kube-apiserver flags."""
-    assets()
+    require(assets)
     planes: dict[tuple[str, ...], ControlPlane] = {}
 
     def get(extra_flags: tuple[str, ...] = ()) -> ControlPlane:
@@ -47,7 +47,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaneFac
 @pytest.fixture
 def own_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaneFactory]:
     """A control plane of the test's own, for tests that restart or compact it."""
-    assets()
+    require(assets)
     planes: list[ControlPlane] = []
 
     def make(extra_flags: tuple[str, ...] = ()) -> ControlPlane:

@@ -27,14 +27,14 @@ from tests.e2e.cluster import (
     shipped_raw_config,
     wait,
 )
-from tests.e2e.controlplane import (
+from tests.e2e.proxy import Partition
+from testsupport.controlplane import (
     REPO,
     ControlPlane,
     PlaneFactory,
     free_port,
     write_kubeconfig,
 )
-from tests.e2e.proxy import Partition
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,8 @@ import time
 import orjson
 import pytest
 
-from tests.e2e.cluster import Cluster, shipped_config, wait
-from tests.e2e.controlplane import REPO, ControlPlane
+from tests.e2e.cluster import Cluster, require, shipped_config, wait
+from testsupport.controlplane import REPO, ControlPlane, controller_manager
 
 pytestmark = pytest.mark.e2e
 
@@ -134,6 +134,7 @@ def test_a_priority_class_tolerating_for_ten_thousand_years_does_not_stop_schedu
 
 
 def test_a_daemonset_pod_made_by_the_controller_preempts_on_its_node(cluster: Cluster) -> None:
+    require(controller_manager)
     plane = cluster.plane
     suffix = cluster.namespace[-6:]
     low = f"ds-low-{suffix}"

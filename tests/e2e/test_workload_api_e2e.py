@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import Cluster, wait
-from tests.e2e.controlplane import PlaneFactory
+from testsupport.controlplane import PlaneFactory
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.live.client import ConnectError, load_configuration
+from batchsched.live.client import ConnectError, KubeClient, load_configuration
 from tests.live.conftest import client_for, node
 from tests.live.fake_apiserver import FakeApiServer
 
@@ -78,6 +78,15 @@ def test_an_insecure_kubeconfig_warns_once_at_start(
     assert "https://i.example" in record.getMessage()
 
 
+@pytest.mark.usefixtures("no_ambient")
+def test_an_unreadable_certificate_authority_is_a_connect_error(tmp_path: Path) -> None:
+    path = _kubeconfig(tmp_path / "k", {"c": "https://c.example"}, "c")
+    configuration = load_configuration(path)
+    configuration.ssl_ca_cert = str(tmp_path / "no-such-ca.crt")
+    with pytest.raises(ConnectError, match=r"https://c.example: cannot load the TLS cert"):
+        KubeClient(configuration)
+
+
 def test_lists_come_in_pages_from_one_snapshot(api: FakeApiServer) -> None:
     for i in range(5):
         api.create("nodes", node(f"n{i}"))
@@ -87,6 +96,20 @@ def test_lists_come_in_pages_from_one_snapshot(api: FakeApiServer) -> None:
     lists = [r for r in api.requests if r == ("GET", "/api/v1/nodes")]
     assert len(lists) == 3
     assert version == str(api.rv)
+
+
+def test_pages_come_one_at_a_time_with_the_snapshot_version(api: FakeApiServer) -> None:
+    for i in range(5):
+        api.create("nodes", node(f"n{i}"))
+    client = client_for(api)
+    pages = client.pages("/api/v1/nodes", page_size=2)
+    first = next(pages)
+    assert [o["metadata"]["name"] for o in first.items] == ["n0", "n1"]
+    api.create("nodes", node("n5"))  # after the snapshot: not in this list
+    rest = list(pages)
+    assert [[o["metadata"]["name"] for o in p.items] for p in rest] == [["n2", "n3"], ["n4"]]
+    assert {p.version for p in (first, *rest)} == {first.version}
+    assert not any(p.restarted for p in (first, *rest))
 
 
 def test_an_expired_continue_token_lists_again_in_one_page(

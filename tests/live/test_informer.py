@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -101,6 +102,37 @@ def test_410_relists_and_notices_objects_deleted_in_the_gap(api, sink, start) ->
     api.create("nodes", node("c"))
     assert names(take(sink, 1)) == ["+c"]
     assert sink.empty()
+
+
+def test_a_list_started_over_forgets_what_only_its_void_pages_had(
+    api: FakeApiServer, sink: queue.Queue[Fact], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b", "c"):
+        api.create("nodes", node(name))
+    client = client_for(api)
+    real = client.json
+    calls: list[object] = []
+
+    def json_then_delete(method: str, path: str, **kwargs: Any) -> Any:
+        out = real(method, path, **kwargs)
+        if not calls:
+            # After the first page (a, b), a goes and the page's snapshot is compacted away:
+            # the list starts over in one page, and its watch starts after a's deletion.
+            api.delete("nodes", "a")
+            api.compact()
+        calls.append(kwargs.get("query"))
+        return out
+
+    monkeypatch.setattr(client, "json", json_then_delete)
+    informer = Informer(client, NODES, sink, watch_timeout=5, page_size=2)
+    informer.start()
+    try:
+        assert informer.synced.wait(5)
+        assert names(take(sink, 4)) == ["+a", "+b", "+c", "-a"]
+        assert calls[-1] is None  # the unpaginated list
+    finally:
+        informer.stop()
+        informer.join(5)
 
 
 def test_list_errors_back_off_and_recover(api, sink, start) -> None:

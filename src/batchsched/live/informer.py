@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from batchsched.live.client import ApiError, KubeClient, WatchStream
+from batchsched.live.client import PAGE_SIZE, ApiError, KubeClient, WatchStream
 from batchsched.live.facts import Fact, Remove, Upsert
 from batchsched.live.kinds import Kind
 from batchsched.live.malformed import malformed
@@ -41,6 +41,7 @@ class Informer:
         initial_backoff: float = 0.8,
         max_backoff: float = 30.0,
         absent_recheck: float = 60.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.client = client
         self.kind = kind
@@ -49,6 +50,7 @@ class Informer:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.absent_recheck = absent_recheck
+        self.page_size = page_size
         self.synced = threading.Event()
         self.resource_version = ""
         self.served = kind  # the kind at the version the server serves, found at each list
@@ -121,14 +123,19 @@ class Informer:
 
     def _list(self) -> None:
         self.served = self.kind.served(self.client)
-        items, version = self.client.list(self.served.path)
         seen: set[str] = set()
-        for obj in items:
-            key = self.kind.key_of(obj)
-            seen.add(key)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-            if self._known.get(key) != rv or not rv:
-                self._emit(key, rv, obj)
+        version = ""
+        # Each page is read while the next is fetched: the list is not held whole.
+        for page in self.client.pages(self.served.path, self.page_size):
+            if page.restarted:
+                seen.clear()
+            version = page.version
+            for obj in page.items:
+                key = self.kind.key_of(obj)
+                seen.add(key)
+                rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+                if self._known.get(key) != rv or not rv:
+                    self._emit(key, rv, obj)
         for key in list(self._known):
             if key not in seen:
                 self._emit_remove(key)

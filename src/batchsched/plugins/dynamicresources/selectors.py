@@ -13,8 +13,6 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-import cel
-
 from batchsched.objects.dra import milli_quantity
 from batchsched.objects.quantity import QuantityError
 
@@ -35,6 +33,8 @@ def _compare(a: int, b: int) -> int:
 
 
 def _context(device: Mapping[str, Any]) -> Any:
+    import cel  # deferred, as in Selector
+
     context = cel.Context()
     context.add_function("quantity", _quantity)
     context.add_function("compareTo", _compare)
@@ -49,6 +49,11 @@ class Selector:
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
+        # Imported here, not at the top: the library's package also loads a REPL
+        # (prompt_toolkit, rich), a quarter of a second that every `batchsched run` would pay
+        # before its first binding, though most clusters have no device selectors.
+        import cel
+
         try:
             self._program = cel.compile(expression)
         except Exception as err:  # the library raises several types for syntax errors

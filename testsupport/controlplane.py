@@ -1,10 +1,12 @@
-"""A real control plane for end-to-end tests: etcd, kube-apiserver and, on demand,
-kube-controller-manager, from a folder in envtest's layout (KUBEBUILDER_ASSETS holding `etcd`,
-`kube-apiserver` and `kubectl`; `kube-controller-manager` is looked for there and in
-KUBE_SCHEDULER_BIN's folder).
+"""A real control plane for the end-to-end tests and the LiveReal benchmark: etcd,
+kube-apiserver and, on demand, kube-controller-manager, from a folder in envtest's layout
+(KUBEBUILDER_ASSETS holding `etcd`, `kube-apiserver` and `kubectl`; `kube-controller-manager`
+is looked for there and in KUBE_SCHEDULER_BIN's folder).
 
 The API server can be stopped and started again on the same port and etcd (a restart), and
 etcd's history compacted, so tests can drive the scheduler through what a cluster does to it.
+Missing binaries raise MissingAssets, saying what to build: the tests skip on it, the benchmark
+prints a skipped line.
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 import urllib3
 
 from batchsched.live.client import KubeClient, load_configuration
 
 TOKEN = "batchsched-e2e-token"
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[1]
 
 
 def free_port() -> int:
@@ -36,21 +37,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class MissingAssets(Exception):
+    """A binary the control plane needs is not there (the message says how to get it)."""
+
+
 def assets() -> Path:
-    """The folder of binaries, or skip the test saying what is missing."""
+    """The folder of binaries; MissingAssets saying what is missing."""
     raw = os.environ.get("KUBEBUILDER_ASSETS", "")
     if not raw:
-        pytest.skip(
-            "KUBEBUILDER_ASSETS is not set: the e2e tests need etcd, kube-apiserver and kubectl "
+        raise MissingAssets(
+            "KUBEBUILDER_ASSETS is not set: a real control plane needs etcd, kube-apiserver and "
+            "kubectl "
             "(build them with build-kube-assets.sh, see docs/live.md, or "
             "KUBEBUILDER_ASSETS=$(setup-envtest use -p path))"
         )
     folder = Path(raw)
     missing = [b for b in ("etcd", "kube-apiserver", "kubectl") if not (folder / b).is_file()]
     if missing:
-        pytest.skip(f"KUBEBUILDER_ASSETS={raw} lacks {', '.join(missing)}")
+        raise MissingAssets(f"KUBEBUILDER_ASSETS={raw} lacks {', '.join(missing)}")
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make the service account signing key")
+        raise MissingAssets("openssl is needed to make the service account signing key")
     return folder
 
 
@@ -61,7 +67,7 @@ def controller_manager() -> Path:
     ):
         if (folder / "kube-controller-manager").is_file():
             return folder / "kube-controller-manager"
-    pytest.skip(
+    raise MissingAssets(
         "kube-controller-manager not found next to KUBEBUILDER_ASSETS or KUBE_SCHEDULER_BIN "
         "(build-kube-assets.sh GIT_DIR DEST kube-controller-manager builds it)"
     )

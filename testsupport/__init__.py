@@ -1,0 +1,1 @@
+"""Helpers shared by the end-to-end tests and the benchmarks (no pytest here)."""
