@@ -475,7 +475,7 @@ class Framework:
         `place` when the pods now on the nodes bring in a filter or score that reads other
         nodes' pods."""
         state = cycle.state
-        if any(self._global_for(cycle)):
+        if not self.row_local(cycle):
             return self.place(cycle)
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
         now = _Placement(state.node_generation, 0, base.feasible.copy(), base.total.copy())
@@ -487,6 +487,11 @@ class Framework:
         if not now.feasible.any():
             return None
         return _best(state, now.total)
+
+    def row_local(self, cycle: Cycle) -> bool:
+        """Whether the pod's filter and score results on a node depend only on that node's
+        room and pods (no spread or inter-pod affinity rule has something to say)."""
+        return not any(self._global_for(cycle))
 
     def _fits_only_row(self, cycle: Cycle, allowed: BoolArray) -> int | None:
         """The one allowed row (a pod pinned to its node), checked on that row alone.

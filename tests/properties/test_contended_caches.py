@@ -4,6 +4,8 @@ gangs that preempt):
 
 - gang preemption's tentative placements refreshed only on the rows its victims free
   (`Framework.evaluate` / `place_changed`) against a full filter and score pass each;
+- gang preemption's reprieve step taking back the units that `GroupFit.spare` shows
+  cannot change the placement, against checking every unit;
 - `GangSearchMemo.gang_rows`, kept from the log of changed rows, against a scan of every
   PodGroup;
 - the victim table's PDB masks refreshed from each pod's remembered covering PDBs against
@@ -26,6 +28,7 @@ from batchsched.config import default_config
 from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.oneshot import build_state, run
+from batchsched.plugins.coscheduling.preemption import GroupFit
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
 from batchsched.plugins.preemption.victim_table import VictimTable
@@ -35,6 +38,10 @@ from benchmarks.workloads import contended
 
 def _full_passes() -> AbstractContextManager[Any]:
     return patch.object(Framework, "evaluate", lambda self, cycle: None)
+
+
+def _every_unit_checked() -> AbstractContextManager[Any]:
+    return patch.object(GroupFit, "spare", lambda self, chosen, placements: set())
 
 
 def _scanned_gang_rows() -> AbstractContextManager[Any]:
@@ -52,7 +59,9 @@ def _matched_pdbs() -> AbstractContextManager[Any]:
     return patch.object(VictimTable, "_refresh_pdb_masks", match)
 
 
-@pytest.mark.parametrize("fresh", [_full_passes, _scanned_gang_rows, _matched_pdbs])
+@pytest.mark.parametrize(
+    "fresh", [_full_passes, _every_unit_checked, _scanned_gang_rows, _matched_pdbs]
+)
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
 @settings(max_examples=3, deadline=None)
 @given(st.integers(40, 80), st.integers(0, 2**32 - 1))
@@ -77,6 +86,21 @@ def test_gang_preemption_uses_refreshed_placements() -> None:
     with patch.object(Framework, "place_changed", counted):
         run(contended.generate(40, 7), default_config(), contended.NOW)
     assert calls
+
+
+def test_the_reprieve_step_takes_units_back_unchecked() -> None:
+    """The comparison with every unit checked is not vacuous: units are spared."""
+    spared = []
+    original = GroupFit.spare
+
+    def counted(self: GroupFit, *args: Any) -> set[int]:
+        found = original(self, *args)
+        spared.append(len(found))
+        return found
+
+    with patch.object(GroupFit, "spare", counted):
+        run(contended.generate(80, 7), default_config(), contended.NOW)
+    assert sum(spared) > 0
 
 
 def test_gang_rows_follow_evictions() -> None:

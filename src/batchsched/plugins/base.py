@@ -290,6 +290,8 @@ class PlacementFramework(Protocol):
         self, cycle: Cycle, base: NodeTotals, rows: IndexArray
     ) -> int | Diagnosis | None: ...
 
+    def row_local(self, cycle: Cycle) -> bool: ...
+
 
 @dataclass(slots=True)
 class GroupAttempt:

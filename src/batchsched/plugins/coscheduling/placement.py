@@ -71,6 +71,9 @@ class TentativePlacement:
         self.group = group
         self.base = base
         self._taken: list[tuple[int, Demand, str]] = []
+        # Every member so far was placed from row-local results (`_from_base`): each node's
+        # results depended on that node's room and pods alone.
+        self.row_local = True
 
     def place(self, pod: Pod) -> int | Diagnosis:
         """The node row chosen for `pod` (its room now taken), or why none fits."""
@@ -79,12 +82,14 @@ class TentativePlacement:
         cycle = Cycle(state, pod, self.now, demand, self.free, {ADMITTED: self.group})
         pre = self.framework.pre_filter(cycle)
         if pre.reject is not None:
+            self.row_local = False
             none = np.zeros(state.rows, dtype=np.bool_)
             return Diagnosis(
                 state.node_count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
             )
         placed = self._from_base(cycle) if pre.allowed_nodes is None else None
         if placed is None:
+            self.row_local = False
             placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
@@ -96,7 +101,7 @@ class TentativePlacement:
         """The member's row found from its results on the base room; None without them."""
         base = self.base
         results = None if base is None else base.results.get(cycle.pod.key)
-        if base is None or results is None:
+        if base is None or results is None or not self.framework.row_local(cycle):
             return None
         taken = np.asarray([row for row, _, _ in self._taken], dtype=np.intp)
         rows = np.concatenate([base.changed, taken])  # a row twice is refreshed alike

@@ -205,6 +205,7 @@ class GroupFit:
         self.need = need
         self.index = index
         self.results: dict[str, NodeTotals | None] | None = None
+        self.row_local = False  # the last placement that worked was placed row-locally
 
     def room(self, take: BoolArray) -> IntArray:
         """Free room with the units' entries in `take` (a mask over the index's flat
@@ -252,7 +253,48 @@ class GroupFit:
             placement.undo()
             for key, row in gone:
                 state.hold(key, row)
-        return placed if len(placed) >= self.need else None
+        if len(placed) < self.need:
+            return None
+        self.row_local = placement.row_local
+        return placed
+
+    def rows_of(self, unit: int) -> set[int]:
+        state = self.state
+        return {state.bound[p.key] for p in self.index.units[unit].pods if p.key in state.bound}
+
+    def spare(self, chosen: BoolArray, placements: list[tuple[Pod, int]]) -> set[int]:
+        """Units of `chosen` (which just gave `placements`) that a reprieve step may each
+        take back without a check: it would find `placements` again.
+
+        These are the units on nodes no member took and that share no node with another
+        chosen unit, once one check shows the members placed alike with all of them back.
+        Each node's results then depend on that node alone (every member placed row-locally
+        in both checks), and any mix of these units back or gone shows each such node as one
+        of the two checks did: every member's chosen node beats it at its turn in both, so
+        in every mix. Without this, a reprieve step checks every unit of the working prefix,
+        a prefix that grows with the cluster."""
+        if not self.row_local:
+            return set()
+        used = {row for _, row in placements}
+        rows = {i: self.rows_of(i) for i in np.flatnonzero(chosen).tolist()}
+        hosts = Counter(row for unit_rows in rows.values() for row in unit_rows)
+        spare = {
+            i
+            for i, unit_rows in rows.items()
+            if unit_rows and not unit_rows & used and all(hosts[row] == 1 for row in unit_rows)
+        }
+        if len(spare) < 2:
+            return set()  # checking one unit costs what checking the floor does
+        floor = chosen.copy()
+        floor[sorted(spare)] = False
+        found = self.place(floor)
+        if found is None or not self.row_local or _rows(found) != _rows(placements):
+            return set()
+        return spare
+
+
+def _rows(placements: list[tuple[Pod, int]]) -> list[tuple[str, int]]:
+    return [(pod.key, row) for pod, row in placements]
 
 
 def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
@@ -288,13 +330,17 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
         else:
             low = mid
     chosen = prefix(high)
+    spare = fit.spare(chosen, placements)
     for i in sorted(order[:high].tolist(), key=lambda i: _reprieve_order(units[i])):
         chosen[i] = False
+        if i in spare:
+            continue  # the check would find `placements` again
         found = fit.place(chosen)
         if found is None:
             chosen[i] = True
         else:
             placements = found
+            spare = fit.spare(chosen, placements)
     victims = sorted((p for i in np.flatnonzero(chosen) for p in units[i].pods), key=importance_key)
     return Found(victims, placements)
 
