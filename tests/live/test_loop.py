@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from batchsched.decisions import Decision
+from batchsched.live import runner
 from tests.faults import exploding_for
 from tests.live.conftest import Launcher, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
@@ -168,3 +173,29 @@ def test_an_attempt_that_raises_fails_that_pod_alone(
     assert "RuntimeError: boom for bad" in caplog.text
     assert node_of(api, "bad") == ""
     assert run.halt() == 0
+
+
+def test_a_long_pass_keeps_the_loop_healthy(
+    api: FakeApiServer, launch: Launcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pod decided is a heartbeat: a pass longer than /healthz's limit does not fail
+    the probe while it makes progress."""
+    monkeypatch.setattr(runner, "_HEALTHY_WITHIN", 0.5)
+    api.create("nodes", node("n1", cpu="8"))
+    run = launch()
+    assert run.scheduler.synced.wait(5)
+    healthy: list[bool] = []
+    original = run.scheduler.scheduler.pass_steps
+
+    def slow_steps(now: Any) -> Iterator[list[Decision]]:
+        for step in original(now):
+            time.sleep(0.3)  # a slow pod: two in one pass outlast the limit
+            healthy.append(run.scheduler.healthy())
+            yield step
+
+    monkeypatch.setattr(run.scheduler.scheduler, "pass_steps", slow_steps)
+    names = [f"p{i}" for i in range(5)]
+    for name in names:
+        api.create("pods", pod(name, cpu="1"))
+    assert api.wait_for(lambda s: all(node_of(s, n) for n in names))
+    assert len(healthy) >= len(names) and all(healthy)

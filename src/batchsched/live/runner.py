@@ -180,6 +180,9 @@ class LiveScheduler:
                 now = datetime.now(UTC)
                 # Each pod's writes start as soon as it is decided, not after the whole pass.
                 for step in self.scheduler.pass_steps(now):
+                    # A long pass (thousands of pending pods on a big, full cluster) is the
+                    # loop at work: /healthz must not fail while it runs.
+                    self._heartbeat = time.monotonic()
                     if step:
                         self.metrics.observe_pass(step, self.state)
                         self.actuator.apply(step, self.state, self._pending_since)
