@@ -6,12 +6,28 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from batchsched.objects.records import PodGroupStatus
+from batchsched.state.volumes import ClaimBinding
+
+
+@dataclass(frozen=True, slots=True)
+class BindVolumes:
+    """VolumeBinding's PreBind: bind each PV to its claim (`volume` set) or ask for the claim
+    to be provisioned on the node (`volume` empty), then wait up to `timeout_seconds` for the
+    PV controller to finish; undone, and the pod tried again, if it does not."""
+
+    bindings: tuple[ClaimBinding, ...]
+    timeout_seconds: int
+
+
+# What a world carries out before a pod's Binding (upstream's PreBind), one per plugin.
+PreBind = BindVolumes
 
 
 @dataclass(frozen=True, slots=True)
 class Bind:
     pod: str
     node: str
+    pre_bind: tuple[PreBind, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

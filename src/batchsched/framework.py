@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from batchsched.config import Profile
+from batchsched.decisions import PreBind
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
     ClusterChange,
@@ -560,9 +561,10 @@ class Framework:
         placement.feasible[rows] = ok
         placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
 
-    def reserve(self, cycle: Cycle, row: int) -> None:
-        for plugin in self.reserves:
-            plugin.reserve(cycle, row)
+    def reserve(self, cycle: Cycle, row: int) -> tuple[PreBind, ...]:
+        """Run the Reserve plugins; what they ask the world to write before the Binding."""
+        steps = (plugin.reserve(cycle, row) for plugin in self.reserves)
+        return tuple(step for step in steps if step is not None)
 
     # ---- post-filter -------------------------------------------------------------------
 

@@ -203,11 +203,11 @@ class Scheduler:
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
-            framework.reserve(cycle, placed)
+            pre_bind = framework.reserve(cycle, placed)
             state.assume(pod.key, node)
             self.queue.remove(pod.key)
             self.messages.pop(pod.key, None)
-            return [Bind(pod.key, node)]
+            return [Bind(pod.key, node, pre_bind)]
         diagnosis = placed
         result = framework.post_filter(cycle, diagnosis)
         decisions = self._carry_out(result.decisions, now)

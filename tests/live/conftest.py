@@ -98,6 +98,7 @@ class Launcher:
             watch_timeout=5.0,
             event_series_interval=3600,
             informer_backoff=0.02,
+            pre_bind_poll=0.05,
         )
         scheduler = LiveScheduler(client_for(self.api), cfg or config(), options)
         stop = threading.Event()

@@ -7,19 +7,22 @@ import queue
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from batchsched.config import parse_config
-from batchsched.decisions import Evict, PodGroupUpdate, Unschedulable
+from batchsched.decisions import BindVolumes, Evict, PodGroupUpdate, Unschedulable
 from batchsched.live.actuator import Actuator
 from batchsched.live.events import EventRecorder
 from batchsched.live.facts import Fact
 from batchsched.live.metrics import Metrics
+from batchsched.live.prebind import PreBinder, PreBindError
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.parse import read_node, read_pod, read_pod_group
 from batchsched.objects.records import PodCondition, PodGroupStatus
 from batchsched.objects.workload_api import read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import ClaimBinding
 from tests.live.conftest import FAST_LEASE, Launcher, client_for, node, node_of, pod
 from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer, parse_path
 
@@ -119,6 +122,7 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
     assert api.wait_for(lambda s: s.get("pods", "too-big")["status"].get("conditions"))  # type: ignore[index]
     assert run.halt() == 0
     _preempt_and_update_a_group(api)
+    _bind_volumes_in_vain(api)
 
     grants = _grants()
     used = set()
@@ -131,6 +135,20 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
         used.add((parts["group"], resource, verb))
     unused = {g[1:4] for g in grants} - used
     assert not unused, f"granted but never used: {sorted(unused)}"
+
+
+def _bind_volumes_in_vain(api: FakeApiServer) -> None:
+    """VolumeBinding's PreBind writes a PV's claimRef and a claim's selected node, waits for
+    a PV controller that never comes (no wait: bindTimeoutSeconds 0) and undoes both."""
+    for name in ("data", "scratch"):
+        api.create("persistentvolumeclaims", {"metadata": {"name": name, "namespace": "default"}})
+    api.create("persistentvolumes", {"metadata": {"name": "pv"}, "spec": {}})
+    bindings = (
+        ClaimBinding("default/p", "default/data", "n1", "pv"),
+        ClaimBinding("default/p", "default/scratch", "n1", ""),
+    )
+    with pytest.raises(PreBindError, match="timed out"):
+        PreBinder(client_for(api), lambda: True).run([BindVolumes(bindings, 0)])
 
 
 def _preempt_and_update_a_group(api: FakeApiServer) -> None:

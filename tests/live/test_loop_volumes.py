@@ -66,34 +66,3 @@ def test_a_pod_follows_its_bound_volume_and_waits_for_a_missing_claim(
     api.create("persistentvolumeclaims", _bound_claim("later", "local-n2"))
     assert api.wait_for(lambda s: node_of(s, "early") == "n2")
     assert run.halt() == 0
-
-
-def test_an_unbound_wait_for_first_consumer_claim_is_refused_without_prebind(
-    api: FakeApiServer, launch: Launcher
-) -> None:
-    api.create("nodes", _labelled("n1"))
-    api.create(
-        "storageclasses",
-        {
-            "metadata": {"name": "local"},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        },
-    )
-    api.create(
-        "persistentvolumeclaims",
-        {
-            "metadata": {"name": "later", "namespace": "default"},
-            "spec": {"storageClassName": "local"},
-        },
-    )
-    api.create("pods", _claim_pod("waits", "later"))
-    run = launch()
-    assert api.wait_for(lambda s: condition(s, "waits") is not None)
-    cond = condition(api, "waits")
-    assert cond is not None
-    assert cond["message"].startswith(
-        "pod uses unbound WaitForFirstConsumer PersistentVolumeClaim default/later"
-    )
-    assert node_of(api, "waits") == ""
-    assert run.halt() == 0

@@ -89,6 +89,14 @@ def test_several_profiles() -> None:
             profile(pluginConfig=[{"name": "TaintToleration", "args": {"x": 1}}]),
             "takes no arguments",
         ),
+        (
+            profile(pluginConfig=[{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]),
+            "VolumeBinding args.bindTimeoutSeconds: must be at least 0",
+        ),
+        (
+            profile(pluginConfig=[{"name": "VolumeBinding", "args": {"shape": []}}]),
+            "VolumeBinding args.shape: unknown argument \\(known: bindTimeoutSeconds\\)",
+        ),
         (profile(plugins={"queueSort": {"disabled": [{"name": "*"}]}}), "exactly one plugin"),
         (
             profile(plugins={"score": {"enabled": [{"name": "NodeName"}]}}),

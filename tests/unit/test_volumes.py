@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -10,13 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
+from batchsched.decisions import Bind, BindVolumes
 from batchsched.framework import Framework
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.records import Node, NodeSelectorTerm, Requirement
 from batchsched.oneshot import build_state
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import ClaimBinding
 from tests.builders import node, pod
 from tests.conftest import objects_of, schedule
 
@@ -56,6 +60,15 @@ def pvc(name: str, volume: str = "", **spec: Any) -> dict[str, Any]:
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": "default", "annotations": BOUND if volume else {}},
         "spec": {"storageClassName": "", **spec},
+    }
+
+
+def wffc_class(name: str, provisioner: str) -> dict[str, Any]:
+    return {
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
     }
 
 
@@ -249,12 +262,7 @@ def test_a_pod_leaving_frees_its_attach_slot() -> None:
 
 
 def test_a_claim_provisioned_for_one_pod_keeps_its_node_for_the_next() -> None:
-    wffc = {
-        "kind": "StorageClass",
-        "metadata": {"name": "fast"},
-        "provisioner": "ebs.csi.aws.com",
-        "volumeBindingMode": "WaitForFirstConsumer",
-    }
+    wffc = wffc_class("fast", "ebs.csi.aws.com")
     claim = pvc("shared", storageClassName="fast", accessModes=["ReadWriteMany"])
     result = schedule(
         node("n1"),
@@ -271,12 +279,7 @@ def test_a_claim_provisioned_for_one_pod_keeps_its_node_for_the_next() -> None:
 
 
 def test_a_deleting_or_released_volume_is_not_matched() -> None:
-    wffc = {
-        "kind": "StorageClass",
-        "metadata": {"name": "local"},
-        "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer",
-    }
+    wffc = wffc_class("local", "kubernetes.io/no-provisioner")
     deleting = pv("a", storageClassName="local", capacity={"storage": "1Gi"})
     deleting["metadata"]["deletionTimestamp"] = "2026-11-22T09:00:00Z"
     released = pv("b", storageClassName="local", capacity={"storage": "1Gi"})
@@ -284,3 +287,59 @@ def test_a_deleting_or_released_volume_is_not_matched() -> None:
     claim = pvc("c", storageClassName="local", resources={"requests": {"storage": "1Gi"}})
     result = schedule(node("n1"), wffc, deleting, released, claim, claim_pod("p", "c"))
     assert "didn't find available persistent volumes to bind" in result.unschedulable["default/p"]
+
+
+def test_an_assumed_binding_outlives_stale_reports_until_reverted() -> None:
+    from batchsched.objects.volumes import PersistentVolume, PersistentVolumeClaim
+    from batchsched.state.volumes import VolumeObjects
+
+    volumes = VolumeObjects()
+    volumes.upsert(PersistentVolume("pv", storage_class="local"))
+    volumes.upsert(PersistentVolumeClaim("ns", "data", storage_class="local"))
+    volumes.upsert(PersistentVolumeClaim("ns", "scratch", storage_class="local"))
+    volumes.bind("ns/p", volumes.claims["ns/data"], "pv", "n1")
+    volumes.bind("ns/p", volumes.claims["ns/scratch"], "", "n1")
+    # A report from before the PreBind's writes does not free what the pod took.
+    volumes.upsert(PersistentVolume("pv", storage_class="local", labels={"a": "b"}))
+    volumes.upsert(PersistentVolumeClaim("ns", "scratch", storage_class="local"))
+    assert volumes.volumes["pv"].claim_ref == "ns/data"
+    assert volumes.volumes["pv"].labels == {"a": "b"}
+    assert volumes.claims["ns/data"].bound
+    assert volumes.claims["ns/scratch"].selected_node == "n1"
+    # The bind failed: the objects are as last reported.
+    volumes.revert("ns/p")
+    assert volumes.volumes["pv"].claim_ref == ""
+    assert volumes.volumes["pv"].labels == {"a": "b"}
+    assert not volumes.claims["ns/data"].bound
+    assert volumes.claims["ns/scratch"].selected_node == ""
+    # Reports showing the writes take over; confirming keeps them.
+    volumes.bind("ns/p", volumes.claims["ns/scratch"], "", "n2")
+    volumes.upsert(
+        PersistentVolumeClaim("ns", "scratch", storage_class="local", selected_node="n2")
+    )
+    volumes.confirm("ns/p")
+    volumes.upsert(PersistentVolumeClaim("ns", "scratch", storage_class="local"))
+    assert volumes.claims["ns/scratch"].selected_node == ""  # no longer assumed
+
+
+def test_a_failed_bind_gives_the_claims_back() -> None:
+    wffc = wffc_class("local", "kubernetes.io/no-provisioner")
+    state = build_state(
+        objects_of(
+            node("n1"),
+            wffc,
+            pv("v", storageClassName="local", capacity={"storage": "1Gi"}),
+            pvc("c", storageClassName="local", resources={"requests": {"storage": "1Gi"}}),
+            claim_pod("p", "c"),
+        )
+    )
+    scheduler = Scheduler(state, default_config())
+    (bind,) = scheduler.schedule_pass(datetime(2026, 11, 22, tzinfo=UTC))
+    assert isinstance(bind, Bind) and bind.node == "n1"
+    assert bind.pre_bind == (
+        BindVolumes((ClaimBinding("default/p", "default/c", "n1", "v"),), 600),
+    )
+    assert state.volumes.volumes["v"].claim_ref == "default/c"
+    state.forget("default/p")
+    assert state.volumes.volumes["v"].claim_ref == ""
+    assert not state.volumes.claims["default/c"].bound

@@ -28,6 +28,7 @@ from batchsched.decisions import (
     InternalError,
     Nominate,
     PodGroupUpdate,
+    PreBind,
     Reserve,
     Unschedulable,
     Warn,
@@ -43,6 +44,7 @@ from batchsched.live.events import EventRecorder, ObjectRef, ref_from_label
 from batchsched.live.facts import BindFailed, Fact
 from batchsched.live.malformed import MALFORMED_REASON, Malformed
 from batchsched.live.metrics import Metrics
+from batchsched.live.prebind import PreBinder, PreBindError
 from batchsched.live.workers import Workers
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import Pod
@@ -53,6 +55,8 @@ log = logging.getLogger(__name__)
 PODS = "/api/v1/namespaces/{ns}/pods/{name}"
 PODGROUP_STATUS = "/apis/{api}/namespaces/{ns}/podgroups/{name}/status"
 _MEMORY = 50_000  # pods whose last written condition is remembered
+# Binds waiting on a PreBind (the PV controller) at once; more wait for a thread.
+PRE_BIND_WORKERS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,7 @@ class Actuator:
         scheduler_name: str = "batchsched",
         dry_run: bool = False,
         workers: int = 16,
+        pre_bind_poll: float | None = None,
     ) -> None:
         self.client = client
         self.events = events
@@ -101,6 +106,10 @@ class Actuator:
         self.scheduler_name = scheduler_name
         self.dry_run = dry_run
         self._workers = Workers(workers, "actuator")
+        # Binds with a PreBind wait (up to bindTimeoutSeconds) on threads of their own, so
+        # that they never hold up the other writes.
+        self._pre_bind_workers = Workers(PRE_BIND_WORKERS, "prebind")
+        self.pre_binder = PreBinder(client, is_leading, pre_bind_poll)
         # What was last written, so unchanged conditions and statuses are not written again.
         # Workers forget an entry when its write failed, hence the lock.
         self._lock = threading.Lock()
@@ -131,7 +140,12 @@ class Actuator:
                     with self._lock:
                         self._conditions.pop(pod.key, None)
                     since = pending_since.get(pod.key)
-                    self._start(self._bind, _ref(pod), decision.node, since)
+                    if decision.pre_bind:
+                        self._pre_bind_workers.submit(
+                            self._bind, _ref(pod), decision.node, since, decision.pre_bind
+                        )
+                    else:
+                        self._start(self._bind, _ref(pod), decision.node, since, ())
             elif isinstance(decision, Unschedulable):
                 self._unschedulable(decision, state, statuses)
             elif isinstance(decision, Nominate):
@@ -250,19 +264,37 @@ class Actuator:
 
     def wait(self) -> None:
         """Until the writes started so far are done."""
+        self._pre_bind_workers.wait()
         self._workers.wait()
         self.events.flush()
 
+    def stop_waiting(self) -> None:
+        """Shutting down: binds waiting on the PV controller give up (undoing nothing; the
+        next leader finds the claims bound or not and schedules the pods again)."""
+        self.pre_binder.stopping.set()
+
     def shutdown(self) -> None:
+        self._pre_bind_workers.shutdown()
         self._workers.shutdown()
 
     @property
     def in_flight(self) -> int:
-        return self._workers.in_flight
+        return self._workers.in_flight + self._pre_bind_workers.in_flight
 
     # ---- on worker threads -----------------------------------------------------------
 
-    def _bind(self, pod: _PodRef, node: str, pending_since: float | None) -> None:
+    def _bind(
+        self,
+        pod: _PodRef,
+        node: str,
+        pending_since: float | None,
+        pre_bind: tuple[PreBind, ...],
+    ) -> None:
+        try:
+            self.pre_binder.run(pre_bind)
+        except PreBindError as err:
+            self._pre_bind_failed(pod, node, str(err))
+            return
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -288,6 +320,26 @@ class Actuator:
             self.metrics.e2e_latency.observe(time.monotonic() - pending_since)
         note = f"Successfully assigned {pod.key} to {node}"
         self.events.record(pod.object_ref(), "Normal", "Scheduled", "Binding", note)
+
+    def _pre_bind_failed(self, pod: _PodRef, node: str, message: str) -> None:
+        """The pod is tried again (its room and volumes given back) and says why, as
+        upstream's scheduler error does."""
+        self.metrics.binds.labels(result="failed").inc()
+        self.feedback.put(BindFailed(pod.key, message))
+        log.info("PreBind of %s on %s failed: %s", pod.key, node, message)
+        if self.pre_binder.stopping.is_set():
+            return
+        self.events.record(pod.object_ref(), "Warning", "FailedScheduling", "Binding", message)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "SchedulerError",
+            "message": message,
+            "lastTransitionTime": _now(),
+        }
+        with self._lock:
+            self._conditions.pop(pod.key, None)
+        self._patch_status(pod, {"conditions": [condition]})
 
     def _patch_status(self, pod: _PodRef, status: dict[str, Any]) -> None:
         try:
@@ -363,7 +415,9 @@ def _event_ref(label: str, state: ClusterState) -> ObjectRef:
 def describe(decision: Decision) -> str:
     """What a decision would do, in words (for dry-run logs)."""
     if isinstance(decision, Bind):
-        return f"would bind {decision.pod} to {decision.node}"
+        claims = sum(len(step.bindings) for step in decision.pre_bind)
+        after = f" after binding {claims} volume claim(s)" if claims else ""
+        return f"would bind {decision.pod} to {decision.node}{after}"
     if isinstance(decision, Unschedulable):
         return f"{decision.pod} is unschedulable: {decision.message}"
     if isinstance(decision, Nominate):

@@ -49,6 +49,7 @@ class LiveOptions:
     informer_backoff: float = 0.8  # first retry delay of a failed list or watch, doubling
     event_series_interval: float = 1800.0
     write_workers: int = 16
+    pre_bind_poll: float | None = None  # how often PreBind looks at claims (default 1 s)
 
 
 def default_identity() -> str:
@@ -69,6 +70,8 @@ class LiveScheduler:
         client.error_hook = self.metrics.api_error
         self.facts: queue.Queue[Fact] = queue.Queue()
         self.state = ClusterState()
+        # The actuator carries out VolumeBinding's PreBind (claimRef / selected-node writes).
+        self.state.volumes.binds_at_scheduling = True
         self.scheduler = Scheduler(self.state, config)
         self.informers = [
             Informer(
@@ -104,6 +107,7 @@ class LiveScheduler:
             scheduler_name=config.profiles[0].scheduler_name,
             dry_run=options.dry_run,
             workers=options.write_workers,
+            pre_bind_poll=options.pre_bind_poll,
         )
         self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
         # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
@@ -236,6 +240,7 @@ class LiveScheduler:
     def _shutdown(self) -> None:
         for informer in self.informers:
             informer.stop()
+        self.actuator.stop_waiting()
         self.actuator.wait()
         if self.elector is not None:
             self.elector.stop()

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from batchsched.decisions import Decision, Evict
+from batchsched.decisions import Decision, Evict, PreBind
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
@@ -251,8 +251,9 @@ class RowLocalPlugin(Plugin):
 
 
 class ReservePlugin(Plugin):
-    def reserve(self, cycle: Cycle, row: int) -> None:
-        """The pod goes to node `row`: hold what it takes there (e.g. the volumes chosen)."""
+    def reserve(self, cycle: Cycle, row: int) -> PreBind | None:
+        """The pod goes to node `row`: hold what it takes there (e.g. the volumes chosen).
+        What the world must write before the pod's Binding, if anything, is returned."""
         raise NotImplementedError
 
 

@@ -61,7 +61,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "DaemonSetPreemption": DaemonSetPreemption,
     "VolumeRestrictions": _no_args(VolumeRestrictions),
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
-    "VolumeBinding": _no_args(VolumeBinding),
+    "VolumeBinding": VolumeBinding,
     "VolumeZone": _no_args(VolumeZone),
 }
 

@@ -436,6 +436,7 @@ class ClusterState:
                 pod.node_name = old.node_name if old is not None else ""
             else:
                 self.assumed.discard(key)
+                self.volumes.confirm(key)
         old_node = self.bound.get(key)
         if old_node is not None:
             self._unbind(key)
@@ -468,7 +469,9 @@ class ClusterState:
         self.release(key)
         if key in self.bound:
             self._unbind(key)
-        self.assumed.discard(key)
+        if key in self.assumed:
+            self.assumed.discard(key)
+            self.volumes.revert(key)
         self.nominations.pop(key, None)
         self._demands.pop(key, None)
         self._index_group(key, None)
@@ -567,6 +570,7 @@ class ClusterState:
         if key not in self.assumed:
             return
         self.assumed.discard(key)
+        self.volumes.revert(key)
         pod = self.pods[key]
         if key in self.bound:
             self._unbind(key)

@@ -8,7 +8,7 @@ it lands on its node (a bound volume's driver and handle do not change).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -58,11 +58,33 @@ class VolumeObjects:
         # one-shot world does; live mode has no PreBind yet, so it refuses pods needing one.
         self.binds_at_scheduling = False
         self.bindings: list[ClaimBinding] = []
+        # Bindings assumed for pods whose PreBind the world has not finished (upstream's
+        # assume cache): the claims and PVs as last reported, which the assumption covers
+        # until a report shows it carried out, or the pod's bind fails (`revert`).
+        self._assumed: dict[str, list[ClaimBinding]] = {}
+        self._reported_claims: dict[str, PersistentVolumeClaim] = {}
+        self._reported_volumes: dict[str, PersistentVolume] = {}
 
     def upsert(self, obj: VolumeObject) -> None:
         if isinstance(obj, PersistentVolumeClaim):
+            if obj.key in self._reported_claims:
+                self._reported_claims[obj.key] = obj
+                assumed = self.claims[obj.key]
+                if not obj.bound and not obj.selected_node:  # our write not seen yet
+                    obj = replace(
+                        obj,
+                        volume_name=assumed.volume_name,
+                        bind_completed=assumed.bind_completed,
+                        phase=assumed.phase,
+                        selected_node=assumed.selected_node,
+                    )
             self.claims[obj.key] = obj
         elif isinstance(obj, PersistentVolume):
+            if obj.name in self._reported_volumes:
+                self._reported_volumes[obj.name] = obj
+                if not obj.claim_ref:  # our claimRef not seen yet
+                    assumed_pv = self.volumes[obj.name]
+                    obj = replace(obj, claim_ref=assumed_pv.claim_ref, phase=assumed_pv.phase)
             self.volumes[obj.name] = obj
         elif isinstance(obj, StorageClass):
             self.classes[obj.name] = obj
@@ -73,24 +95,51 @@ class VolumeObjects:
     def remove(self, kind: str, key: str) -> None:
         if kind == "PersistentVolumeClaim":
             self.claims.pop(key, None)
+            self._reported_claims.pop(key, None)
         elif kind == "PersistentVolume":
             self.volumes.pop(key, None)
+            self._reported_volumes.pop(key, None)
         elif kind == "StorageClass":
             self.classes.pop(key, None)
         else:
             self.csi_nodes.pop(key, None)
             self.csi_version += 1
 
-    def bind(self, pod: str, claim: PersistentVolumeClaim, volume: str, node: str) -> None:
-        """Bind the claim to the volume, or mark it for provisioning on the node, as PreBind
-        and the PV controller would; later pods see the claim bound (or its node chosen)."""
+    def bind(self, pod: str, claim: PersistentVolumeClaim, volume: str, node: str) -> ClaimBinding:
+        """Assume the claim bound to the volume, or marked for provisioning on the node, as
+        PreBind and the PV controller will make it; later pods see the claim bound (or its
+        node chosen) until `confirm` or `revert`."""
+        self._reported_claims.setdefault(claim.key, claim)
         if volume:
             pv = self.volumes[volume]
-            pv.claim_ref, pv.phase = claim.key, "Bound"
-            claim.volume_name, claim.bind_completed, claim.phase = volume, True, "Bound"
+            self._reported_volumes.setdefault(volume, pv)
+            self.volumes[volume] = replace(pv, claim_ref=claim.key, phase="Bound")
+            self.claims[claim.key] = replace(
+                claim, volume_name=volume, bind_completed=True, phase="Bound"
+            )
         else:
-            claim.selected_node = node
-        self.bindings.append(ClaimBinding(pod, claim.key, node, volume))
+            self.claims[claim.key] = replace(claim, selected_node=node)
+        binding = ClaimBinding(pod, claim.key, node, volume)
+        self.bindings.append(binding)
+        self._assumed.setdefault(pod, []).append(binding)
+        return binding
+
+    def confirm(self, pod: str) -> None:
+        """The pod's PreBind and Binding are done: the reports take over from the assumption
+        (the PV controller's writes may still be on their way, as for upstream's cache)."""
+        for binding in self._assumed.pop(pod, []):
+            self._reported_claims.pop(binding.claim, None)
+            self._reported_volumes.pop(binding.volume, None)
+
+    def revert(self, pod: str) -> None:
+        """The pod's bind failed: the claims and PVs are as last reported again."""
+        for binding in self._assumed.pop(pod, []):
+            claim = self._reported_claims.pop(binding.claim, None)
+            if claim is not None:
+                self.claims[binding.claim] = claim
+            volume = self._reported_volumes.pop(binding.volume, None)
+            if volume is not None:
+                self.volumes[binding.volume] = volume
 
     def attachments(self, pod: Pod) -> dict[str, str]:
         """The pod's attachable volumes, `driver/handle` -> driver, as NodeVolumeLimits counts

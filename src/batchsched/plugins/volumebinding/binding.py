@@ -1,22 +1,28 @@
-"""VolumeBinding (PreFilter, Filter, Reserve): a pod's claims must be usable on the node.
+"""VolumeBinding (PreFilter, Filter, Reserve, PreBind): a pod's claims must be usable on the
+node.
 
 PreFilter: a missing, lost or deleting claim, or an unbound claim of an Immediate class, keeps
 the pod pending with upstream's message (preemption cannot help). Filter: every bound claim's
 PersistentVolume must exist and its `nodeAffinity` must match the node; every unbound claim of
 a WaitForFirstConsumer class must be matched to an available PV there or be provisionable
-there (matching.py). Reserve: the chosen PVs are bound to their claims (or the claims marked
-for provisioning on the node), so pods placed later in the pass do not take them. The world
-must carry the bindings out: only the one-shot world does (live mode has no PreBind yet), so
-elsewhere, and for PodGroup members (placed without Reserve), such pods are refused
-(docs/volumes.md).
+there (matching.py). Reserve: the chosen PVs are assumed bound to their claims (or the claims
+marked for provisioning on the node), so pods placed later do not take them, and the Binding
+carries a PreBind step (decisions.BindVolumes) the world writes before it: the one-shot world
+reports it, live mode writes it and waits for the PV controller (live/volume_binder.py). The
+simulator and PodGroup members (placed without Reserve) refuse such pods (docs/volumes.md).
+
+Args (VolumeBindingArgs): `bindTimeoutSeconds`, how long PreBind waits (default 600).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
+from batchsched.decisions import BindVolumes
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
     Cycle,
     FilterPlugin,
@@ -40,12 +46,16 @@ from batchsched.state.cluster import BoolArray, ClusterState
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 _OPTIONS = "volumebinding.options"
+DEFAULT_BIND_TIMEOUT = 600  # seconds, as upstream
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = "VolumeBinding"
 
-    def __init__(self) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        reader = ArgsReader(self.name, args, ("bindTimeoutSeconds",))
+        # Upstream takes any non-negative int64; int32 seconds (68 years) is wait enough.
+        self.bind_timeout = reader.int_in("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT, 0)
         self._affinity = AffinityIndex()
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
@@ -63,7 +73,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
         if claims.unbound:
             where = ""
             if not cycle.state.volumes.binds_at_scheduling:
-                where = " (bound at scheduling time by `batchsched schedule` only)"
+                where = " (bound by `batchsched schedule` and `batchsched run` only)"
             elif group_key_of(cycle.pod) is not None:
                 where = " in a PodGroup"
             if where:
@@ -89,17 +99,20 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
             rejections.append(Rejection(BIND_CONFLICT, fits & ~matched, resolvable=False))
         return rejections
 
-    def reserve(self, cycle: Cycle, row: int) -> None:
+    def reserve(self, cycle: Cycle, row: int) -> BindVolumes | None:
         claims = pod_claims(cycle)
         if not claims.unbound:
-            return
+            return None
         chosen = choose(self._options(cycle), row)
         assert chosen is not None, "reserve on a node the filter rejected"
         node = cycle.state.node_name(row)
+        bindings = []
         for claim in claims.unbound:
             if claim.selected_node:
                 continue  # its node was chosen by an earlier pod: it is being provisioned
-            cycle.state.volumes.bind(cycle.pod.key, claim, chosen[claim.key], node)
+            volumes = cycle.state.volumes
+            bindings.append(volumes.bind(cycle.pod.key, claim, chosen[claim.key], node))
+        return BindVolumes(tuple(bindings), self.bind_timeout) if bindings else None
 
     def _options(self, cycle: Cycle) -> list[ClaimOptions]:
         found = cycle.scratch.get(_OPTIONS)
