@@ -566,6 +566,10 @@ class Framework:
         steps = (plugin.reserve(cycle, row) for plugin in self.reserves)
         return tuple(step for step in steps if step is not None)
 
+    def unreserve(self, state: ClusterState, pod: Pod) -> None:
+        for plugin in reversed(self.reserves):
+            plugin.unreserve(state, pod)
+
     # ---- post-filter -------------------------------------------------------------------
 
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:

@@ -196,7 +196,7 @@ def settle(
         for key, pod in state.pending.items()
         if scheduler.owns(pod)
     }
-    result.volume_bindings = list(state.volumes.bindings)
+    result.volume_bindings = state.volumes.assumed()
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
     for key in state.group_members:

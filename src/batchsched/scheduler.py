@@ -156,10 +156,15 @@ class Scheduler:
         outcome = plugin.schedule_group(attempt)
         decisions = self._carry_out(outcome.decisions, now)
         for key, node in outcome.binds:
+            # Reserved again as tentatively placed, in the same order (the placement undid
+            # its reservations): the same volumes are chosen.
+            pod = self.state.pods[key]
+            cycle = Cycle(self.state, pod, now, self.state.demand(pod), self.state.free_for(pod))
+            pre_bind = framework.reserve(cycle, self.state.node_index[node])
             self.state.assume(key, node)
             self.queue.remove(key)
             self.messages.pop(key, None)
-            decisions.append(Bind(key, node))
+            decisions.append(Bind(key, node, pre_bind))
         for key, message in outcome.unschedulable.items():
             pod = self.state.pods[key]
             decisions.extend(self._unschedulable(pod, message, now, outcome.rejected_by))

@@ -343,3 +343,41 @@ def test_a_failed_bind_gives_the_claims_back() -> None:
     state.forget("default/p")
     assert state.volumes.volumes["v"].claim_ref == ""
     assert not state.volumes.claims["default/c"].bound
+
+
+def _member(name: str, *claims: str) -> dict[str, Any]:
+    return claim_pod(name, *claims, labels={"scheduling.x-k8s.io/pod-group": "g"})
+
+
+def test_gang_members_bind_their_claims_together_or_not_at_all() -> None:
+    from tests.builders import pod_group
+
+    local = wffc_class("local", "kubernetes.io/no-provisioner")
+    size = {"storage": "1Gi"}
+    volumes = [pv(f"v{i}", f"n{i}", storageClassName="local", capacity=size) for i in (1, 2)]
+    claims = [pvc(f"c{i}", storageClassName="local", resources={"requests": size}) for i in (1, 2)]
+    nodes = [node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"}) for i in (1, 2)]
+    group = pod_group("g", 2, namespace="default")
+    gang = [_member("m1", "c1"), _member("m2", "c2")]
+    result = schedule(*nodes, local, *volumes, *claims, group, *gang)
+    chosen = {b.claim: (b.pod, b.node, b.volume) for b in result.volume_bindings}
+    assert len(result.bindings) == 2
+    assert {pod for pod, _, _ in chosen.values()} == {"default/m1", "default/m2"}
+    assert sorted(volume for _, _, volume in chosen.values()) == ["v1", "v2"]
+    placed = {b.pod: b.node for b in result.bindings}
+    assert all(placed[pod] == node for pod, node, _ in chosen.values())
+    # One volume for two members: neither binds, and no claim is left bound.
+    result = schedule(*nodes, local, volumes[0], *claims, group, *gang)
+    assert result.bindings == [] and result.volume_bindings == []
+    assert "didn't find available persistent volumes" in result.unschedulable["default/m2"]
+
+
+def test_gang_members_see_each_others_read_write_once_pod_claims() -> None:
+    from tests.builders import pod_group
+
+    claim = pvc("only", "v", accessModes=["ReadWriteOncePod"])
+    group = pod_group("g", 2, namespace="default")
+    gang = [_member("m1", "only"), _member("m2", "only")]
+    result = schedule(node("n1"), node("n2"), pv("v"), claim, group, *gang)
+    assert result.bindings == []
+    assert "ReadWriteOncePod access mode already in-use" in result.unschedulable["default/m2"]

@@ -256,6 +256,10 @@ class ReservePlugin(Plugin):
         What the world must write before the pod's Binding, if anything, is returned."""
         raise NotImplementedError
 
+    def unreserve(self, state: ClusterState, pod: Pod) -> None:
+        """Give back what `reserve` held for the pod (a group's tentative placement is
+        undone). Plugins whose Reserve holds nothing across placements need not."""
+
 
 class PostFilterPlugin(Plugin):
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
@@ -292,6 +296,10 @@ class PlacementFramework(Protocol):
     ) -> int | Diagnosis | None: ...
 
     def row_local(self, cycle: Cycle) -> bool: ...
+
+    def reserve(self, cycle: Cycle, row: int) -> tuple[PreBind, ...]: ...
+
+    def unreserve(self, state: ClusterState, pod: Pod) -> None: ...
 
 
 @dataclass(slots=True)

@@ -558,11 +558,16 @@ class ClusterState:
         is placed, so that the rules reading a node's pods (host ports, spread, inter-pod
         affinity) see it; the caller takes its room (`take_room`). `unhold` takes a pod off
         (also a would-be victim while a gang tries placing without it); `hold` puts it back."""
-        self.node_pods[idx][key] = self.pods[key]
+        pod = self.pods[key]
+        self.node_pods[idx][key] = pod
+        if pod.volumes:  # its claims and attachments count there too
+            self.volumes.place(pod, idx)
         self._touch(idx)
 
     def unhold(self, key: str, idx: int) -> None:
-        self.node_pods[idx].pop(key, None)
+        pod = self.node_pods[idx].pop(key, None)
+        if pod is not None and pod.volumes:
+            self.volumes.unplace(pod, idx)
         self._touch(idx)
 
     def forget(self, key: str) -> None:

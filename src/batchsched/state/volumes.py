@@ -8,6 +8,7 @@ it lands on its node (a bound volume's driver and handle do not change).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -54,10 +55,10 @@ class VolumeObjects:
         # CSI driver -> distinct volumes attached per node row (grown on demand).
         self.attach_counts: dict[str, CountArray] = {}
         self._attachments: dict[str, dict[str, str]] = {}  # pod key -> what it attached
+        self._rows: dict[str, int] = {}  # pod key -> the node row it attached them on
         # Whether the world carries out the claim bindings the scheduler chooses: the
         # one-shot world does; live mode has no PreBind yet, so it refuses pods needing one.
         self.binds_at_scheduling = False
-        self.bindings: list[ClaimBinding] = []
         # Bindings assumed for pods whose PreBind the world has not finished (upstream's
         # assume cache): the claims and PVs as last reported, which the assumption covers
         # until a report shows it carried out, or the pod's bind fails (`revert`).
@@ -120,9 +121,12 @@ class VolumeObjects:
         else:
             self.claims[claim.key] = replace(claim, selected_node=node)
         binding = ClaimBinding(pod, claim.key, node, volume)
-        self.bindings.append(binding)
         self._assumed.setdefault(pod, []).append(binding)
         return binding
+
+    def assumed(self) -> list[ClaimBinding]:
+        """The bindings assumed for pods whose bind is not confirmed yet."""
+        return [binding for bindings in self._assumed.values() for binding in bindings]
 
     def confirm(self, pod: str) -> None:
         """The pod's PreBind and Binding are done: the reports take over from the assumption
@@ -162,12 +166,26 @@ class VolumeObjects:
                 out[f"{driver}/{handle}"] = driver
         return out
 
+    def freed_by(self, row: int, removed: Collection[str]) -> dict[str, str]:
+        """The attachable volumes (`driver/handle` -> driver) no longer attached on node
+        `row` once the pods keyed in `removed` are gone."""
+        left: dict[str, int] = {}
+        drivers: dict[str, str] = {}
+        for key in removed:
+            if self._rows.get(key) != row:
+                continue
+            for name, driver in self._attachments.get(key, {}).items():
+                left[name] = left.get(name, self.volume_rows[name][row]) - 1
+                drivers[name] = driver
+        return {name: drivers[name] for name, count in left.items() if count <= 0}
+
     def place(self, pod: Pod, row: int) -> None:
         """A pod with claim volumes is now on node `row`."""
         for volume in pod.volumes:
             self.users.setdefault(claim_key(pod, volume.claim), set()).add(pod.key)
         attached = self.attachments(pod)
         self._attachments[pod.key] = attached
+        self._rows[pod.key] = row
         for name, driver in attached.items():
             rows = self.volume_rows.setdefault(name, {})
             rows[row] = rows.get(row, 0) + 1
@@ -182,6 +200,7 @@ class VolumeObjects:
                 users.discard(pod.key)
                 if not users:
                     del self.users[key]
+        self._rows.pop(pod.key, None)
         for name, driver in self._attachments.pop(pod.key, {}).items():
             rows = self.volume_rows[name]
             rows[row] -= 1

@@ -70,7 +70,7 @@ class TentativePlacement:
         self.free = free
         self.group = group
         self.base = base
-        self._taken: list[tuple[int, Demand, str]] = []
+        self._taken: list[tuple[int, Demand, Pod]] = []
         # Every member so far was placed from row-local results (`_from_base`): each node's
         # results depended on that node's room and pods alone.
         self.row_local = True
@@ -93,8 +93,9 @@ class TentativePlacement:
             placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
+            self.framework.reserve(cycle, placed)  # e.g. the PVs its claims take
             state.hold(pod.key, placed)
-            self._taken.append((placed, demand, pod.key))
+            self._taken.append((placed, demand, pod))
         return placed
 
     def _from_base(self, cycle: Cycle) -> int | Diagnosis | None:
@@ -112,10 +113,11 @@ class TentativePlacement:
         return placed
 
     def undo(self) -> None:
-        """Give back the room of every member placed so far."""
-        for idx, demand, key in reversed(self._taken):
+        """Give back the room (and what Reserve held) of every member placed so far."""
+        for idx, demand, pod in reversed(self._taken):
             self.state.take_room(self.free, idx, demand, sign=-1)
-            self.state.unhold(key, idx)
+            self.state.unhold(pod.key, idx)
+            self.framework.unreserve(self.state, pod)
         self._taken.clear()
 
 

@@ -20,7 +20,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from batchsched.decisions import BindVolumes
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
@@ -70,19 +69,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
         claims = pod_claims(cycle)
         if claims.error:
             return PreFilterResult(reject=claims.error)
-        if claims.unbound:
-            where = ""
-            if not cycle.state.volumes.binds_at_scheduling:
-                where = " (bound by `batchsched schedule` and `batchsched run` only)"
-            elif group_key_of(cycle.pod) is not None:
-                where = " in a PodGroup"
-            if where:
-                return PreFilterResult(
-                    reject=message(
-                        f"unbound WaitForFirstConsumer PersistentVolumeClaim "
-                        f"{claims.unbound[0].key}{where}"
-                    )
+        if claims.unbound and not cycle.state.volumes.binds_at_scheduling:
+            return PreFilterResult(
+                reject=message(
+                    f"unbound WaitForFirstConsumer PersistentVolumeClaim "
+                    f"{claims.unbound[0].key} (bound by `batchsched schedule` and "
+                    "`batchsched run` only)"
                 )
+            )
         return None
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
@@ -113,6 +107,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
             volumes = cycle.state.volumes
             bindings.append(volumes.bind(cycle.pod.key, claim, chosen[claim.key], node))
         return BindVolumes(tuple(bindings), self.bind_timeout) if bindings else None
+
+    def unreserve(self, state: ClusterState, pod: Pod) -> None:
+        state.volumes.revert(pod.key)
 
     def _options(self, cycle: Cycle) -> list[ClaimOptions]:
         found = cycle.scratch.get(_OPTIONS)

@@ -3,13 +3,14 @@ volumes per CSI driver.
 
 A volume counts once per node however many pods there use it (state/volumes.py keeps the
 count of distinct volumes per driver and node). Nodes without a CSINode, or drivers without a
-count, have no limit. In-tree volumes counted through CSI migration and VolumeAttachments are
-not read (docs/volumes.md).
+count, have no limit. As upstream, preemption may free attach slots: a node over the limit
+fits once the victims there take enough volumes with them. In-tree volumes counted through
+CSI migration and VolumeAttachments are not read (docs/volumes.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 import numpy as np
 
@@ -43,10 +44,9 @@ class NodeVolumeLimits(FilterPlugin):
         limits = self._driver_limits(state)
         rows = candidates.shape[0]
         rejected = np.zeros(rows, dtype=np.bool_)
-        for driver in sorted(set(wanted.values())):
-            limit = limits.get(driver)
-            if limit is None:
-                continue
+        drivers = sorted(d for d in set(wanted.values()) if d in limits)
+        for driver in drivers:
+            limit = limits[driver]
             new = np.zeros(rows, dtype=np.int64)
             for name, of in wanted.items():
                 if of == driver:
@@ -59,7 +59,25 @@ class NodeVolumeLimits(FilterPlugin):
                 upto = min(rows, counts.shape[0])
                 in_use[:upto] = counts[:upto]
             rejected |= (limit[:rows] >= 0) & (new > 0) & (in_use + new > limit[:rows])
-        return [Rejection(REASON, rejected & candidates, resolvable=False)]
+
+        def still_fails(row: int, removed: Collection[str]) -> bool:
+            freed = volumes.freed_by(row, removed)
+            for driver in drivers:
+                limit = int(limits[driver][row])
+                counts = volumes.attach_counts.get(driver)
+                in_use = int(counts[row]) if counts is not None and row < counts.shape[0] else 0
+                in_use -= sum(1 for of in freed.values() if of == driver)
+                new = sum(
+                    1
+                    for name, of in wanted.items()
+                    if of == driver
+                    and (name in freed or row not in volumes.volume_rows.get(name, {}))
+                )
+                if limit >= 0 and new > 0 and in_use + new > limit:
+                    return True
+            return False
+
+        return [Rejection(REASON, rejected & candidates, resolvable=True, still_fails=still_fails)]
 
     def _driver_limits(self, state: ClusterState) -> dict[str, IntArray]:
         at = (state.volumes.csi_version, state.node_generation, state.rows)

@@ -1,13 +1,13 @@
 """VolumeRestrictions (Filter): a ReadWriteOncePod claim serves one pod at a time.
 
-While another pod on a node uses such a claim, the pod fits no node. Upstream lets preemption
-try to free the claim; batchsched's preemption does not yet account for claims, so the
-rejection is unresolvable here (no pod is evicted in vain; docs/volumes.md).
+While another pod on a node uses such a claim, the pod fits no node. As upstream, preemption
+may free the claim: on the node of the pods holding it, evicting them lifts the conflict
+(elsewhere it stays: they are not victims there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import READ_WRITE_ONCE_POD
@@ -34,11 +34,17 @@ class VolumeRestrictions(FilterPlugin):
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         pod = cycle.pod
         volumes = cycle.state.volumes
+        holders: set[str] = set()
         for volume in pod.volumes:
             key = claim_key(pod, volume.claim)
             claim = volumes.claims.get(key)
-            if claim is None or READ_WRITE_ONCE_POD not in claim.access_modes:
-                continue
-            if volumes.users.get(key, set()) - {pod.key}:
-                return [Rejection(RWOP_CONFLICT, candidates, resolvable=False)]
-        return []
+            if claim is not None and READ_WRITE_ONCE_POD in claim.access_modes:
+                holders |= volumes.users.get(key, set()) - {pod.key}
+        if not holders:
+            return []
+        held = frozenset(holders)
+
+        def still_fails(row: int, removed: Collection[str]) -> bool:
+            return not held <= set(removed)
+
+        return [Rejection(RWOP_CONFLICT, candidates, resolvable=True, still_fails=still_fails)]
