@@ -155,6 +155,8 @@ def build_state(objects: Objects) -> ClusterState:
         *objects.volumes,
         *objects.claims,
         *objects.csi_nodes,
+        *objects.csi_drivers,
+        *objects.capacities,
     ]
     for volume_object in volume_objects:
         state.upsert_volume_object(volume_object)

@@ -93,12 +93,18 @@ def _cluster(api: FakeApiServer, provisioner: str, pv_on: str = "") -> None:
     api.create("storageclasses", storage_class)
     claim = {
         "metadata": {"name": "data", "namespace": "default"},
-        "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"]},
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
     }
     api.create("persistentvolumeclaims", claim)
     if pv_on:
         pv = _local_pv(f"local-{pv_on}", pv_on)
-        pv["spec"].update(storageClassName="local", accessModes=["ReadWriteOnce"])
+        pv["spec"].update(
+            storageClassName="local", accessModes=["ReadWriteOnce"], capacity={"storage": "1Gi"}
+        )
         api.create("persistentvolumes", pv)
     api.create("pods", _claim_pod("train", "data"))
 
@@ -195,4 +201,27 @@ def test_a_provisioner_that_drops_the_node_makes_the_pod_try_again(
     assert node_of(api, "train") == ""
     controller.refuse_provisioning = False
     assert api.wait_for(lambda s: node_of(s, "train") != "")
+    assert run.halt() == 0
+
+
+def test_provisioning_waits_for_published_capacity(
+    api: FakeApiServer, launch: Launcher, controller: PvController
+) -> None:
+    controller.running.set()
+    csi_driver = {"metadata": {"name": "local.csi.example.com"}, "spec": {"storageCapacity": True}}
+    api.create("csidrivers", csi_driver)
+    _cluster(api, "local.csi.example.com")
+    run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
+    assert api.wait_for(lambda s: condition(s, "train") is not None)
+    cond = condition(api, "train")
+    assert cond is not None and "3 node(s) did not have enough free storage" in cond["message"]
+    capacity = {
+        "metadata": {"name": "n2-pool", "namespace": "kube-system"},
+        "storageClassName": "local",
+        "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": "n2"}},
+        "capacity": "10Gi",
+    }
+    api.create("csistoragecapacities", capacity)
+    assert api.wait_for(lambda s: node_of(s, "train") == "n2")
+    assert _claim(api)["metadata"]["annotations"][SELECTED] == "n2"
     assert run.halt() == 0

@@ -114,6 +114,23 @@ def claim_pod(name: str, *claims: str, **kwargs: Any) -> dict[str, Any]:
             "spec.drivers[0].allocatable.count",
         ),
         (pod("p", volumes=[{"name": "v", "persistentVolumeClaim": {}}]), "claimName"),
+        (
+            {"kind": "CSIStorageCapacity", "metadata": {"name": "c", "namespace": "ns"}},
+            "CSIStorageCapacity ns/c: storageClassName: is required",
+        ),
+        (
+            {
+                "kind": "CSIStorageCapacity",
+                "metadata": {"name": "c", "namespace": "ns"},
+                "storageClassName": "s",
+                "capacity": "lots",
+            },
+            "CSIStorageCapacity ns/c: capacity",
+        ),
+        (
+            {"kind": "CSIDriver", "metadata": {"name": "d"}, "spec": {"storageCapacity": "yes"}},
+            "CSIDriver d: spec.storageCapacity",
+        ),
     ],
 )
 def test_malformed_storage_objects_name_object_and_field(

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from batchsched.live.client import ApiError, KubeClient
+from batchsched.objects import volume_parse
 from batchsched.objects.parse import (
     read_device_class,
     read_namespace,
@@ -29,7 +30,6 @@ from batchsched.objects.records import (
     PodGroup,
     PriorityClass,
 )
-from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
 from batchsched.objects.workload_api import VERSIONS, read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import VolumeObject
@@ -157,16 +157,26 @@ KINDS: tuple[Kind, ...] = (
         Kind(
             name,
             path,
-            name == "PersistentVolumeClaim",
+            name in ("PersistentVolumeClaim", "CSIStorageCapacity"),
             read,
             ClusterState.upsert_volume_object,
             partial(_remove_volume_object, name),
         )
         for name, path, read in (
-            ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", read_storage_class),
-            ("PersistentVolume", "/api/v1/persistentvolumes", read_pv),
-            ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", read_pvc),
-            ("CSINode", "/apis/storage.k8s.io/v1/csinodes", read_csi_node),
+            (
+                "StorageClass",
+                "/apis/storage.k8s.io/v1/storageclasses",
+                volume_parse.read_storage_class,
+            ),
+            ("PersistentVolume", "/api/v1/persistentvolumes", volume_parse.read_pv),
+            ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", volume_parse.read_pvc),
+            ("CSINode", "/apis/storage.k8s.io/v1/csinodes", volume_parse.read_csi_node),
+            ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", volume_parse.read_csi_driver),
+            (
+                "CSIStorageCapacity",
+                "/apis/storage.k8s.io/v1/csistoragecapacities",
+                volume_parse.read_csi_storage_capacity,
+            ),
         )
     ),
     Kind("Pod", "/api/v1/pods", True, read_pod, ClusterState.upsert_pod, ClusterState.remove_pod),

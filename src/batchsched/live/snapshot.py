@@ -62,6 +62,8 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
         "volumes",
         "storage_classes",
         "csi_nodes",
+        "csi_drivers",
+        "capacities",
         "resource_slices",
         "resource_claims",
         "claim_templates",

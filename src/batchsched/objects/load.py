@@ -38,9 +38,18 @@ from batchsched.objects.records import (
     Workload,
 )
 from batchsched.objects.schema import NAMESPACED, unknown_fields
-from batchsched.objects.volume_parse import read_csi_node, read_pv, read_pvc, read_storage_class
+from batchsched.objects.volume_parse import (
+    read_csi_driver,
+    read_csi_node,
+    read_csi_storage_capacity,
+    read_pv,
+    read_pvc,
+    read_storage_class,
+)
 from batchsched.objects.volumes import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -64,6 +73,8 @@ class Objects:
     volumes: list[PersistentVolume] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
+    csi_drivers: list[CSIDriver] = field(default_factory=list)
+    capacities: list[CSIStorageCapacity] = field(default_factory=list)
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
@@ -99,6 +110,10 @@ class Objects:
             self.storage_classes.append(read_storage_class(obj))
         elif kind == "CSINode":
             self.csi_nodes.append(read_csi_node(obj))
+        elif kind == "CSIDriver":
+            self.csi_drivers.append(read_csi_driver(obj))
+        elif kind == "CSIStorageCapacity":
+            self.capacities.append(read_csi_storage_capacity(obj))
         elif kind == "ResourceSlice":
             self.resource_slices.append(read_resource_slice(obj))
         elif kind == "ResourceClaim":
@@ -121,6 +136,8 @@ class Objects:
             ("PersistentVolume", [v.name for v in self.volumes]),
             ("StorageClass", [c.name for c in self.storage_classes]),
             ("CSINode", [n.name for n in self.csi_nodes]),
+            ("CSIDriver", [d.name for d in self.csi_drivers]),
+            ("CSIStorageCapacity", [c.key for c in self.capacities]),
             ("ResourceSlice", [s.name for s in self.resource_slices]),
             ("ResourceClaim", [c.key for c in self.resource_claims]),
             ("ResourceClaimTemplate", [t.key for t in self.claim_templates]),

@@ -225,6 +225,10 @@ KINDS: dict[str, Schema] = {
     "CSINode": _object(
         spec={"drivers": Each(_free("allocatable", "name", "nodeID", "topologyKeys"))}
     ),
+    "CSIDriver": _object(spec=None),
+    "CSIStorageCapacity": _object(
+        **_free("capacity", "maximumVolumeSize", "storageClassName"), nodeTopology=LABEL_SELECTOR
+    ),
 }
 
 
@@ -259,6 +263,7 @@ NAMESPACED = frozenset(
         "PodGroup",
         "Workload",
         "PersistentVolumeClaim",
+        "CSIStorageCapacity",
         "ResourceClaim",
         "ResourceClaimTemplate",
     }

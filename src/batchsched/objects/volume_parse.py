@@ -10,13 +10,16 @@ from batchsched.objects.parse import (
     owner_references,
     read_label_selector,
 )
+from batchsched.objects.quantity import QuantityError, resource_amount
 from batchsched.objects.records import NodeSelectorTerm, Requirement
 from batchsched.objects.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED_ANNOTATION,
     SELECTED_NODE_ANNOTATION,
     WAIT_FOR_FIRST_CONSUMER,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -136,3 +139,28 @@ def read_csi_node(obj: Json) -> CSINode:
         if d.get(raw, "allocatable", dict, {}).get("count") is not None:
             limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
     return CSINode(name=r.name, limits=limits)
+
+
+def read_csi_driver(obj: Json) -> CSIDriver:
+    r = _Reader("CSIDriver", obj)
+    r.require_name()
+    return CSIDriver(name=r.name, storage_capacity=r.get(obj, "spec.storageCapacity", bool, False))
+
+
+def read_csi_storage_capacity(obj: Json) -> CSIStorageCapacity:
+    r = _Reader("CSIStorageCapacity", obj)
+    r.namespaced()
+    r.require_name()
+    storage_class = r.get(obj, "storageClassName", str, "")
+    if not storage_class:
+        raise r.fail("storageClassName", "is required")
+    topology = read_label_selector(r, obj, "nodeTopology") if "nodeTopology" in obj else None
+    limit = None
+    for field in ("maximumVolumeSize", "capacity"):  # the first is the more precise
+        if obj.get(field) is not None:
+            try:
+                limit = resource_amount("storage", obj[field])
+            except QuantityError as err:
+                raise r.fail(field, str(err)) from None
+            break
+    return CSIStorageCapacity(r.namespace, r.name, storage_class, topology, limit)

@@ -1,5 +1,5 @@
 """Records for the storage objects the volume plugins read (PVCs, PVs, StorageClasses,
-CSINodes) and for a pod's volumes.
+CSINodes, CSIDrivers, CSIStorageCapacities) and for a pod's volumes.
 
 Only what VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits read is kept.
 """
@@ -89,3 +89,25 @@ class CSINode:
     name: str
     # Attach limits per driver: spec.drivers[].allocatable.count, where given.
     limits: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CSIDriver:
+    name: str
+    # spec.storageCapacity: provisioning for this driver needs a CSIStorageCapacity with room.
+    storage_capacity: bool = False
+
+
+@dataclass(slots=True)
+class CSIStorageCapacity:
+    namespace: str
+    name: str
+    storage_class: str
+    node_topology: LabelSelector | None  # None: no node has access to this capacity
+    # The largest volume it can make, bytes: maximumVolumeSize if given, else capacity;
+    # None when neither is (no room known).
+    limit: int | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

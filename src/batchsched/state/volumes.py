@@ -16,13 +16,22 @@ import numpy.typing as npt
 
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
 )
 
-VolumeObject = PersistentVolumeClaim | PersistentVolume | StorageClass | CSINode
+VolumeObject = (
+    PersistentVolumeClaim
+    | PersistentVolume
+    | StorageClass
+    | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
+)
 CountArray = npt.NDArray[np.int64]
 
 
@@ -48,6 +57,9 @@ class VolumeObjects:
         self.classes: dict[str, StorageClass] = {}
         self.csi_nodes: dict[str, CSINode] = {}
         self.csi_version = 0  # moves when a CSINode changes (attach limits are cached on it)
+        self.csi_drivers: dict[str, CSIDriver] = {}
+        self.capacities: dict[str, CSIStorageCapacity] = {}  # "namespace/name"
+        self.capacity_version = 0  # moves when a CSIStorageCapacity changes
         # Claim key -> keys of the pods on a node that use it (any phase but terminated).
         self.users: dict[str, set[str]] = {}
         # Attachable volume (`driver/handle`) -> node row -> pods there using it.
@@ -89,6 +101,11 @@ class VolumeObjects:
             self.volumes[obj.name] = obj
         elif isinstance(obj, StorageClass):
             self.classes[obj.name] = obj
+        elif isinstance(obj, CSIDriver):
+            self.csi_drivers[obj.name] = obj
+        elif isinstance(obj, CSIStorageCapacity):
+            self.capacities[obj.key] = obj
+            self.capacity_version += 1
         else:
             self.csi_nodes[obj.name] = obj
             self.csi_version += 1
@@ -102,6 +119,11 @@ class VolumeObjects:
             self._reported_volumes.pop(key, None)
         elif kind == "StorageClass":
             self.classes.pop(key, None)
+        elif kind == "CSIDriver":
+            self.csi_drivers.pop(key, None)
+        elif kind == "CSIStorageCapacity":
+            self.capacities.pop(key, None)
+            self.capacity_version += 1
         else:
             self.csi_nodes.pop(key, None)
             self.csi_version += 1

@@ -32,9 +32,11 @@ from batchsched.plugins.base import (
 )
 from batchsched.plugins.support import message
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.plugins.volumebinding.claims import claims_read, pod_claims
 from batchsched.plugins.volumebinding.matching import (
     BIND_CONFLICT,
+    NOT_ENOUGH_SPACE,
     ClaimOptions,
     choose,
     feasible,
@@ -56,6 +58,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
         # Upstream takes any non-negative int64; int32 seconds (68 years) is wait enough.
         self.bind_timeout = reader.int_in("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT, 0)
         self._affinity = AffinityIndex()
+        self._capacity = CapacityIndex()
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
@@ -89,8 +92,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
                 fits &= self._affinity.mask(cycle.state, volume.node_affinity)
         rejections = [Rejection(NODE_CONFLICT, candidates & ~fits, resolvable=False)]
         if claims.unbound:
-            matched = feasible(self._options(cycle), fits)
-            rejections.append(Rejection(BIND_CONFLICT, fits & ~matched, resolvable=False))
+            found = self._options(cycle)
+            matched = feasible(found, fits)
+            possible = matched
+            if any(option.short.any() for option in found):
+                possible = feasible([option.with_room() for option in found], fits)
+                space = possible & ~matched
+                rejections.append(Rejection(NOT_ENOUGH_SPACE, space, resolvable=False))
+            rejections.append(Rejection(BIND_CONFLICT, fits & ~possible, resolvable=False))
         return rejections
 
     def reserve(self, cycle: Cycle, row: int) -> BindVolumes | None:
@@ -114,6 +123,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
     def _options(self, cycle: Cycle) -> list[ClaimOptions]:
         found = cycle.scratch.get(_OPTIONS)
         if not isinstance(found, list):
-            found = options(cycle.state, self._affinity, pod_claims(cycle).unbound)
+            unbound = pod_claims(cycle).unbound
+            found = options(cycle.state, self._affinity, self._capacity, unbound)
             cycle.scratch[_OPTIONS] = found
         return found

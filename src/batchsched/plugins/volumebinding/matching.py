@@ -3,8 +3,9 @@
 On a node, claims are taken smallest request first; each gets the smallest available PV of
 its class that fits there (capacity, access modes, volume mode, selector, node affinity; a
 PV pre-bound to the claim first), not chosen for an earlier claim. A claim with no such PV is
-provisioned if its class has a provisioner and its `allowedTopologies` admit the node (a
-claim whose provisioning node was already chosen stays with that node).
+provisioned if its class has a provisioner and its `allowedTopologies` admit the node, and
+the driver's published capacity has room there (capacity.py; a claim whose provisioning node
+was already chosen stays with that node).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from batchsched.objects.volumes import (
     PersistentVolumeClaim,
 )
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.state.cluster import BoolArray, ClusterState
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 
 
 @dataclass(slots=True)
@@ -30,6 +33,11 @@ class ClaimOptions:
     claim: PersistentVolumeClaim
     volumes: list[tuple[str, BoolArray]]  # candidate PVs, best first, with their nodes
     provision: BoolArray  # nodes where the claim can be provisioned
+    short: BoolArray  # nodes where it could be, but the driver's capacity has no room
+
+    def with_room(self) -> ClaimOptions:
+        """As if every node had room (to tell "no room" from "no way" apart)."""
+        return ClaimOptions(self.claim, self.volumes, self.provision | self.short, self.short)
 
     def anywhere(self) -> BoolArray:
         mask = self.provision.copy()
@@ -51,7 +59,10 @@ def _serves(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
 
 
 def options(
-    state: ClusterState, index: AffinityIndex, claims: Sequence[PersistentVolumeClaim]
+    state: ClusterState,
+    index: AffinityIndex,
+    capacity: CapacityIndex,
+    claims: Sequence[PersistentVolumeClaim],
 ) -> list[ClaimOptions]:
     """Each claim's candidates, claims in the order they are matched."""
     volumes = state.volumes
@@ -75,9 +86,15 @@ def options(
                 provision = index.mask(state, storage_class.allowed_topologies)
             else:
                 provision = everywhere.copy()
+        short = np.zeros(state.rows, dtype=np.bool_)
         if claim.selected_node:
             candidates = []  # being provisioned for its node already
-        out.append(ClaimOptions(claim, candidates, provision))
+        elif storage_class is not None and provision.any():
+            room = capacity.room(state, storage_class, claim.request)
+            if room is not None:
+                short = provision & ~room
+                provision &= room
+        out.append(ClaimOptions(claim, candidates, provision, short))
     return out
 
 
