@@ -137,7 +137,6 @@ class OneShotResult:
 def build_state(objects: Objects) -> ClusterState:
     """A ClusterState holding the objects; classes first, so pod priorities resolve."""
     state = ClusterState()
-    state.volumes.binds_at_scheduling = True  # the report says which volume each claim got
     for pc in objects.priority_classes:
         state.upsert_priority_class(pc)
     for node in objects.nodes:

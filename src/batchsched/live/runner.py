@@ -70,8 +70,6 @@ class LiveScheduler:
         client.error_hook = self.metrics.api_error
         self.facts: queue.Queue[Fact] = queue.Queue()
         self.state = ClusterState()
-        # The actuator carries out VolumeBinding's PreBind (claimRef / selected-node writes).
-        self.state.volumes.binds_at_scheduling = True
         self.scheduler = Scheduler(self.state, config)
         self.informers = [
             Informer(

@@ -13,7 +13,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import IntEnum
 
@@ -30,6 +30,7 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
+from batchsched.objects.volumes import PodVolume
 from batchsched.plugins.coscheduling.status import current_warnings
 from batchsched.plugins.preemption.reasons import HELD_BY_TOLERATION
 from batchsched.plugins.preemption.toleration_policy import parse_policy
@@ -43,6 +44,7 @@ from batchsched.sim.metrics import (
 )
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import VolumeObject
 
 
 class Kind(IntEnum):
@@ -93,6 +95,7 @@ class Simulation:
         start: datetime,
         seed: int = 0,
         until: float | None = None,
+        storage: Iterable[VolumeObject] = (),
     ) -> None:
         self.name = name
         self.seed = seed
@@ -103,6 +106,8 @@ class Simulation:
             self.state.upsert_priority_class(pc)
         for node in nodes:
             self.state.upsert_node(node)
+        for obj in storage:
+            self.state.upsert_volume_object(obj)  # never changed in place: shared by runs
         self.scheduler = Scheduler(self.state, config)
         # A pod that failed is retried after max_unschedulable_seconds even if no change
         # helps it (as kube-scheduler does). Only a rule that reads the clock can then decide
@@ -304,10 +309,36 @@ class Simulation:
                 creation_timestamp=created,
                 termination_grace_period_seconds=spec.grace_seconds,
             )
+            self._create_claims(spec, pod)
             unit.pods.append(pod.key)
             self._unit_of[pod.key] = unit
             self.state.upsert_pod(pod)
             self._count_pending(unit, 1)
+
+    def _create_claims(self, spec: JobSpec, pod: Pod) -> None:
+        """As the ephemeral volume controller: the pod's own claims, owned by it."""
+        if not spec.claim_templates:
+            return
+        volumes = []
+        for volume, template in spec.claim_templates:
+            claim = replace(template, name=f"{pod.name}-{volume}", owner_uids=(pod.uid,))
+            self.state.upsert_volume_object(claim)
+            volumes.append(PodVolume(volume, claim.name, ephemeral=True))
+        pod.volumes = tuple(volumes)
+
+    def _delete_claims(self, pod: Pod) -> None:
+        """The pod is gone, its ephemeral claims with it; a PV one was bound to is made
+        available again (as a local volume provisioner recycles it)."""
+        volumes = self.state.volumes
+        for volume in pod.volumes:
+            key = f"{pod.namespace}/{volume.claim}"
+            claim = volumes.claims.get(key)
+            if claim is None:
+                continue
+            self.state.remove_volume_object("PersistentVolumeClaim", key)
+            pv = volumes.volumes.get(claim.volume_name) if claim.volume_name else None
+            if pv is not None and pv.claim_ref == key:
+                self.state.upsert_volume_object(replace(pv, claim_ref="", phase="Available"))
 
     def _count_pending(self, unit: Unit, change: int) -> None:
         self._pending_by_class[self._class_col[unit.job.record.group]] += change
@@ -344,6 +375,7 @@ class Simulation:
         if key in self.state.bound:
             self._account(pod, -1)
         self.state.remove_pod(key)
+        self._delete_claims(pod)
         self._unit_of.pop(key, None)
         self._failed_at.pop(key, None)
 

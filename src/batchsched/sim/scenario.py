@@ -36,6 +36,7 @@ from typing import Any
 
 from batchsched.objects.documents import load_yaml_file
 from batchsched.objects.errors import ManifestError, shown
+from batchsched.objects.load import Objects
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.records import (
@@ -46,6 +47,12 @@ from batchsched.objects.records import (
     Toleration,
 )
 from batchsched.objects.schema import unknown_fields
+from batchsched.objects.volume_parse import read_pvc
+from batchsched.objects.volumes import (
+    WAIT_FOR_FIRST_CONSUMER,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
     MAX_COUNT,
@@ -64,6 +71,10 @@ from batchsched.sim.fields import (
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.traces.common import Trace
 from batchsched.sim.workload import JobSpec, parse_duration
+from batchsched.state.volumes import VolumeObject
+
+# The storage objects a scenario's cluster may carry.
+STORAGE_KINDS = ("StorageClass", "PersistentVolume", "CSINode", "CSIDriver", "CSIStorageCapacity")
 
 _TOP = (
     "name",
@@ -95,6 +106,7 @@ _TEMPLATE = (
     "labels",
     "affinity",
     "topologySpreadConstraints",
+    "volumes",
 )
 _JOB = (*_TEMPLATE, "submit")
 _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
@@ -117,6 +129,7 @@ class Scenario:
     config: Path | None
     nodes: list[Node]
     priority_classes: list[PriorityClass]
+    storage: list[VolumeObject]
     sources: list[Callable[[random.Random], list[JobSpec]]]
     variants: list[Variant]
     # Unknown fields in the Node and PriorityClass manifests, `FILE: path: unknown field "x"`.
@@ -172,6 +185,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     seeds = top.value("seeds", positive_int, 1)
     config = top.value("config", lambda v: base / string(v))
     nodes = _cluster(path, raw.get("cluster"))
+    storage = _storage(path, raw.get("cluster"))
     classes = _priority_classes(path, top.items("priorityClasses"))
     work = raw.get("work")
     if work is None:
@@ -179,9 +193,10 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     w = Fields(path, work, "work", ("jobs", "generators", "trace"))
     sources: list[Callable[[random.Random], list[JobSpec]]] = []
     for i, job in enumerate(w.items("jobs")):
-        sources.append(_explicit_job(Fields(path, job, f"work.jobs[{i}]", _JOB)))
+        sources.append(_explicit_job(Fields(path, job, f"work.jobs[{i}]", _JOB), storage))
     for i, gen in enumerate(w.items("generators")):
-        sources.append(_generator(Fields(path, gen, f"work.generators[{i}]", _GENERATOR)))
+        gen_fields = Fields(path, gen, f"work.generators[{i}]", _GENERATOR)
+        sources.append(_generator(gen_fields, storage))
     if w.has("trace"):
         trace = _trace(path, w.raw["trace"], trace_search(traces))
         nodes.extend(trace.nodes)
@@ -218,6 +233,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         config,
         nodes,
         classes,
+        storage,
         sources,
         variants,
         warnings=warnings,
@@ -258,7 +274,7 @@ def _time(value: Any) -> datetime:
 def _cluster(path: Path, raw: Any) -> list[Node]:
     if raw is None:
         return []
-    c = Fields(path, raw, "cluster", ("nodes", "pools"))
+    c = Fields(path, raw, "cluster", ("nodes", "pools", "storage"))
     nodes: list[Node] = []
     for i, manifest in enumerate(c.items("nodes")):
         try:
@@ -293,6 +309,67 @@ def _cluster(path: Path, raw: Any) -> list[Node]:
     return nodes
 
 
+def _storage(path: Path, raw: Any) -> list[VolumeObject]:
+    """`cluster.storage`: StorageClasses, PersistentVolumes, CSINodes, CSIDrivers and
+    CSIStorageCapacities, as manifests (the jobs' claims come from their `volumes`)."""
+    if raw is None:
+        return []
+    c = Fields(path, raw, "cluster", ("nodes", "pools", "storage"))
+    objects = Objects()
+    for i, manifest in enumerate(c.items("storage")):
+        kind = manifest.get("kind") if isinstance(manifest, Mapping) else None
+        if kind not in STORAGE_KINDS:
+            raise c.fail(f"storage[{i}].kind", f"must be one of {', '.join(STORAGE_KINDS)}")
+        try:
+            objects.add(str(kind), manifest)
+        except ManifestError as err:
+            raise c.fail(f"storage[{i}]", str(err)) from None
+    try:
+        objects.check_unique("")
+    except ManifestError as err:
+        raise c.fail("storage", str(err)) from None
+    return [
+        *objects.storage_classes,
+        *objects.volumes,
+        *objects.csi_nodes,
+        *objects.csi_drivers,
+        *objects.capacities,
+    ]
+
+
+def _claim_templates(
+    f: Fields, namespace: str, storage: list[VolumeObject]
+) -> tuple[tuple[str, PersistentVolumeClaim], ...]:
+    """A job's generic ephemeral volumes: each pod gets its own claim from the template, of a
+    WaitForFirstConsumer class of `cluster.storage` (the scheduler binds those; nothing in
+    the simulator binds Immediate claims)."""
+    delayed = {
+        obj.name
+        for obj in storage
+        if isinstance(obj, StorageClass) and obj.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER
+    }
+    out = []
+    for i, volume in enumerate(f.items("volumes")):
+        v = Fields(f.source, volume, f.path(f"volumes[{i}]"), ("name", "ephemeral"))
+        name = v.value("name", string, REQUIRED)
+        template = (v.raw.get("ephemeral") or {}).get("volumeClaimTemplate")
+        if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
+            raise v.fail("ephemeral.volumeClaimTemplate.spec", "is required: a claim's spec")
+        manifest = {"metadata": {"name": name, "namespace": namespace}, "spec": template["spec"]}
+        try:
+            claim = read_pvc(manifest)
+        except ManifestError as err:
+            raise v.fail(f"ephemeral.volumeClaimTemplate.{err.field}", err.what) from None
+        if claim.storage_class not in delayed:
+            raise v.fail(
+                "ephemeral.volumeClaimTemplate.spec.storageClassName",
+                f"{claim.storage_class or 'none'}: must name a WaitForFirstConsumer "
+                "StorageClass of cluster.storage",
+            )
+        out.append((name, claim))
+    return tuple(out)
+
+
 def _priority_classes(path: Path, raw: list[Any]) -> list[PriorityClass]:
     out = []
     for i, manifest in enumerate(raw):
@@ -323,6 +400,7 @@ class _Template:
     labels: dict[str, str]
     pod_affinity: PodAffinity | None
     spread_constraints: tuple[SpreadConstraint, ...]
+    claim_templates: tuple[tuple[str, PersistentVolumeClaim], ...]
 
     def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
         pods = self.pods.draw(rng)
@@ -351,10 +429,11 @@ class _Template:
             labels=self.labels,
             pod_affinity=self.pod_affinity,
             spread_constraints=self.spread_constraints,
+            claim_templates=self.claim_templates,
         )
 
 
-def _template(f: Fields) -> _Template:
+def _template(f: Fields, storage: list[VolumeObject]) -> _Template:
     requests_raw = f.raw.get("requests")
     if not isinstance(requests_raw, Mapping) or not requests_raw:
         raise f.fail("requests", "is required: a mapping of resource to quantity (or distribution)")
@@ -374,6 +453,7 @@ def _template(f: Fields) -> _Template:
         field_name = err.field.removeprefix("spec.").removeprefix("metadata.")
         raise f.fail(field_name, err.what) from None
     min_member = f.value("minMember", positive_int)
+    namespace = f.value("namespace", string, "default")
     return _Template(
         pods=f.dist("pods", positive_int, 1),
         requests=requests,
@@ -384,26 +464,29 @@ def _template(f: Fields) -> _Template:
         checkpoint_interval=f.value("checkpointInterval", positive_duration),
         restart_delay=f.value("restartDelay", parse_duration, 0.0),
         grace=f.value("terminationGracePeriodSeconds", non_negative_int, 30),
-        namespace=f.value("namespace", string, "default"),
+        namespace=namespace,
         scheduler_name=f.value("schedulerName", string, "batchsched"),
         node_selector=shape.node_selector,
         tolerations=shape.tolerations,
         labels=shape.labels,
         pod_affinity=shape.pod_affinity,
         spread_constraints=shape.spread_constraints,
+        claim_templates=_claim_templates(f, namespace, storage),
     )
 
 
-def _explicit_job(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
+def _explicit_job(
+    f: Fields, storage: list[VolumeObject]
+) -> Callable[[random.Random], list[JobSpec]]:
     name = f.value("name", string, REQUIRED)
-    template = _template(f)
+    template = _template(f, storage)
     submit = f.dist("submit", parse_duration, 0.0)
     return lambda rng: [template.make(rng, name, submit.draw(rng))]
 
 
-def _generator(f: Fields) -> Callable[[random.Random], list[JobSpec]]:
+def _generator(f: Fields, storage: list[VolumeObject]) -> Callable[[random.Random], list[JobSpec]]:
     prefix = f.value("name", string, REQUIRED)
-    template = _template(f)
+    template = _template(f, storage)
     rate = f.value("arrivalsPerHour", positive_number, REQUIRED) / 3600.0
     begin = f.value("from", parse_duration, 0.0)
     end = f.value("to", parse_duration, math.inf)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from batchsched.objects.errors import shown
 from batchsched.objects.records import PodAffinity, SpreadConstraint, Toleration
+from batchsched.objects.volumes import PersistentVolumeClaim
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 JOB_LABEL = "batchsched.sim/job"
@@ -46,6 +47,8 @@ class JobSpec:
     labels: dict[str, str] = field(default_factory=dict)
     pod_affinity: PodAffinity | None = None
     spread_constraints: tuple[SpreadConstraint, ...] = ()
+    # Generic ephemeral volumes: (volume name, the claim each pod gets, named `<pod>-<volume>`).
+    claim_templates: tuple[tuple[str, PersistentVolumeClaim], ...] = ()
     # The class the workload gave the job, when a scenario variant renamed it: results are
     # compared across variants by this name.
     workload_class: str = ""

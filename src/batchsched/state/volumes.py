@@ -68,9 +68,6 @@ class VolumeObjects:
         self.attach_counts: dict[str, CountArray] = {}
         self._attachments: dict[str, dict[str, str]] = {}  # pod key -> what it attached
         self._rows: dict[str, int] = {}  # pod key -> the node row it attached them on
-        # Whether the world carries out the claim bindings the scheduler chooses: the
-        # one-shot world does; live mode has no PreBind yet, so it refuses pods needing one.
-        self.binds_at_scheduling = False
         # Bindings assumed for pods whose PreBind the world has not finished (upstream's
         # assume cache): the claims and PVs as last reported, which the assumption covers
         # until a report shows it carried out, or the pod's bind fails (`revert`).

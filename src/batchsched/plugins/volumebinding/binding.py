@@ -7,9 +7,10 @@ PersistentVolume must exist and its `nodeAffinity` must match the node; every un
 a WaitForFirstConsumer class must be matched to an available PV there or be provisionable
 there (matching.py). Reserve: the chosen PVs are assumed bound to their claims (or the claims
 marked for provisioning on the node), so pods placed later do not take them, and the Binding
-carries a PreBind step (decisions.BindVolumes) the world writes before it: the one-shot world
-reports it, live mode writes it and waits for the PV controller (live/volume_binder.py). The
-simulator and PodGroup members (placed without Reserve) refuse such pods (docs/volumes.md).
+carries a PreBind step (decisions.BindVolumes) the world carries out before it: the one-shot
+world reports it, the simulator binds at once, live mode writes it and waits for the PV
+controller (live/volume_binder.py). A PodGroup's tentative placement reserves and unreserves
+its members' volumes as it goes (docs/volumes.md).
 
 Args (VolumeBindingArgs): `bindTimeoutSeconds`, how long PreBind waits (default 600).
 """
@@ -30,7 +31,6 @@ from batchsched.plugins.base import (
     Rejection,
     ReservePlugin,
 )
-from batchsched.plugins.support import message
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.plugins.volumebinding.claims import claims_read, pod_claims
@@ -69,18 +69,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
     def pre_filter(self, cycle: Cycle) -> PreFilterResult | None:
         if not cycle.pod.volumes:
             return None
-        claims = pod_claims(cycle)
-        if claims.error:
-            return PreFilterResult(reject=claims.error)
-        if claims.unbound and not cycle.state.volumes.binds_at_scheduling:
-            return PreFilterResult(
-                reject=message(
-                    f"unbound WaitForFirstConsumer PersistentVolumeClaim "
-                    f"{claims.unbound[0].key} (bound by `batchsched schedule` and "
-                    "`batchsched run` only)"
-                )
-            )
-        return None
+        error = pod_claims(cycle).error
+        return PreFilterResult(reject=error) if error else None
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         claims = pod_claims(cycle)
