@@ -23,8 +23,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 # One pod spec fragment per row of REFUSED, and the path the message must name.
 USES: dict[str, tuple[dict[str, Any], str]] = {
     "spec.volumes[*] in-tree disks": (
-        {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "rbd": {"image": "x"}}]},
-        "spec.volumes[1].rbd",
+        {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "cinder": {"volumeID": "x"}}]},
+        "spec.volumes[1].cinder",
     ),
     "extended resources mapped by a DeviceClass": (
         {

@@ -131,6 +131,11 @@ def claim_pod(name: str, *claims: str, **kwargs: Any) -> dict[str, Any]:
             {"kind": "CSIDriver", "metadata": {"name": "d"}, "spec": {"storageCapacity": "yes"}},
             "CSIDriver d: spec.storageCapacity",
         ),
+        (pod("p", volumes=[{"name": "v", "iscsi": {"lun": 0}}]), "spec.volumes[0].iscsi.iqn"),
+        (
+            pod("p", volumes=[{"name": "v", "rbd": {"image": "i"}}]),
+            "spec.volumes[0].rbd.monitors",
+        ),
     ],
 )
 def test_malformed_storage_objects_name_object_and_field(

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
-from batchsched.objects.pod_volumes import pod_volumes
+from batchsched.objects.pod_volumes import pod_disks, pod_volumes
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL
 from batchsched.objects.quantity import (
     CPU,
@@ -643,6 +643,7 @@ def read_pod(obj: Json) -> Pod:
         refused=refused_field(spec),
         scheduling_group=_scheduling_group(r, obj, spec),
         volumes=pod_volumes(r.label, r.name, spec),
+        disks=pod_disks(r.label, spec),
     )
 
 

@@ -1,4 +1,5 @@
-"""A pod's volumes that use a PersistentVolumeClaim, as the volume plugins see them."""
+"""A pod's volumes that use a PersistentVolumeClaim, and its inline iSCSI and RBD disks, as
+the volume plugins see them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchsched.objects.errors import ManifestError
-from batchsched.objects.volumes import PodVolume
+from batchsched.objects.volumes import InlineDisk, PodVolume
 
 
 def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVolume, ...]:
@@ -30,3 +31,38 @@ def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[Pod
         elif volume.get("ephemeral") is not None:
             out.append(PodVolume(name, f"{pod_name}-{name}", ephemeral=True))
     return tuple(out)
+
+
+def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
+    """Inline iSCSI and RBD volumes (VolumeRestrictions: one writer per disk per node)."""
+    volumes = spec.get("volumes")
+    if not isinstance(volumes, list):
+        return ()
+    out = []
+    for i, volume in enumerate(volumes):
+        if not isinstance(volume, Mapping):
+            continue
+        for kind in ("iscsi", "rbd"):
+            source = volume.get(kind)
+            if not isinstance(source, Mapping):
+                continue
+            where = f"spec.volumes[{i}].{kind}"
+            read_only = source.get("readOnly") is True
+            if kind == "iscsi":
+                out.append(InlineDisk(kind, (_required(source, "iqn", label, where),), read_only))
+                continue
+            monitors = source.get("monitors")
+            if not isinstance(monitors, list) or not monitors:
+                raise ManifestError("is required (a list)", obj=label, field=f"{where}.monitors")
+            pool = source.get("pool") or "rbd"  # the API's default
+            image = _required(source, "image", label, where)
+            ident = (str(pool), image)
+            out.append(InlineDisk(kind, ident, read_only, frozenset(map(str, monitors))))
+    return tuple(out)
+
+
+def _required(source: Mapping[str, Any], key: str, label: str, where: str) -> str:
+    value = source.get(key)
+    if not isinstance(value, str) or not value:
+        raise ManifestError("is required (a string)", obj=label, field=f"{where}.{key}")
+    return value

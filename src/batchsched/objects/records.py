@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from batchsched.objects.volumes import PodVolume
+    from batchsched.objects.volumes import InlineDisk, PodVolume
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -164,6 +164,7 @@ class Pod:
     refused: str = ""
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
     volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
+    disks: tuple[InlineDisk, ...] = ()  # inline iSCSI and RBD volumes
 
     @property
     def key(self) -> str:

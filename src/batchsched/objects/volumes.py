@@ -31,6 +31,28 @@ class PodVolume:
     ephemeral: bool
 
 
+@dataclass(frozen=True, slots=True)
+class InlineDisk:
+    """An in-tree disk a pod mounts directly (spec.volumes[*].iscsi or .rbd), as
+    VolumeRestrictions compares them: one disk is `kind` and `ident` (iSCSI: the IQN; RBD: the
+    pool and image, with any shared Ceph monitor)."""
+
+    kind: str
+    ident: tuple[str, ...]
+    read_only: bool
+    monitors: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.kind, *self.ident)
+
+    def conflicts(self, other: InlineDisk) -> bool:
+        """Both mount it and one writes (RBD: on a shared monitor), as upstream."""
+        if self.key != other.key or (self.read_only and other.read_only):
+            return False
+        return self.kind != "rbd" or bool(self.monitors & other.monitors)
+
+
 @dataclass(slots=True)
 class PersistentVolumeClaim:
     namespace: str

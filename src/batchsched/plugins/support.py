@@ -76,17 +76,16 @@ def _volumes(field: str, plugin: str, *sources: str) -> Refused:
     return Refused(field, plugin, find, ("volumes",))
 
 
-# Inline in-tree volumes that VolumeRestrictions checks for conflicts or NodeVolumeLimits
-# counts against a node's attach limit (through CSI migration).
+# Inline in-tree volumes that NodeVolumeLimits counts against a node's attach limit through
+# CSI migration (and, for the first two, VolumeRestrictions checks for conflicts). iSCSI and
+# RBD disks are not migrated: VolumeRestrictions' conflicts are all they need (supported).
 IN_TREE_DISKS = (
     "awsElasticBlockStore",
+    "gcePersistentDisk",
     "azureDisk",
     "azureFile",
     "cinder",
-    "gcePersistentDisk",
-    "iscsi",
     "portworxVolume",
-    "rbd",
     "vsphereVolume",
 )
 

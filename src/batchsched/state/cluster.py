@@ -496,7 +496,7 @@ class ClusterState:
         self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
         if pod.deletion_timestamp is not None:
             self.terminating_bound.add(key)
-        if pod.volumes:
+        if pod.volumes or pod.disks:
             self.volumes.place(pod, idx)
 
     def _unbind(self, key: str) -> None:
@@ -514,7 +514,7 @@ class ClusterState:
         else:
             del self._bound_priorities[priority]
         self.terminating_bound.discard(key)
-        if pod.volumes:
+        if pod.volumes or pod.disks:
             self.volumes.unplace(pod, idx)
 
     def lowest_bound_priority(self) -> int | None:
@@ -560,13 +560,13 @@ class ClusterState:
         (also a would-be victim while a gang tries placing without it); `hold` puts it back."""
         pod = self.pods[key]
         self.node_pods[idx][key] = pod
-        if pod.volumes:  # its claims and attachments count there too
+        if pod.volumes or pod.disks:  # its claims, disks and attachments count there too
             self.volumes.place(pod, idx)
         self._touch(idx)
 
     def unhold(self, key: str, idx: int) -> None:
         pod = self.node_pods[idx].pop(key, None)
-        if pod is not None and pod.volumes:
+        if pod is not None and (pod.volumes or pod.disks):
             self.volumes.unplace(pod, idx)
         self._touch(idx)
 

@@ -19,6 +19,7 @@ from batchsched.objects.volumes import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
+    InlineDisk,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -62,6 +63,8 @@ class VolumeObjects:
         self.capacity_version = 0  # moves when a CSIStorageCapacity changes
         # Claim key -> keys of the pods on a node that use it (any phase but terminated).
         self.users: dict[str, set[str]] = {}
+        # Inline disk (InlineDisk.key) -> pods on a node mounting it, with the node row.
+        self.disk_users: dict[tuple[str, ...], dict[str, tuple[int, InlineDisk]]] = {}
         # Attachable volume (`driver/handle`) -> node row -> pods there using it.
         self.volume_rows: dict[str, dict[int, int]] = {}
         # CSI driver -> distinct volumes attached per node row (grown on demand).
@@ -202,6 +205,8 @@ class VolumeObjects:
         """A pod with claim volumes is now on node `row`."""
         for volume in pod.volumes:
             self.users.setdefault(claim_key(pod, volume.claim), set()).add(pod.key)
+        for disk in pod.disks:
+            self.disk_users.setdefault(disk.key, {})[pod.key] = (row, disk)
         attached = self.attachments(pod)
         self._attachments[pod.key] = attached
         self._rows[pod.key] = row
@@ -219,6 +224,12 @@ class VolumeObjects:
                 users.discard(pod.key)
                 if not users:
                     del self.users[key]
+        for disk in pod.disks:
+            mounted = self.disk_users.get(disk.key)
+            if mounted is not None:
+                mounted.pop(pod.key, None)
+                if not mounted:
+                    del self.disk_users[disk.key]
         self._rows.pop(pod.key, None)
         for name, driver in self._attachments.pop(pod.key, {}).items():
             rows = self.volume_rows[name]

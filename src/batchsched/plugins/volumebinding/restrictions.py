@@ -1,13 +1,18 @@
-"""VolumeRestrictions (Filter): a ReadWriteOncePod claim serves one pod at a time.
+"""VolumeRestrictions (Filter): a ReadWriteOncePod claim serves one pod at a time, and an
+inline iSCSI or RBD disk one writer per node.
 
 While another pod on a node uses such a claim, the pod fits no node. As upstream, preemption
 may free the claim: on the node of the pods holding it, evicting them lifts the conflict
-(elsewhere it stays: they are not victims there).
+(elsewhere it stays: they are not victims there). A pod mounting an iSCSI disk (same IQN) or
+an RBD image (same pool and image, a shared monitor) that a pod on a node mounts does not fit
+there unless both mount it read-only; evicting those pods lifts it, as upstream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Sequence
+
+import numpy as np
 
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import READ_WRITE_ONCE_POD
@@ -16,6 +21,7 @@ from batchsched.plugins.volumebinding.claims import claims_read
 from batchsched.state.cluster import BoolArray, ClusterState
 from batchsched.state.volumes import claim_key
 
+DISK_CONFLICT = "node(s) had no available disk"
 RWOP_CONFLICT = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
     "already in-use by another pod"
@@ -26,12 +32,32 @@ class VolumeRestrictions(FilterPlugin):
     name = "VolumeRestrictions"
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
-        return not pod.volumes
+        return not pod.volumes and not pod.disks
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
-        return claims_read(pod)
+        return claims_read(pod), pod.disks
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        return [*self._disk_conflicts(cycle, candidates), *self._claim_conflicts(cycle, candidates)]
+
+    def _disk_conflicts(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
+        pod = cycle.pod
+        clashes: dict[int, set[str]] = {}  # node row -> pods there mounting a disk it needs
+        for disk in pod.disks:
+            for other, (row, mounted) in cycle.state.volumes.disk_users.get(disk.key, {}).items():
+                if other != pod.key and disk.conflicts(mounted):
+                    clashes.setdefault(row, set()).add(other)
+        if not clashes:
+            return []
+        nodes = np.zeros(candidates.shape[0], dtype=np.bool_)
+        nodes[list(clashes)] = True
+
+        def still_fails(row: int, removed: Collection[str]) -> bool:
+            return not clashes.get(row, set()) <= set(removed)
+
+        return [Rejection(DISK_CONFLICT, nodes & candidates, True, still_fails)]
+
+    def _claim_conflicts(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
         pod = cycle.pod
         volumes = cycle.state.volumes
         holders: set[str] = set()
