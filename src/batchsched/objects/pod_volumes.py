@@ -3,7 +3,7 @@ the volume plugins see them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batchsched.objects.errors import ManifestError
@@ -13,13 +13,8 @@ from batchsched.objects.volumes import InlineDisk, PodVolume
 def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVolume, ...]:
     """Claim volumes, directly or as generic ephemeral volumes (whose claim the ephemeral
     volume controller names `<pod>-<volume>`). `label` names the pod in errors."""
-    volumes = spec.get("volumes")
-    if not isinstance(volumes, list):
-        return ()
     out = []
-    for i, volume in enumerate(volumes):
-        if not isinstance(volume, Mapping):
-            continue
+    for i, volume in _volumes(spec):
         name = str(volume.get("name") or "")
         claim = volume.get("persistentVolumeClaim")
         if isinstance(claim, Mapping):
@@ -35,13 +30,8 @@ def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[Pod
 
 def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
     """Inline iSCSI and RBD volumes (VolumeRestrictions: one writer per disk per node)."""
-    volumes = spec.get("volumes")
-    if not isinstance(volumes, list):
-        return ()
     out = []
-    for i, volume in enumerate(volumes):
-        if not isinstance(volume, Mapping):
-            continue
+    for i, volume in _volumes(spec):
         for kind in ("iscsi", "rbd"):
             source = volume.get(kind)
             if not isinstance(source, Mapping):
@@ -59,6 +49,13 @@ def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
             ident = (str(pool), image)
             out.append(InlineDisk(kind, ident, read_only, frozenset(map(str, monitors))))
     return tuple(out)
+
+
+def _volumes(spec: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    volumes = spec.get("volumes")
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        if isinstance(volume, Mapping):
+            yield i, volume
 
 
 def _required(source: Mapping[str, Any], key: str, label: str, where: str) -> str:
