@@ -9,6 +9,10 @@ Filter, in upstream's order on each node:
 3. Existing pods' required anti-affinity (symmetry): no pod whose term matches this pod runs
    in the node's domain of that term's key.
 2 and 3 are resolvable: preemption must remove every such pod in the domain, from this node.
+Terminating pods still count (upstream counts every pod the node holds). Pods nominated to a
+node with priority at least the pod's count on that node alone, for 2 and 3: upstream adds
+them to that node's filter state only, and requires the node to pass without them too, so a
+nominated pod never satisfies an affinity and never keeps the pod out of another node.
 
 Score: per topology domain, the weights of the pod's preferred terms for each matching pod
 there (anti-affinity subtracts), plus `hardPodAffinityWeight` for each pod there whose required
@@ -20,7 +24,7 @@ feasible node.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,7 +116,6 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         state, pod = cycle.state, cycle.pod
         _, counts, existing = self._indexes(state)
         aff = pod.pod_affinity
-        # Pods nominated to a node with priority at least this pod's count as there.
         nominated = _nominated(state, pod, cycle.priority)
         remaining = candidates.copy()
         rejections: list[Rejection] = []
@@ -125,7 +128,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
 
         if aff is not None and aff.required:
             terms = tuple(resolve(t, pod) for t in aff.required)
-            ok, followed = self._affinity_ok(state, pod, terms, nominated)
+            ok, followed = self._affinity_ok(state, pod, terms)
             reject(AFFINITY, ~ok, None)
             if followed is not None:
                 cycle.scratch.setdefault(PREEMPTION_GUARDS, []).append(
@@ -135,25 +138,40 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
             scopes = [
                 (t.topology_key, scope_of((resolve(t, pod),), state)) for t in aff.required_anti
             ]
-            blocked = np.zeros(state.rows, dtype=np.bool_)
+            held = self._nominated_rows(
+                nominated, lambda other: [k for k, scope in scopes if scope.includes(other)]
+            )
+            blocked = held.copy()
             for key, scope in scopes:
-                blocked |= self._occupied(key, _with(counts.per_row(scope), scope, nominated))
-            reject(ANTI_AFFINITY, blocked, self._own_anti_check(state, scopes, nominated))
+                blocked |= self._occupied(key, counts.per_row(scope))
+            reject(ANTI_AFFINITY, blocked, self._own_anti_check(state, scopes, held))
         groups = [(t, arr) for t, arr in existing.groups(REQUIRED_ANTI) if t.matches(pod, state)]
-        for other, row in nominated:
-            if other.pod_affinity is not None:
-                for t in other.pod_affinity.required_anti:
-                    term = resolve(t, other)
-                    if term.matches(pod, state):
-                        arr = np.zeros(state.rows, dtype=np.int64)
-                        arr[row] = 1
-                        groups.append((term, arr))
-        if groups:
-            blocked = np.zeros(state.rows, dtype=np.bool_)
+        held = self._nominated_rows(
+            nominated,
+            lambda other: [
+                t.topology_key
+                for t in (other.pod_affinity.required_anti if other.pod_affinity else ())
+                if resolve(t, other).matches(pod, state)
+            ],
+        )
+        if groups or held.any():
+            blocked = held.copy()
             for term, arr in groups:
                 blocked |= self._occupied(term.topology_key, arr)
-            reject(EXISTING_ANTI_AFFINITY, blocked, self._existing_check(state, groups))
+            reject(EXISTING_ANTI_AFFINITY, blocked, self._existing_check(state, groups, held))
         return rejections
+
+    def _nominated_rows(
+        self, nominated: list[tuple[Pod, int]], keys: Callable[[Pod], list[str]]
+    ) -> BoolArray:
+        """The rows a nominated pod there keeps the pod out of: those carrying a topology
+        key `keys` names for it (each node's nominated pods count on that node alone)."""
+        assert self._domains is not None and self._state is not None
+        held = np.zeros(self._state.rows, dtype=np.bool_)
+        for other, row in nominated:
+            if not held[row] and any(self._domains.of(k)[0][row] >= 0 for k in keys(other)):
+                held[row] = True
+        return held
 
     def _domain_totals(self, key: str, per_row: IntArray) -> tuple[IntArray, IntArray]:
         """Each row's domain index for `key`, and per domain the sum of `per_row`."""
@@ -173,13 +191,12 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         state: ClusterState,
         pod: Pod,
         terms: tuple[Term, ...],
-        nominated: list[tuple[Pod, int]],
     ) -> tuple[BoolArray, TermScope | None]:
         """Nodes where the pod's required affinity holds, and the scope of the pods it
         follows (None under the first-pod rule: no pod to follow, none to lose)."""
         assert self._domains is not None and self._counts is not None
         scope = scope_of(terms, state)
-        per_row = _with(self._counts.per_row(scope), scope, nominated)
+        per_row = self._counts.per_row(scope)
         ok = state.valid[: state.rows].copy()
         found = False
         for term in terms:
@@ -212,14 +229,13 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         self,
         state: ClusterState,
         scopes: list[tuple[str, TermScope]],
-        nominated: list[tuple[Pod, int]],
+        held: BoolArray,
     ) -> StillFails:
         def still_fails(row: int, removed: Collection[str]) -> bool:
+            if held[row]:
+                return True  # preemption does not take nominated pods
             for key, scope in scopes:
-                domain = self._same_domain(key, row)
-                if any(r in domain and scope.includes(p) for p, r in nominated):
-                    return True  # preemption does not take nominated pods
-                for r in domain:
+                for r in self._same_domain(key, row):
                     for pod in state.node_pods[r].values():
                         if (
                             pod.key not in removed
@@ -232,16 +248,16 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         return still_fails
 
     def _existing_check(
-        self, state: ClusterState, groups: list[tuple[Term, IntArray]]
+        self, state: ClusterState, groups: list[tuple[Term, IntArray]], held: BoolArray
     ) -> StillFails:
         existing = self._indexes(state)[2]
 
         def still_fails(row: int, removed: Collection[str]) -> bool:
-            for term, arr in groups:
+            if held[row]:
+                return True  # a nominated pod's term: preemption does not take it
+            for term, _ in groups:
                 for r in self._same_domain(term.topology_key, row):
                     carriers = existing.carriers(r, REQUIRED_ANTI, term)
-                    if arr[r] and not carriers:
-                        return True  # a nominated pod's term: preemption does not take it
                     if any(p.key not in removed and p.deletion_timestamp is None for p in carriers):
                         return True
             return False
@@ -314,13 +330,3 @@ def _nominated(state: ClusterState, pod: Pod, priority: int | None) -> list[tupl
         ):
             out.append((other, row))
     return out
-
-
-def _with(per_row: IntArray, scope: TermScope, nominated: list[tuple[Pod, int]]) -> IntArray:
-    """`per_row` plus the nominated pods in the scope, on their rows."""
-    rows = [row for other, row in nominated if scope.includes(other)]
-    if not rows:
-        return per_row
-    per_row = per_row.copy()
-    np.add.at(per_row, np.asarray(rows, dtype=np.intp), 1)
-    return per_row

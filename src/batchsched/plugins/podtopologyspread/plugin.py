@@ -6,7 +6,9 @@ key (else it fails unresolvably), and placing the pod there must keep
 within `maxSkew`; the fewest counts as 0 while fewer domains than `minDomains` exist. Domains
 and counts cover the nodes that carry every key and pass the pod's node affinity
 (`nodeAffinityPolicy: Honor`, the default) and, with `nodeTaintsPolicy: Honor`, its
-tolerations; nominated pods of priority at least the pod's count on their node. The skew
+tolerations. Terminating pods do not count. As upstream's RunFilterPluginsWithNominatedPods,
+a node with pods nominated to it (priority at least the pod's) must pass both with those pods
+counted in its domain and without them; pods nominated to other nodes never count. The skew
 failure is resolvable: preemption removes matching pods from the node.
 
 Score (`ScheduleAnyway`, and the defaults): per constraint, the node's domain count times
@@ -125,15 +127,19 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             mask &= passing
         return mask
 
-    def _matching(self, cycle: Cycle, c: SpreadConstraint, nominated: bool) -> IntArray:
-        """Matching pods per row; with `nominated`, pods nominated there (priority at least
-        the pod's) count too, as in upstream's filter."""
+    def _matching(self, cycle: Cycle, c: SpreadConstraint) -> IntArray:
+        """Matching pods per row (bound or assumed, not terminating)."""
         scope = SpreadScope(cycle.pod.namespace, c.selector)
-        counts = self._indexes(cycle.state)[1].per_row(scope)
-        if not nominated:
-            return counts
+        return self._indexes(cycle.state)[1].per_row(scope)
+
+    def _nominated_matching(self, cycle: Cycle, c: SpreadConstraint) -> IntArray | None:
+        """Matching pods nominated to each row with priority at least the pod's (None: no
+        such pod anywhere)."""
         state, pod = cycle.state, cycle.pod
-        extra: list[int] = []
+        if not len(state.nominations):
+            return None
+        scope = SpreadScope(pod.namespace, c.selector)
+        rows: list[int] = []
         for key, row in state.nominations.items():
             other = state.pods.get(key)
             if (
@@ -142,12 +148,10 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
                 and (other.priority or 0) >= cycle.priority
                 and scope.includes(other)
             ):
-                extra.append(row)
-        if not extra:
-            return counts
-        counts = counts.copy()
-        np.add.at(counts, np.asarray(extra, dtype=np.intp), 1)
-        return counts
+                rows.append(row)
+        if not rows:
+            return None
+        return np.bincount(np.asarray(rows, dtype=np.intp), minlength=state.rows).astype(np.int64)
 
     # ---- filter --------------------------------------------------------------------------
 
@@ -163,14 +167,17 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         for c in found.hard:
             dom, values = domains.of(c.topology_key)
             counted = has_all & self._included(state, pod, c)
-            per_row = self._matching(cycle, c, nominated=True)
-            totals = np.bincount(dom[counted], weights=per_row[counted], minlength=len(values))
+            totals = np.bincount(
+                dom[counted], weights=self._matching(cycle, c)[counted], minlength=len(values)
+            ).astype(np.int64)
             present = np.zeros(len(values), dtype=np.bool_)
             present[dom[counted]] = True
-            fewest = int(totals[present].min()) if present.sum() >= c.min_domains else 0
+            nominated = self._nominated_matching(cycle, c)
+            added = np.zeros(state.rows, dtype=np.int64) if nominated is None else nominated
+            enough = bool(present.sum() >= c.min_domains)
             own = int(c.selector.matches(pod))
-            at_node = np.where(dom >= 0, totals[np.maximum(dom, 0)], 0).astype(np.int64)
-            skew = at_node + own - fewest - c.max_skew  # > 0: too many by that much
+            # > 0: too many by that much
+            skew = _skew(added * counted, dom, totals, present, enough, own, c)
             over |= skew > 0
             excess.append((c, dom, skew, counted))
         rejections = []
@@ -220,7 +227,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         raw = np.zeros(rows, dtype=np.float64)
         for c in found.soft:
             dom, values = domains.of(c.topology_key)
-            per_row = self._matching(cycle, c, nominated=False)
+            per_row = self._matching(cycle, c)
             labelled = dom >= 0
             if c.topology_key == HOSTNAME:
                 size = int(scored.sum())
@@ -245,6 +252,34 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         else:
             out[scored] = MAX_SCORE * (highest + lowest - rounded[scored]) // highest
         return out
+
+
+def _skew(
+    added: IntArray,
+    dom: IntArray,
+    totals: IntArray,
+    present: BoolArray,
+    enough: bool,
+    own: int,
+    c: SpreadConstraint,
+) -> IntArray:
+    """Each row's skew with the pods nominated to it (`added`) counted in its domain and
+    those nominated elsewhere not: upstream adds a node's nominated pods to that node's filter
+    state alone, and also checks the node without them, a skew never larger than this one."""
+    at_node = np.where(dom >= 0, totals[np.maximum(dom, 0)], 0) + added
+    if not enough:  # fewer domains than minDomains: the minimum counts as 0
+        return at_node + own - c.max_skew
+    values = totals[present]
+    lowest = int(values.min())
+    alone = int((values == lowest).sum()) == 1
+    if alone:
+        # Raising the one domain at the minimum lifts the minimum, up to the next domain.
+        lifted = at_node if values.shape[0] == 1 else np.minimum(at_node, np.sort(values)[1])
+        raised = (added > 0) & (at_node - added == lowest)
+        fewest = np.where(raised, lifted, lowest)
+    else:
+        fewest = np.full_like(at_node, lowest)
+    return at_node + own - fewest - c.max_skew
 
 
 _AFFINITY = NodeAffinity()
