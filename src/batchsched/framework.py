@@ -562,11 +562,21 @@ class Framework:
         placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
 
     def reserve(self, cycle: Cycle, row: int) -> tuple[PreBind, ...]:
-        """Run the Reserve plugins; what they ask the world to write before the Binding."""
-        steps = (plugin.reserve(cycle, row) for plugin in self.reserves)
+        """Run the Reserve plugins; what they ask the world to write before the Binding. If
+        one raises, every one gives back what it held (`unreserve`, as upstream's
+        RunReservePluginsUnreserve) before the error goes on."""
+        steps = []
+        try:
+            for plugin in self.reserves:
+                steps.append(plugin.reserve(cycle, row))
+        except BaseException:
+            self.unreserve(cycle.state, cycle.pod)
+            raise
         return tuple(step for step in steps if step is not None)
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
+        """Give back what the Reserve plugins hold for the pod, in reverse order (each must
+        do nothing where it holds nothing: this also follows a Reserve that raised)."""
         for plugin in reversed(self.reserves):
             plugin.unreserve(state, pod)
 

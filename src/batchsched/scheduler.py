@@ -155,16 +155,26 @@ class Scheduler:
         attempt = GroupAttempt(group, framework, self.state, now, self._attemptable)
         outcome = plugin.schedule_group(attempt)
         decisions = self._carry_out(outcome.decisions, now)
-        for key, node in outcome.binds:
-            # Reserved again as tentatively placed, in the same order (the placement undid
-            # its reservations): the same volumes are chosen.
-            pod = self.state.pods[key]
-            cycle = Cycle(self.state, pod, now, self.state.demand(pod), self.state.free_for(pod))
-            pre_bind = framework.reserve(cycle, self.state.node_index[node])
-            self.state.assume(key, node)
-            self.queue.remove(key)
-            self.messages.pop(key, None)
-            decisions.append(Bind(key, node, pre_bind))
+        done: list[Pod] = []
+        try:
+            for key, node in outcome.binds:
+                # Reserved again as tentatively placed, in the same order (the placement
+                # undid its reservations): the same volumes are chosen.
+                pod = self.state.pods[key]
+                free = self.state.free_for(pod)
+                cycle = Cycle(self.state, pod, now, self.state.demand(pod), free)
+                pre_bind = framework.reserve(cycle, self.state.node_index[node])
+                done.append(pod)
+                self.state.assume(key, node)
+                self.queue.remove(key)
+                self.messages.pop(key, None)
+                decisions.append(Bind(key, node, pre_bind))
+        except BaseException:
+            # All members or none: those reserved or assumed already are given back.
+            for pod in reversed(done):
+                framework.unreserve(self.state, pod)
+                self.state.forget(pod.key)
+            raise
         for key, message in outcome.unschedulable.items():
             pod = self.state.pods[key]
             decisions.extend(self._unschedulable(pod, message, now, outcome.rejected_by))
@@ -208,10 +218,19 @@ class Scheduler:
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
-            pre_bind = framework.reserve(cycle, placed)
-            state.assume(pod.key, node)
-            self.queue.remove(pod.key)
-            self.messages.pop(pod.key, None)
+            nominated = state.nominations.get(pod.key)
+            pre_bind = framework.reserve(cycle, placed)  # gives back what it held if it raises
+            try:
+                state.assume(pod.key, node)
+                self.queue.remove(pod.key)
+                self.messages.pop(pod.key, None)
+            except BaseException:
+                # As upstream after a failure past Reserve: Unreserve, then forget the pod.
+                framework.unreserve(state, pod)
+                state.forget(pod.key)
+                if nominated is not None and pod.key not in state.nominations:
+                    state.nominate(pod.key, state.node_name(nominated))
+                raise
             return [Bind(pod.key, node, pre_bind)]
         diagnosis = placed
         result = framework.post_filter(cycle, diagnosis)

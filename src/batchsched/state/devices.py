@@ -7,7 +7,7 @@ use while a claim's allocation (other than an admin-access one) names it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from batchsched.objects.dra import (
@@ -36,7 +36,8 @@ class DeviceState:
     # Claims this scheduler allocated, in order: what one-shot reports.
     allocated_here: list[str] = field(default_factory=list)
     # Moves when slices or claims are replaced; between moves, `changed` lists the nodes whose
-    # devices came into use, in order, so verdicts per node can be kept and refreshed.
+    # devices came into use (or were given back), in order, so verdicts per node can be kept
+    # and refreshed.
     epoch: int = 0
     changed: list[str] = field(default_factory=list)
     _in_use: set[str] | None = None
@@ -94,6 +95,21 @@ class DeviceState:
         claim = self.claims[key]
         if pod not in claim.reserved_for:
             self.claims[key] = replace(claim, reserved_for=(*claim.reserved_for, pod))
+
+    def restore(
+        self, before: Mapping[str, ResourceClaim | None], allocated: int, node: str
+    ) -> None:
+        """Undo a pod's reservation on `node`: its claims as they were in `before` (None: a
+        claim made from a template then, forgotten again), and the allocations reported back
+        to the first `allocated`."""
+        for key, claim in before.items():
+            if claim is None:
+                self.claims.pop(key, None)
+            else:
+                self.claims[key] = claim
+        del self.allocated_here[allocated:]
+        self._in_use = None
+        self.changed.append(node)
 
 
 _NONE = NodeDevices((), ())

@@ -93,9 +93,9 @@ class TentativePlacement:
             placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
+            self._taken.append((placed, demand, pod))  # undone with the rest if Reserve raises
             self.framework.reserve(cycle, placed)  # e.g. the PVs its claims take
             state.hold(pod.key, placed)
-            self._taken.append((placed, demand, pod))
         return placed
 
     def _from_base(self, cycle: Cycle) -> int | Diagnosis | None:

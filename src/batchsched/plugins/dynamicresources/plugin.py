@@ -1,6 +1,6 @@
 """DynamicResources (Filter, Reserve): a node fits when the pod's claims can be allocated
 there; the chosen node's allocation is then held, so later pods of the pass see the devices
-in use.
+in use, and given back (Unreserve) when a later step fails or raises.
 
 Name: DynamicResources. Extension points: Filter, Reserve.
 
@@ -41,6 +41,9 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         self._matcher: Matcher | None = None
         self._matcher_epoch = -1
         self._kept: dict[Hashable, _Fits] = {}
+        # Per pod reserved and not bound yet: its claims as they were before, how many
+        # allocations were reported then, and its node; what `unreserve` puts back.
+        self._held: dict[str, tuple[dict[str, ResourceClaim | None], int, str]] = {}
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
         # Not static after all: devices come free when claims or pods change, so any change
@@ -78,6 +81,10 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         claims = _claims(state, pod)
         pending = [c for c in claims if c.allocation is None]
         devices = state.devices
+        for key in [k for k in self._held if k in state.bound or k not in state.pods]:
+            del self._held[key]  # bound or gone since: nothing of theirs is given back
+        before = {c.key: devices.claims.get(c.key) for c in claims}
+        self._held[pod.key] = (before, len(devices.allocated_here), node)
         if pending:
             found = allocate(
                 pending, devices.on_node(node), devices.in_use(), self._matcher_for(state)
@@ -90,6 +97,11 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
                 devices.allocate(claim.key, Allocation(found[claim.key], pin), pod.name, node)
         for claim in claims:
             devices.reserve(claim.key, pod.name)
+
+    def unreserve(self, state: ClusterState, pod: Pod) -> None:
+        held = self._held.pop(pod.key, None)
+        if held is not None:
+            state.devices.restore(*held)
 
     def _fits(self, state: ClusterState, pending: list[ResourceClaim]) -> BoolArray:
         """The nodes where the pending claims can be allocated. Kept per claim spec (pods of
