@@ -395,3 +395,35 @@ def test_prefilter_alone_admits_pod_by_pod_when_the_group_hook_is_off() -> None:
     # Admitted, but without the hook nothing keeps the group whole: one member binds alone.
     alone = schedule(*manifests, group("g", 2), config=config)
     assert [b.pod for b in alone.bindings] == ["ml/a"]
+
+
+# ---- tentative placement and the non-zero defaults -------------------------------------
+
+
+def test_request_less_members_are_placed_as_the_same_pods_one_by_one() -> None:
+    # Scoring counts 100m / 200Mi for a pod that requests nothing; upstream assumes each member
+    # in its cache, so the next member's LeastAllocated score sees it. Placed tentatively,
+    # the members must see each other's defaults too, and spread as lone pods would.
+    nodes = [node(f"n{i}") for i in range(3)]
+    lone = [pod(f"m{i}", cpu=None, memory=None, namespace="ml") for i in range(3)]
+    gang = [{**p, "metadata": {**p["metadata"], "labels": {GROUP_LABEL: "g"}}} for p in lone]
+    expected = {"ml/m0": "n0", "ml/m1": "n1", "ml/m2": "n2"}
+    assert {b.pod: b.node for b in schedule(*nodes, *lone).bindings} == expected
+    placed = schedule(*nodes, group("g", 3), *gang)
+    assert {b.pod: b.node for b in placed.bindings} == expected
+
+
+def test_a_tentative_placement_leaves_the_non_zero_defaults_as_they_were() -> None:
+    # A gang that cannot reach minMember places some members tentatively and undoes it.
+    state = build_state(
+        objects_of(
+            node("n0", cpu="1"),
+            group("g", 3),
+            *[member(f"m{i}", "g", cpu="500m") for i in range(3)],
+            pod("idle", cpu=None, memory=None, node_name="n0"),
+        )
+    )
+    before = state.nonzero_gap.copy()
+    Scheduler(state, default_config()).schedule_pass(NOW)
+    assert state.bound.keys() == {"default/idle"}
+    assert (state.nonzero_gap == before).all()

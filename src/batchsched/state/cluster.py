@@ -557,17 +557,23 @@ class ClusterState:
         """Show a pod on a node for a tentative placement: a pending member while its group
         is placed, so that the rules reading a node's pods (host ports, spread, inter-pod
         affinity) see it; the caller takes its room (`take_room`). `unhold` takes a pod off
-        (also a would-be victim while a gang tries placing without it); `hold` puts it back."""
-        pod = self.pods[key]
-        self.node_pods[idx][key] = pod
-        if pod.volumes or pod.disks:  # its claims, disks and attachments count there too
-            self.volumes.place(pod, idx)
+        (also a would-be victim while a gang tries placing without it); `hold` puts it back.
+        The pod's non-zero defaults count on the node meanwhile, as for a bound pod: upstream
+        assumes each member in its cache, so the resource scores of later members see them."""
+        pods = self.node_pods[idx]
+        if key not in pods:
+            pod = pods[key] = self.pods[key]
+            self._count_gap(idx, pod, 1)
+            if pod.volumes or pod.disks:  # its claims, disks and attachments count there too
+                self.volumes.place(pod, idx)
         self._touch(idx)
 
     def unhold(self, key: str, idx: int) -> None:
         pod = self.node_pods[idx].pop(key, None)
-        if pod is not None and (pod.volumes or pod.disks):
-            self.volumes.unplace(pod, idx)
+        if pod is not None:
+            self._count_gap(idx, pod, -1)
+            if pod.volumes or pod.disks:
+                self.volumes.unplace(pod, idx)
         self._touch(idx)
 
     def forget(self, key: str) -> None:
