@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from batchsched.config import parse_config
+from batchsched.live.cli import tune_collector
 from batchsched.live.client import KubeClient
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from benchmarks.harness import Metrics, workload
@@ -92,6 +93,7 @@ def _start_synced(
         {"leaderElection": {"leaderElect": False}, "clientConnection": {"qps": qps}}
     )
     scheduler = LiveScheduler(KubeClient(configuration), config, LiveOptions())
+    tune_collector()  # as `batchsched run` does
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     started = time.perf_counter()
