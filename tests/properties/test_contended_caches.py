@@ -9,7 +9,9 @@ gangs that preempt):
 - `GangSearchMemo.gang_rows`, kept from the log of changed rows, against a scan of every
   PodGroup;
 - the victim table's PDB masks refreshed from each pod's remembered covering PDBs against
-  matching every PDB's selector again.
+  matching every PDB's selector again;
+- `UnitIndex.usable`, rechecking only the units on rows changed since its last call,
+  against checking every unit's members.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from batchsched.config import default_config
 from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.oneshot import build_state, run
-from batchsched.plugins.coscheduling.preemption import GroupFit
+from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
 from batchsched.plugins.preemption.victim_table import VictimTable
@@ -59,8 +61,23 @@ def _matched_pdbs() -> AbstractContextManager[Any]:
     return patch.object(VictimTable, "_refresh_pdb_masks", match)
 
 
+def _every_unit_rechecked() -> AbstractContextManager[Any]:
+    def scan(self: UnitIndex, state: Any, own: set[str]) -> Any:
+        return np.fromiter(
+            (
+                all(p.deletion_timestamp is None and p.key not in own for p in unit.pods)
+                for unit in self.units
+            ),
+            dtype=np.bool_,
+            count=len(self.units),
+        )
+
+    return patch.object(UnitIndex, "usable", scan)
+
+
 @pytest.mark.parametrize(
-    "fresh", [_full_passes, _every_unit_checked, _scanned_gang_rows, _matched_pdbs]
+    "fresh",
+    [_full_passes, _every_unit_checked, _scanned_gang_rows, _matched_pdbs, _every_unit_rechecked],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
 @settings(max_examples=3, deadline=None)

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from batchsched.config import default_config
 from batchsched.oneshot import run
-from batchsched.plugins.preemption.gang_victims import GangSearchMemo, RowAnswers
+from batchsched.plugins.preemption.gang_victims import GangSearchMemo, KeptAnswers
 from benchmarks.workloads import contended
 
 
-def fresh(self: GangSearchMemo, *args: object) -> RowAnswers:
-    return {}
+def fresh(self: GangSearchMemo, *args: object) -> KeptAnswers:
+    return KeptAnswers()
 
 
 @settings(max_examples=6, deadline=None)

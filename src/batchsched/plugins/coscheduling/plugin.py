@@ -267,7 +267,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if self._units is None or self._units.key != key:
             self._units = UnitIndex(state, rule, key)
         index = self._units
-        usable = index.usable({m.key for m in members})
+        usable = index.usable(state, {m.key for m in members})
         free = _room_for(state, lead, members)
         fit = GroupFit(attempt.framework, state, now, attempt.group, free, pending, need, index)
         found = find_victims(fit, usable)

@@ -135,17 +135,35 @@ class UnitIndex:
         self.cols = np.asarray(cols, dtype=np.intp)
         self.amounts = np.asarray(amounts, dtype=np.int64)
         self.sizes = np.asarray(sizes, dtype=np.intp)
+        self._state = state
+        self._unit_of: dict[str, int] = {}
+        self._units_on: dict[int, list[int]] = {}
+        for u, unit in enumerate(self.units):
+            for pod in unit.pods:
+                self._unit_of[pod.key] = u
+                self._units_on.setdefault(state.bound[pod.key], []).append(u)
+        self._going = np.zeros(len(self.units), dtype=np.bool_)
+        self._going_mark = -1  # before any mark: every unit is checked at the first call
 
-    def usable(self, own: set[str]) -> BoolArray:
-        """Units still takeable: none of their members is going already, none is `own`."""
-        return np.fromiter(
-            (
-                all(p.deletion_timestamp is None and p.key not in own for p in unit.pods)
-                for unit in self.units
-            ),
-            dtype=np.bool_,
-            count=len(self.units),
-        )
+    def usable(self, state: ClusterState, own: set[str]) -> BoolArray:
+        """Units still takeable: none of their members is going already, none is `own`.
+
+        A member starts going only through `ClusterState.mark_terminating`, which logs its
+        row, so only the units on rows changed since the last call are looked at again: a
+        wave of gang attempts costs per change, not per unit and attempt."""
+        changed = state.rows_changed_since(self._going_mark) if state is self._state else None
+        recheck: range | list[int] = range(len(self.units))
+        if changed is not None:
+            recheck = sorted({u for row in set(changed) for u in self._units_on.get(row, ())})
+        for u in recheck:
+            self._going[u] = any(p.deletion_timestamp is not None for p in self.units[u].pods)
+        self._state, self._going_mark = state, state.change_mark()
+        usable: BoolArray = ~self._going
+        for key in own:
+            unit = self._unit_of.get(key)
+            if unit is not None:
+                usable[unit] = False
+        return usable
 
 
 def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:

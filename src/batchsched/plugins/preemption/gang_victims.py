@@ -14,6 +14,7 @@ order, wins.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 
 import numpy as np
@@ -66,9 +67,46 @@ def gang_rows(state: ClusterState, rule: VictimRule, candidates: BoolArray) -> B
 
 
 ChoiceKey = tuple[float | int, ...]
-# Per node row: its victims (None: it cannot host the preemptor), their rank among nodes, and
-# the rows the answer read.
-RowAnswers = dict[int, tuple[NodeVictims | None, ChoiceKey | None, frozenset[int]]]
+# A node row's answer: its victims (None: it cannot host the preemptor), their rank among
+# nodes, and the rows the answer read.
+RowAnswer = tuple[NodeVictims | None, ChoiceKey | None, frozenset[int]]
+
+
+class KeptAnswers:
+    """Per-node answers for one kind of preemptor, the working ones kept in rank order, so
+    that the best of them costs a few steps rather than a comparison per gang node and
+    preemptor; a row's answer is dropped when a row it read changes."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, RowAnswer] = {}
+        self._order: list[tuple[ChoiceKey, int]] = []  # may hold dropped or replaced answers
+        self._readers: dict[int, set[int]] = {}  # row -> kept rows whose answer read it
+
+    def put(self, row: int, answer: RowAnswer) -> None:
+        self.rows[row] = answer
+        for read in answer[2]:
+            self._readers.setdefault(read, set()).add(row)
+        if answer[0] is not None and answer[1] is not None:
+            bisect.insort(self._order, (answer[1], row))
+            if len(self._order) > 2 * len(self.rows) + 64:
+                self._order = sorted(
+                    (kept[1], r) for r, kept in self.rows.items() if kept[1] is not None
+                )
+
+    def drop(self, touched: Iterable[int]) -> None:
+        for read in touched:
+            for row in self._readers.pop(read, ()):
+                kept = self.rows.get(row)
+                if kept is not None and read in kept[2]:
+                    del self.rows[row]
+
+    def best(self, usable: Callable[[int], bool]) -> tuple[ChoiceKey, NodeVictims] | None:
+        """The best-ranked working answer on a row `usable` accepts, and its rank."""
+        for rank, row in self._order:
+            kept = self.rows.get(row)
+            if kept is not None and kept[0] is not None and kept[1] == rank and usable(row):
+                return rank, kept[0]
+        return None
 
 
 class GangSearchMemo:
@@ -85,21 +123,28 @@ class GangSearchMemo:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._answers: dict[Hashable, tuple[int, RowAnswers]] = {}
+        self._answers: dict[Hashable, tuple[int, KeptAnswers]] = {}
         # Per node row: the lowest priority of a running, not terminating member of an
         # existing PodGroup on it (above every priority where none runs), kept current from
         # the state's log of changed rows.
         self._lowest = np.zeros(0, dtype=np.int64)
         self._lowest_mark = -1
         self._lowest_key: Hashable = None
+        # The groups preempted whole, kept while no PodGroup or membership changed.
+        self._whole: frozenset[str] = frozenset()
+        self._whole_version = -1
 
     def gang_rows(self, rule: VictimRule, candidates: BoolArray) -> BoolArray:
         """`gang_rows` from the per-row lowest group-member priority, refreshed for the rows
         changed since the last call (binds, evictions and reports touch their row): one
         vector comparison per preemptor instead of a scan of every PodGroup."""
         state = self.state
-        whole = frozenset(key for key, record in state.pod_groups.items() if record.disrupt_whole)
-        key = (state.node_generation, state.rows, whole)
+        if self._whole_version != state.group_version:
+            self._whole = frozenset(
+                key for key, record in state.pod_groups.items() if record.disrupt_whole
+            )
+            self._whole_version = state.group_version
+        key = (state.node_generation, state.rows, self._whole)
         logged = state.rows_changed_since(self._lowest_mark)
         changed: Iterable[int] = range(state.rows) if logged is None else set(logged)
         if key != self._lowest_key or logged is None:
@@ -111,7 +156,7 @@ class GangSearchMemo:
         self._lowest_mark = state.change_mark()
         return candidates & (self._lowest[: candidates.shape[0]] < rule.priority)
 
-    def answers(self, rule: VictimRule, demand: Demand) -> RowAnswers:
+    def answers(self, rule: VictimRule, demand: Demand) -> KeptAnswers:
         state = self.state
         key = (
             rule.priority,
@@ -122,17 +167,16 @@ class GangSearchMemo:
             state.policy_version,
             state.node_generation,  # ranks among nodes follow their names
         )
-        mark, rows = self._answers.get(key, (state.change_mark(), {}))
+        mark, kept = self._answers.get(key, (state.change_mark(), KeptAnswers()))
         changed = state.rows_changed_since(mark)
         if changed is None:
-            rows = {}
+            kept = KeptAnswers()
         elif changed:
-            touched = set(changed)
-            rows = {r: kept for r, kept in rows.items() if not kept[2] & touched}
+            kept.drop(set(changed))
         if key not in self._answers and len(self._answers) >= self._LIMIT:
             self._answers.clear()
-        self._answers[key] = (state.change_mark(), rows)
-        return rows
+        self._answers[key] = (state.change_mark(), kept)
+        return kept
 
 
 _NO_MEMBER = np.iinfo(np.int64).max
@@ -193,12 +237,12 @@ def with_gang_victims(
         best = NodeVictims(plain.row, tuple(plain.victims), plain.pdb_violations)
         options.append((choice_key(best, state), best))
     failed = 0
-    kept: RowAnswers = {}
+    kept = KeptAnswers()
     if memo is not None and rule.preemptor.key not in state.nominations:
         kept = memo.answers(rule, demand)
     for row in np.flatnonzero(per_row).tolist():
         row_checks = [*checks.get(row, ()), *guards]
-        answer = None if row_checks else kept.get(row)
+        answer = None if row_checks else kept.rows.get(row)
         if answer is None:
             found = select_victims_on_node(
                 rule,
@@ -211,11 +255,15 @@ def with_gang_victims(
             rank = None if found is None else choice_key(found, state)
             answer = (found, rank, _group_rows(state, row))
             if not row_checks:
-                kept[row] = answer
+                kept.put(row, answer)
+            elif found is not None and rank is not None:
+                options.append((rank, found))
         if answer[0] is None or answer[1] is None:
             failed += 1
-        else:
-            options.append((answer[1], answer[0]))
+    # The kept answers (this call's included) on rows searched without checks this time.
+    best_kept = None if guards else kept.best(lambda row: bool(per_row[row]) and row not in checks)
+    if best_kept is not None:
+        options.append(best_kept)
     if not options:
         reasons = dict(plain.reasons)
         reasons[NO_VICTIMS] = reasons.get(NO_VICTIMS, 0) + failed
