@@ -81,9 +81,22 @@ class KeptAnswers:
         self.rows: dict[int, RowAnswer] = {}
         self._order: list[tuple[ChoiceKey, int]] = []  # may hold dropped or replaced answers
         self._readers: dict[int, set[int]] = {}  # row -> kept rows whose answer read it
+        # Per row, as masks: an answer is kept; the kept answer works.
+        self.known: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.works: BoolArray = np.zeros(0, dtype=np.bool_)
+
+    def fit(self, rows: int) -> None:
+        """Size the masks for `rows` node rows (rows are only ever added)."""
+        if self.known.shape[0] < rows:
+            grown = rows - self.known.shape[0]
+            self.known = np.concatenate((self.known, np.zeros(grown, dtype=np.bool_)))
+            self.works = np.concatenate((self.works, np.zeros(grown, dtype=np.bool_)))
 
     def put(self, row: int, answer: RowAnswer) -> None:
+        self.fit(row + 1)
         self.rows[row] = answer
+        self.known[row] = True
+        self.works[row] = answer[0] is not None and answer[1] is not None
         for read in answer[2]:
             self._readers.setdefault(read, set()).add(row)
         if answer[0] is not None and answer[1] is not None:
@@ -99,6 +112,7 @@ class KeptAnswers:
                 kept = self.rows.get(row)
                 if kept is not None and read in kept[2]:
                     del self.rows[row]
+                    self.known[row] = self.works[row] = False
 
     def best(self, usable: Callable[[int], bool]) -> tuple[ChoiceKey, NodeVictims] | None:
         """The best-ranked working answer on a row `usable` accepts, and its rank."""
@@ -236,32 +250,37 @@ def with_gang_victims(
     if plain.row is not None:
         best = NodeVictims(plain.row, tuple(plain.victims), plain.pdb_violations)
         options.append((choice_key(best, state), best))
-    failed = 0
     kept = KeptAnswers()
     if memo is not None and rule.preemptor.key not in state.nominations:
         kept = memo.answers(rule, demand)
-    for row in np.flatnonzero(per_row).tolist():
+    kept.fit(per_row.shape[0])
+    checked = np.zeros(per_row.shape[0], dtype=np.bool_)
+    checked[list(checks)] = True
+    if guards:
+        checked[:] = True
+    known = kept.known[: per_row.shape[0]]
+    fresh = per_row & (checked | ~known)
+    # Rows answered before that cannot host the preemptor (counted before this call's puts).
+    failed = int((per_row & ~fresh & ~kept.works[: per_row.shape[0]]).sum())
+    for row in np.flatnonzero(fresh).tolist():
         row_checks = [*checks.get(row, ()), *guards]
-        answer = None if row_checks else kept.rows.get(row)
-        if answer is None:
-            found = select_victims_on_node(
-                rule,
-                demand,
-                free[row] + terminating_room(state, row),
-                row,
-                units=lambda pod: running_members(state, pod),
-                still_fails=_bound(row_checks, row),
-            )
-            rank = None if found is None else choice_key(found, state)
-            answer = (found, rank, _group_rows(state, row))
-            if not row_checks:
-                kept.put(row, answer)
-            elif found is not None and rank is not None:
-                options.append((rank, found))
-        if answer[0] is None or answer[1] is None:
+        found = select_victims_on_node(
+            rule,
+            demand,
+            free[row] + terminating_room(state, row),
+            row,
+            units=lambda pod: running_members(state, pod),
+            still_fails=_bound(row_checks, row),
+        )
+        rank = None if found is None else choice_key(found, state)
+        if not row_checks:
+            kept.put(row, (found, rank, _group_rows(state, row)))
+        elif found is not None and rank is not None:
+            options.append((rank, found))
+        if found is None or rank is None:
             failed += 1
     # The kept answers (this call's included) on rows searched without checks this time.
-    best_kept = None if guards else kept.best(lambda row: bool(per_row[row]) and row not in checks)
+    best_kept = None if guards else kept.best(lambda row: bool(per_row[row] and not checked[row]))
     if best_kept is not None:
         options.append(best_kept)
     if not options:

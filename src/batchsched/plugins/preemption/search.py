@@ -59,6 +59,10 @@ class PreemptionSearch:
         self.state = state
         self.table = VictimTable(state)
         self._shapes: OrderedDict[tuple[int, bytes, bytes], _Shape] = OrderedDict()
+        # The PDBs' part of the fingerprint, kept while no policy object changed: one tuple
+        # per PDB for every preemptor would cost PDBs (which grow with the nodes) x preemptors.
+        self._pdbs: tuple[object, ...] = ()
+        self._pdbs_version = -1
 
     def evaluate(
         self, rule: VictimRule, demand: Demand, free: IntArray, candidates: BoolArray
@@ -88,7 +92,10 @@ class PreemptionSearch:
     ) -> _Shape:
         state, table = self.state, self.table
         key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
-        policy = _policy_fingerprint(state, classes)
+        if self._pdbs_version != state.policy_version:
+            self._pdbs = _pdb_fingerprint(state)
+            self._pdbs_version = state.policy_version
+        policy = (*_class_fingerprint(classes), self._pdbs)
         now = rule.now.timestamp()
         rows = base.shape[0]
         rank = state.name_rank()
@@ -137,20 +144,24 @@ def _rows_differ(a: IntArray, b: IntArray) -> BoolArray:
     return differ
 
 
-def _policy_fingerprint(state: ClusterState, classes: ClassArrays) -> tuple[object, ...]:
-    """What the results depend on beyond rows and time: class verdicts and the PDBs."""
+def _class_fingerprint(classes: ClassArrays) -> tuple[bytes, ...]:
+    """What the results depend on beyond rows, time and the PDBs: the class verdicts."""
     return (
         classes.missing.tobytes(),
         classes.forever.tobytes(),
         classes.timed.tobytes(),
         classes.seconds.tobytes(),
-        tuple(
-            (
-                key,
-                tuple(sorted(pdb.selector.match_labels.items())),
-                pdb.selector.match_expressions,
-                pdb.disruptions_allowed,
-            )
-            for key, pdb in state.pdbs.items()
-        ),
+    )
+
+
+def _pdb_fingerprint(state: ClusterState) -> tuple[object, ...]:
+    """What the results depend on in the PDBs (which change only with `policy_version`)."""
+    return tuple(
+        (
+            key,
+            tuple(sorted(pdb.selector.match_labels.items())),
+            pdb.selector.match_expressions,
+            pdb.disruptions_allowed,
+        )
+        for key, pdb in state.pdbs.items()
     )
