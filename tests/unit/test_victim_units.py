@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from batchsched.objects.records import Pod
+from batchsched.plugins.coscheduling.preemption import UnitIndex, index_key
 from batchsched.plugins.preemption.victims import (
     VictimRule,
     VictimUnits,
@@ -69,3 +70,16 @@ def test_a_unit_with_a_member_that_may_not_be_taken_is_no_victim() -> None:
     free = state.free_for(preemptor)[row]
     found = select_victims_on_node(rule, state.demand(preemptor), free, row, gang_of(state))
     assert found is None  # solo alone does not make room, and the gang is protected
+
+
+def test_unit_index_sees_members_that_started_going_since_its_last_call() -> None:
+    state, preemptor = world()
+    rule = rule_for(state, preemptor)
+    index = UnitIndex(state, rule, index_key(state, rule))
+    names = [unit.pods[0].name for unit in index.units]
+    assert index.usable(state, set()).all()
+    state.mark_terminating("default/solo", NOW)
+    usable = index.usable(state, set())
+    assert [n for n, ok in zip(names, usable, strict=True) if not ok] == ["solo"]
+    own = index.usable(state, {"default/gang-1"})
+    assert [n for n, ok in zip(names, own, strict=True) if not ok] == ["gang-1", "solo"]
