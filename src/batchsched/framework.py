@@ -46,6 +46,9 @@ _EVENT_ORDER = [
     ClusterEvent.NODE,
     ClusterEvent.POLICY,
     ClusterEvent.POD_GROUP,
+    ClusterEvent.NAMESPACE,
+    ClusterEvent.VOLUME,
+    ClusterEvent.DEVICES,
     ClusterEvent.NODE_ROOM,
     ClusterEvent.ANY,
 ]

@@ -38,6 +38,9 @@ from batchsched.plugins.support import not_ready, refusal
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
+# The events `marks` follows by a version of their own, in its order after the first five.
+_OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPACE)
+
 
 class Scheduler:
     def __init__(
@@ -303,11 +306,15 @@ class Scheduler:
             state.policy_version,
             state.generation,
             state.group_version,
+            state.volume_version,
+            state.devices.epoch,
+            state.namespace_version,
         )
 
     def moved(self, since: Hashable) -> bool:
         assert isinstance(since, tuple)
-        return bool(since[3] != self.state.generation)
+        # Device objects move no generation of their own (the allocator follows their epoch).
+        return bool(since[3] != self.state.generation or since[6] != self.state.devices.epoch)
 
     def failed_as_is(self, pod_key: str) -> bool:
         entry = self.queue.entry(pod_key)
@@ -319,8 +326,13 @@ class Scheduler:
     def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
         assert isinstance(group, tuple) and isinstance(since, tuple)
         state = self.state
-        mark, node_generation, policy_version, generation, group_version = since
-        events = set()
+        mark, node_generation, policy_version, generation, group_version, *others = since
+        now = (state.volume_version, state.devices.epoch, state.namespace_version)
+        events = {
+            event
+            for event, then, current in zip(_OTHER_EVENTS, others, now, strict=True)
+            if then != current
+        }
         if group_version != state.group_version:
             events.add(ClusterEvent.POD_GROUP)
         if node_generation != state.node_generation:
@@ -330,16 +342,18 @@ class Scheduler:
         if generation != state.generation:
             events.add(ClusterEvent.ANY)
         changed = state.rows_changed_since(mark)
+        pods: list[Pod | None] = [None]
         if changed is None:
             rows = np.arange(state.rows, dtype=np.intp)
         else:
             rows = np.unique(np.asarray(changed, dtype=np.intp))
+            pods = state.pods_changed_since(mark) or []
         if rows.shape[0]:
             events.add(ClusterEvent.NODE_ROOM)
         entry = self.queue.entry(pod_key)
         assert entry is not None
         pod = entry.pod
-        change = ClusterChange(state, frozenset(events), rows)
+        change = ClusterChange(state, frozenset(events), rows, pods)
         event = self.framework_for(pod).queueing_hint(group[1], change, pod)
         return None if event is None else event.value
 

@@ -18,18 +18,28 @@ from tests.conftest import NOW
 
 GI = 2**30
 # Every plugin that can reject a pod has hints; a plugin added without them wakes its pods
-# after any change (the base class's default), which is always safe.
+# after any change (the base class's default), which is always safe. Those without are
+# scores and the queue sort, which reject nothing.
 WITH_HINTS = {
     "Coscheduling",
     "DaemonSetPreemption",
     "DefaultPreemption",
+    "DynamicResources",
+    "InterPodAffinity",
     "NodeAffinity",
     "NodeName",
+    "NodePorts",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "NodeVolumeLimits",
+    "PodTopologySpread",
     "PreemptionToleration",
     "TaintToleration",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
 }
+WITHOUT_HINTS = {"ImageLocality", "NodeResourcesBalancedAllocation", "PrioritySort"}
 
 
 def pod(name: str, cpu: int, created: float = 0.0, node: str = "") -> Pod:
@@ -59,6 +69,7 @@ def counts(decisions: list[Decision]) -> tuple[int, int]:
 def test_the_plugins_with_hints() -> None:
     have = {name for name, build in REGISTRY.items() if build(None).events_to_register()}
     assert have == WITH_HINTS
+    assert set(REGISTRY) - have == WITHOUT_HINTS
 
 
 def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
@@ -68,7 +79,7 @@ def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
     framework = Framework(default_config().profiles[0])
     framework._events["Strict"] = Strict().events_to_register()
     state = ClusterState()
-    change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp))
+    change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp), [])
     assert framework.queueing_hint(frozenset({"Strict"}), change, pod("p", 1)) is (
         ClusterEvent.POLICY
     )

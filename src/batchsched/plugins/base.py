@@ -111,6 +111,9 @@ class ClusterEvent(Enum):
     NODE_ROOM = "NodeRoom"  # room on some nodes changed: pods, allocatable, nominations
     POLICY = "Policy"  # a PriorityClass or PodDisruptionBudget changed
     POD_GROUP = "PodGroup"  # a PodGroup, or which pods are its members or bound, changed
+    VOLUME = "Volume"  # a PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode
+    DEVICES = "Devices"  # a ResourceSlice, ResourceClaim or DeviceClass
+    NAMESPACE = "Namespace"  # a Namespace (its labels, which affinity terms select by)
     # Anything that may let a waiting pod fit (the state's generation moved): pods leaving,
     # PodGroups, and all of the above; for rules that read more than one kind of object.
     ANY = "Any"
@@ -123,6 +126,14 @@ class ClusterChange:
     state: ClusterState
     events: frozenset[ClusterEvent]
     rows: IndexArray  # node rows whose room changed (for NODE_ROOM)
+    # The pods that arrived on, left or began terminating on those rows (None: a change of
+    # room that came from no pod, e.g. a nomination; or the log no longer reaches back).
+    pods: list[Pod | None]
+
+    def pods_where(self, relevant: Callable[[Pod], bool]) -> bool:
+        """Whether a pod that came or went may matter (`relevant`), or a change came from no
+        known pod: what a hint for a rule reading other pods asks of NODE_ROOM."""
+        return any(pod is None or relevant(pod) for pod in self.pods)
 
 
 # A hint: may this change let the pod pass the plugin that rejected it? False must be sure.

@@ -13,12 +13,21 @@ host ports skip the plugin and pay nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from batchsched.objects.records import HostPort, Pod
-from batchsched.plugins.base import Cycle, FilterPlugin, IndexArray, Rejection, RowLocalPlugin
+from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    FilterPlugin,
+    IndexArray,
+    QueueingHint,
+    Rejection,
+    RowLocalPlugin,
+)
 from batchsched.state.cluster import BoolArray, ClusterState
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -60,6 +69,15 @@ class NodePorts(FilterPlugin, RowLocalPlugin):
             self._index = PortIndex(state)
         self._index.sync()
         return self._index
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._port_may_be_free}
+
+    @staticmethod
+    def _port_may_be_free(change: ClusterChange, pod: Pod) -> bool:
+        """A pod holding a port the pod wants came or went (left: the port is free there)."""
+        wanted = pod.host_ports
+        return change.pods_where(lambda other: clashes(wanted, other.host_ports))
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return pod.host_ports

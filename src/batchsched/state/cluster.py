@@ -119,7 +119,13 @@ class ClusterState:
         # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
+        # Beside each logged row: the pod that arrived there, left or began terminating (None
+        # for any other change of room: nominations, reservations, allocatable).
+        self._changed_pods: list[Pod | None] = []
         self._changed_base = 0
+        # Move when a PVC, PV, StorageClass or CSINode changes, or a Namespace.
+        self.volume_version = 0
+        self.namespace_version = 0
         # Moves when a PriorityClass or PodDisruptionBudget changes (preemption reads them).
         self.policy_version = 0
         # How many bound pods run at each priority (the lowest tells whether anyone can be
@@ -231,11 +237,13 @@ class ClusterState:
         self.node_generation += 1
         self.generation += 1
 
-    def _touch(self, idx: int) -> None:
+    def _touch(self, idx: int, pod: Pod | None = None) -> None:
         if len(self._changed_rows) >= _CHANGE_LOG_LIMIT:
             self._changed_base += len(self._changed_rows)
             self._changed_rows = []
+            self._changed_pods = []
         self._changed_rows.append(idx)
+        self._changed_pods.append(pod)
 
     def version(self) -> tuple[int, int, int]:
         """Moves whenever anything a scheduling attempt reads may have changed: room on a
@@ -251,6 +259,13 @@ class ClusterState:
         if mark < self._changed_base:
             return None
         return self._changed_rows[mark - self._changed_base :]
+
+    def pods_changed_since(self, mark: int) -> list[Pod | None] | None:
+        """The pods behind the row changes since `mark` (None for a change that came from no
+        pod), or None if the log no longer reaches back."""
+        if mark < self._changed_base:
+            return None
+        return self._changed_pods[mark - self._changed_base :]
 
     def node_name(self, idx: int) -> str:
         node = self.nodes[idx]
@@ -316,10 +331,12 @@ class ClusterState:
 
     def upsert_namespace(self, namespace: Namespace) -> None:
         self.namespaces[namespace.name] = namespace
+        self.namespace_version += 1
         self.generation += 1
 
     def remove_namespace(self, name: str) -> None:
         self.namespaces.pop(name, None)
+        self.namespace_version += 1
         self.generation += 1
 
     def upsert_pod_group(self, group: PodGroup) -> None:
@@ -355,10 +372,12 @@ class ClusterState:
     def upsert_volume_object(self, obj: VolumeObject) -> None:
         """A PVC, PV, StorageClass or CSINode: pods waiting on volumes may fit now."""
         self.volumes.upsert(obj)
+        self.volume_version += 1
         self.generation += 1
 
     def remove_volume_object(self, kind: str, key: str) -> None:
         self.volumes.remove(kind, key)
+        self.volume_version += 1
         self.generation += 1
 
     def priority_of(self, pod: Pod) -> int:
@@ -487,7 +506,7 @@ class ClusterState:
         demand = self.demand(pod)
         self.free[idx, demand.cols] -= demand.amounts
         self._count_gap(idx, pod, 1)
-        self._touch(idx)
+        self._touch(idx, pod)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
         self.bound_version += 1
@@ -505,7 +524,7 @@ class ClusterState:
         demand = self.demand(pod)
         self.free[idx, demand.cols] += demand.amounts
         self._count_gap(idx, pod, -1)
-        self._touch(idx)
+        self._touch(idx, pod)
         self.bound_version += 1
         priority = self._counted_at.pop(key)
         left = self._bound_priorities[priority] - 1
@@ -566,7 +585,7 @@ class ClusterState:
             self._count_gap(idx, pod, 1)
             if pod.volumes or pod.disks:  # its claims, disks and attachments count there too
                 self.volumes.place(pod, idx)
-        self._touch(idx)
+        self._touch(idx, pods[key])
 
     def unhold(self, key: str, idx: int) -> None:
         pod = self.node_pods[idx].pop(key, None)
@@ -574,7 +593,7 @@ class ClusterState:
             self._count_gap(idx, pod, -1)
             if pod.volumes or pod.disks:
                 self.volumes.unplace(pod, idx)
-        self._touch(idx)
+        self._touch(idx, pod)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending."""
@@ -614,7 +633,7 @@ class ClusterState:
             idx = self.bound.get(key)
             if idx is not None:
                 self.terminating_bound.add(key)
-                self._touch(idx)  # per-node pod indexes (preemption's victim table) see it
+                self._touch(idx, pod)  # per-node pod indexes (preemption's victim table) see it
 
     def _index_group(self, key: str, group: str | None) -> None:
         old = self._member_of.get(key)

@@ -19,6 +19,7 @@ import numpy as np
 from batchsched.objects.dra import Allocation, ResourceClaim
 from batchsched.objects.records import NodeSelectorTerm, Pod, Requirement
 from batchsched.plugins.base import (
+    ClusterChange,
     ClusterEvent,
     Cycle,
     QueueingHint,
@@ -46,9 +47,17 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         self._held: dict[str, tuple[dict[str, ResourceClaim | None], int, str]] = {}
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
-        # Not static after all: devices come free when claims or pods change, so any change
-        # may help (no hints).
-        return None
+        # Not static after all: devices come free when claims change (the world deallocates
+        # them), or when a pod with claims leaves; slices and classes change what exists.
+        return {
+            ClusterEvent.NODE: None,
+            ClusterEvent.DEVICES: None,
+            ClusterEvent.NODE_ROOM: self._pod_with_claims_moved,
+        }
+
+    @staticmethod
+    def _pod_with_claims_moved(change: ClusterChange, pod: Pod) -> bool:
+        return change.pods_where(lambda other: bool(other.resource_claims))
 
     def shape(self, pod: Pod) -> Hashable | None:
         # Devices change with every allocation: a pod with claims is never cached.

@@ -33,8 +33,11 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
     PREEMPTION_GUARDS,
+    ClusterChange,
+    ClusterEvent,
     Cycle,
     FilterPlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     StillFails,
@@ -84,6 +87,29 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
             self._existing = ExistingTerms(state)
         self._existing.sync()
         return self._domains, self._counts, self._existing
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        # Nodes' topology labels and Namespaces' labels (namespace selectors) decide too.
+        return {
+            ClusterEvent.NODE: None,
+            ClusterEvent.NAMESPACE: None,
+            ClusterEvent.NODE_ROOM: self._pod_change_may_help,
+        }
+
+    @staticmethod
+    def _pod_change_may_help(change: ClusterChange, pod: Pod) -> bool:
+        """A pod came or went that the pod's required terms select, or that has terms of its
+        own (its anti-affinity may have kept this pod out), as upstream's
+        isSchedulableAfterPodChange: pods unrelated to either change no verdict."""
+        own = pod.pod_affinity
+        terms = () if own is None else (*own.required, *own.required_anti)
+        selectors = [resolve(term, pod).selector for term in terms]
+        return change.pods_where(
+            lambda other: (
+                other.pod_affinity is not None
+                or any(selector.matches_labels(other.labels) for selector in selectors)
+            )
+        )
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         # Terms (existing pods', and the pod's own for the first-pod rule) read its namespace

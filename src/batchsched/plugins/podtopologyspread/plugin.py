@@ -29,8 +29,11 @@ from batchsched.objects.parse import read_defaults
 from batchsched.objects.records import Pod, SpreadConstraint
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
     Cycle,
     FilterPlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     StaticFilterPlugin,
@@ -93,6 +96,18 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         if self._memo[0] is not pod:
             self._memo = (pod, constraints_of(pod, self.defaults, self.system))
         return self._memo[1]
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        # Nodes' topology labels, taints and affinity decide which domains count.
+        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._pod_change_may_help}
+
+    def _pod_change_may_help(self, change: ClusterChange, pod: Pod) -> bool:
+        """A pod came or went that one of the pod's hard constraints counts (its selector
+        before matchLabelKeys narrow it: a superset, so never a missed wake)."""
+        hard = self.constraints(pod).hard
+        return change.pods_where(
+            lambda other: any(c.selector.matches_labels(other.labels) for c in hard)
+        )
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         found = self.constraints(pod)

@@ -24,16 +24,18 @@ from batchsched.decisions import BindVolumes
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import (
+    ClusterEvent,
     Cycle,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     Rejection,
     ReservePlugin,
 )
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
-from batchsched.plugins.volumebinding.claims import claims_read, pod_claims
+from batchsched.plugins.volumebinding.claims import claims_read, pod_claims, volume_events
 from batchsched.plugins.volumebinding.matching import (
     BIND_CONFLICT,
     NOT_ENOUGH_SPACE,
@@ -62,6 +64,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return volume_events()
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod)

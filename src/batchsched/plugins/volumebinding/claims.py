@@ -7,7 +7,7 @@ so does an unbound claim of an Immediate class, which the PV controller binds by
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 from batchsched.objects.records import Pod
@@ -16,7 +16,7 @@ from batchsched.objects.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from batchsched.plugins.base import Cycle
+from batchsched.plugins.base import ClusterChange, ClusterEvent, Cycle, QueueingHint
 
 _SCRATCH = "volumebinding.claims"
 
@@ -27,6 +27,22 @@ class PodClaims:
     bound: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = field(default_factory=list)
     unbound: list[PersistentVolumeClaim] = field(default_factory=list)
     error: str = ""  # why the pod cannot be scheduled anywhere now
+
+
+def volume_events() -> Mapping[ClusterEvent, QueueingHint | None]:
+    """The events after which a volume plugin's rejection may lift (upstream registers PVC,
+    PV, StorageClass, CSINode and Node events, and pods deleted, for these plugins): the
+    volume objects or nodes changed, or a pod with volumes or inline disks came or went (its
+    claims' users, its disks, its attachments)."""
+    return {
+        ClusterEvent.NODE: None,
+        ClusterEvent.VOLUME: None,
+        ClusterEvent.NODE_ROOM: _pod_with_volumes_moved,
+    }
+
+
+def _pod_with_volumes_moved(change: ClusterChange, pod: Pod) -> bool:
+    return change.pods_where(lambda other: bool(other.volumes or other.disks))
 
 
 def claims_read(pod: Pod) -> Hashable:

@@ -10,13 +10,13 @@ CSI migration and VolumeAttachments are not read (docs/volumes.md).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, FilterPlugin, Rejection
-from batchsched.plugins.volumebinding.claims import claims_read
+from batchsched.plugins.base import ClusterEvent, Cycle, FilterPlugin, QueueingHint, Rejection
+from batchsched.plugins.volumebinding.claims import claims_read, volume_events
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 REASON = "node(s) exceed max volume count"
@@ -31,6 +31,9 @@ class NodeVolumeLimits(FilterPlugin):
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return volume_events()
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod)

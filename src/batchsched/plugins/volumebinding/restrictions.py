@@ -10,14 +10,14 @@ there unless both mount it read-only; evicting those pods lifts it, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import READ_WRITE_ONCE_POD
-from batchsched.plugins.base import Cycle, FilterPlugin, Rejection
-from batchsched.plugins.volumebinding.claims import claims_read
+from batchsched.plugins.base import ClusterEvent, Cycle, FilterPlugin, QueueingHint, Rejection
+from batchsched.plugins.volumebinding.claims import claims_read, volume_events
 from batchsched.state.cluster import BoolArray, ClusterState
 from batchsched.state.volumes import claim_key
 
@@ -33,6 +33,9 @@ class VolumeRestrictions(FilterPlugin):
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes and not pod.disks
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return volume_events()
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod), pod.disks

@@ -7,13 +7,13 @@ GA or beta key. A node with no zone or region label at all is not constrained, a
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, FilterPlugin, Rejection
-from batchsched.plugins.volumebinding.claims import claims_read, pod_claims
+from batchsched.plugins.base import ClusterEvent, Cycle, FilterPlugin, QueueingHint, Rejection
+from batchsched.plugins.volumebinding.claims import claims_read, pod_claims, volume_events
 from batchsched.state.cluster import BoolArray, ClusterState
 
 REASON = "node(s) had no available volume zone"
@@ -32,6 +32,9 @@ class VolumeZone(FilterPlugin):
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         return not pod.volumes
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return volume_events()
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return claims_read(pod)
