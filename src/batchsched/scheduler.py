@@ -66,6 +66,8 @@ class Scheduler:
         self._failed_shapes: dict[Hashable, tuple[str, frozenset[str]]] = {}
         self._failed_at: tuple[int, int, int] | None = None
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
+        self._changes: dict[Hashable, ClusterChange] = {}  # by mark, as of `_changes_at`
+        self._changes_at: Hashable = None
         self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
@@ -324,7 +326,28 @@ class Scheduler:
         return twin is not None and twin in self._failed_in_this_state()
 
     def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
-        assert isinstance(group, tuple) and isinstance(since, tuple)
+        assert isinstance(group, tuple)
+        entry = self.queue.entry(pod_key)
+        assert entry is not None
+        pod = entry.pod
+        change = self._change_since(since)
+        event = self.framework_for(pod).queueing_hint(group[1], change, pod)
+        return None if event is None else event.value
+
+    def _change_since(self, since: Hashable) -> ClusterChange:
+        """What changed since `since`, made once per mark while the state stands still (the
+        groups judged in one refresh mostly share their marks)."""
+        now = self.marks()
+        if now != self._changes_at:
+            self._changes.clear()
+            self._changes_at = now
+        change = self._changes.get(since)
+        if change is None:
+            change = self._changes[since] = self._change(since)
+        return change
+
+    def _change(self, since: Hashable) -> ClusterChange:
+        assert isinstance(since, tuple)
         state = self.state
         mark, node_generation, policy_version, generation, group_version, *others = since
         now = (state.volume_version, state.devices.epoch, state.namespace_version)
@@ -350,12 +373,7 @@ class Scheduler:
             pods = state.pods_changed_since(mark) or []
         if rows.shape[0]:
             events.add(ClusterEvent.NODE_ROOM)
-        entry = self.queue.entry(pod_key)
-        assert entry is not None
-        pod = entry.pod
-        change = ClusterChange(state, frozenset(events), rows, pods)
-        event = self.framework_for(pod).queueing_hint(group[1], change, pod)
-        return None if event is None else event.value
+        return ClusterChange(state, frozenset(events), rows, pods)
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

@@ -6,19 +6,22 @@ keeps the diagnosis of its last attempt (as kube-scheduler's PodScheduled condit
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
+from batchsched.decisions import Decision, Evict, Unschedulable
 from batchsched.objects.load import Objects
-from batchsched.oneshot import run
+from batchsched.oneshot import build_state, run
+from batchsched.scheduler import Scheduler
 from benchmarks.workloads import contended
 from tests.conftest import NOW, objects_of
 from tests.properties.strategies import clusters
 from tests.properties.test_gang_properties import gang_clusters, preemption_clusters
+from tests.properties.test_inter_pod_properties import clusters as inter_pod_clusters
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -55,3 +58,74 @@ def test_hints_decide_as_retrying_everything_on_contended_clusters(nodes: int, s
     """Issue 18's mixed, nearly full clusters: priorities, a tolerating class, gangs running
     and pending, PDBs."""
     same_output(lambda: contended.generate(nodes, seed), contended.NOW)
+
+
+def _own_labels(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pod also gets a label of its own (as a job's name): shapes must not split on it
+    while no term names it, nor merge pods a term tells apart once one does."""
+    for manifest in manifests:
+        if manifest["kind"] == "Pod":
+            manifest["metadata"].setdefault("labels", {})["job"] = manifest["metadata"]["name"]
+    return manifests
+
+
+@SETTINGS
+@given(inter_pod_clusters().map(_own_labels))
+def test_hints_decide_as_retrying_everything_with_inter_pod_rules(
+    manifests: list[dict[str, Any]],
+) -> None:
+    """Anti-affinity, affinity, spread and host ports, with priorities: preemption evicts
+    pods that others' rules name, and the hints for those rules must wake whom it helps."""
+    same_with_and_without_hints(manifests)
+
+
+def _decided(manifests: list[dict[str, Any]], gone: list[int], hints: bool) -> list[list[str]]:
+    """Two passes over a cluster, with the drawn running pods leaving in between (the
+    change hints judge), as (kind, pod, node) per decision but Unschedulable's message."""
+    objects = objects_of(*manifests)
+    state = build_state(objects)
+    scheduler = Scheduler(state, default_config(), queueing_hints=hints)
+    running = sorted(p.key for p in objects.pods if p.node_name)
+    passes = []
+    for step in range(3):
+        decisions = scheduler.schedule_pass(NOW + timedelta(seconds=20 * step))
+        passes.append([_shown(d) for d in decisions])
+        for d in decisions:
+            if isinstance(d, Evict):
+                state.remove_pod(d.pod)
+        for i in gone if step == 0 else []:
+            if i < len(running) and running[i] in state.pods:
+                state.remove_pod(running[i])
+    return passes
+
+
+def _shown(decision: Decision) -> str:
+    if isinstance(decision, Unschedulable):
+        return f"Unschedulable {decision.pod}"
+    return repr(decision)
+
+
+def _one_priority(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """No one can preempt: only the hints of the rules that rejected a pod wake it."""
+    for manifest in manifests:
+        if manifest["kind"] == "Pod":
+            manifest["spec"]["priority"] = 0
+    return manifests
+
+
+@SETTINGS
+@given(
+    st.one_of(inter_pod_clusters(), inter_pod_clusters().map(_one_priority)).map(_own_labels),
+    st.lists(st.integers(0, 4), max_size=3),
+)
+def test_hints_decide_as_retrying_everything_as_pods_leave(
+    manifests: list[dict[str, Any]], gone: list[int]
+) -> None:
+    """Pods that inter-pod rules or host ports name leave between passes: every pod they
+    kept out must be tried again, as without hints."""
+    with_hints = _decided(manifests, gone, True)
+    without = _decided(manifests, gone, False)
+    # Without hints pods no change could help are tried (and told the same) again.
+    assert [[d for d in p if not d.startswith("Unschedulable")] for p in with_hints] == [
+        [d for d in p if not d.startswith("Unschedulable")] for p in without
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -10,11 +11,13 @@ from batchsched.config import default_config
 from batchsched.decisions import Bind, Decision, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.records import Node, Pod, Taint
+from batchsched.oneshot import build_state
 from batchsched.plugins.base import ClusterChange, ClusterEvent, FilterPlugin
 from batchsched.plugins.registry import REGISTRY
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from tests.conftest import NOW
+from tests import builders
+from tests.conftest import NOW, objects_of
 
 GI = 2**30
 # Every plugin that can reject a pod has hints; a plugin added without them wakes its pods
@@ -137,3 +140,72 @@ def test_without_hints_every_waiting_pod_is_tried_after_any_change() -> None:
     scheduler.schedule_pass(NOW)
     state.remove_pod("ns/running")
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 8)
+
+
+ANTI = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _anti_to(app: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+    return {"podAntiAffinity": {ANTI: [term]}}
+
+
+def _one_node_state(*manifests: dict[str, Any]) -> tuple[ClusterState, Scheduler]:
+    host = builders.node("n", cpu="8", labels={"kubernetes.io/hostname": "n"})
+    state = build_state(objects_of(host, *manifests))
+    return state, Scheduler(state, default_config())
+
+
+def test_an_anti_affinity_pod_wakes_when_a_pod_its_term_selects_leaves_not_another() -> None:
+    state, scheduler = _one_node_state(
+        builders.pod("db", labels={"app": "db"}, node_name="n"),
+        builders.pod("other", labels={"app": "other"}, node_name="n"),
+        builders.pod("web", labels={"app": "web"}, affinity=_anti_to("db")),
+    )
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    state.remove_pod("default/other")  # room came free, but not the clash
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
+    state.remove_pod("default/db")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=40))) == (1, 0)
+
+
+def test_a_pod_wanting_a_host_port_wakes_when_its_holder_leaves() -> None:
+    def ported(name: str, node_name: str = "") -> dict[str, Any]:
+        container = {"name": "c", "ports": [{"containerPort": 8080, "hostPort": 80}]}
+        return builders.pod(name, node_name=node_name, containers=[container])
+
+    state, scheduler = _one_node_state(
+        ported("holder", "n"), builders.pod("other", node_name="n"), ported("p")
+    )
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    state.remove_pod("default/other")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
+    state.remove_pod("default/holder")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=40))) == (1, 0)
+
+
+def test_labels_no_term_names_do_not_split_shapes_until_a_term_names_them() -> None:
+    state, scheduler = _one_node_state(
+        builders.pod("a", labels={"job": "a"}), builders.pod("b", labels={"job": "b"})
+    )
+    framework = scheduler.default_framework
+    a, b = state.pods["default/a"], state.pods["default/b"]
+    assert scheduler._shape(framework, a) == scheduler._shape(framework, b)
+    term = {"labelSelector": {"matchLabels": {"job": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+    picky = builders.pod("picky", affinity={"podAntiAffinity": {ANTI: [term]}})
+    state.upsert_pod(objects_of(picky).pods[0])
+    assert scheduler._shape(framework, a) != scheduler._shape(framework, b)
+
+
+def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> None:
+    state = ClusterState()
+    plain = pod("plain", 1)
+    rows = np.zeros(1, np.intp)
+    volumes_changed = ClusterChange(state, frozenset({ClusterEvent.VOLUME}), rows, [])
+    plain_left = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, [plain])
+    for name in ("VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"):
+        framework = Framework(default_config().profiles[0])
+        assert framework.queueing_hint(frozenset({name}), volumes_changed, plain) is (
+            ClusterEvent.VOLUME
+        )
+        assert framework.queueing_hint(frozenset({name}), plain_left, plain) is None
