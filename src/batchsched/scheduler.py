@@ -40,6 +40,7 @@ from batchsched.state.queue import QueuedPod, SchedulingQueue
 
 # The events `marks` follows by a version of their own, in its order after the first five.
 _OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPACE)
+_CHANGES_KEPT = 64  # changes since distinct marks kept in one refresh (each holds its rows)
 
 
 class Scheduler:
@@ -343,6 +344,8 @@ class Scheduler:
             self._changes_at = now
         change = self._changes.get(since)
         if change is None:
+            if len(self._changes) >= _CHANGES_KEPT:
+                self._changes.clear()
             change = self._changes[since] = self._change(since)
         return change
 
@@ -365,15 +368,13 @@ class Scheduler:
         if generation != state.generation:
             events.add(ClusterEvent.ANY)
         changed = state.rows_changed_since(mark)
-        pods: list[Pod | None] = [None]
         if changed is None:
             rows = np.arange(state.rows, dtype=np.intp)
         else:
             rows = np.unique(np.asarray(changed, dtype=np.intp))
-            pods = state.pods_changed_since(mark) or []
         if rows.shape[0]:
             events.add(ClusterEvent.NODE_ROOM)
-        return ClusterChange(state, frozenset(events), rows, pods)
+        return ClusterChange(state, frozenset(events), rows, None if changed is None else mark)
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

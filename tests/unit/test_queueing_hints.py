@@ -82,7 +82,7 @@ def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
     framework = Framework(default_config().profiles[0])
     framework._events["Strict"] = Strict().events_to_register()
     state = ClusterState()
-    change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp), [])
+    change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp), None)
     assert framework.queueing_hint(frozenset({"Strict"}), change, pod("p", 1)) is (
         ClusterEvent.POLICY
     )
@@ -199,10 +199,14 @@ def test_labels_no_term_names_do_not_split_shapes_until_a_term_names_them() -> N
 
 def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> None:
     state = ClusterState()
+    state.upsert_node(Node("n", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
     plain = pod("plain", 1)
     rows = np.zeros(1, np.intp)
-    volumes_changed = ClusterChange(state, frozenset({ClusterEvent.VOLUME}), rows, [])
-    plain_left = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, [plain])
+    mark = state.change_mark()
+    volumes_changed = ClusterChange(state, frozenset({ClusterEvent.VOLUME}), rows, mark)
+    state.upsert_pod(pod("gone", 1, node="n"))  # a pod without volumes came and went
+    state.remove_pod("ns/gone")
+    plain_left = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, mark)
     for name in ("VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"):
         framework = Framework(default_config().profiles[0])
         assert framework.queueing_hint(frozenset({name}), volumes_changed, plain) is (

@@ -126,14 +126,19 @@ class ClusterChange:
     state: ClusterState
     events: frozenset[ClusterEvent]
     rows: IndexArray  # node rows whose room changed (for NODE_ROOM)
-    # The pods that arrived on, left or began terminating on those rows (None: a change of
-    # room that came from no pod, e.g. a nomination; or the log no longer reaches back).
-    pods: list[Pod | None]
+    # Where the changes begin in the state's log of changed rows (None: it no longer reaches
+    # back), for the pods behind them.
+    mark: int | None
 
     def pods_where(self, relevant: Callable[[Pod], bool]) -> bool:
-        """Whether a pod that came or went may matter (`relevant`), or a change came from no
-        known pod: what a hint for a rule reading other pods asks of NODE_ROOM."""
-        return any(pod is None or relevant(pod) for pod in self.pods)
+        """Whether a pod that arrived on, left or began terminating on a changed row may
+        matter (`relevant`), or a change came from no known pod (a nomination, a
+        reservation, allocatable): what a hint for a rule reading other pods asks of
+        NODE_ROOM."""
+        if self.mark is None:
+            return True
+        pods = self.state.pods_changed_since(self.mark)
+        return pods is None or any(pod is None or relevant(pod) for pod in pods)
 
 
 # A hint: may this change let the pod pass the plugin that rejected it? False must be sure.

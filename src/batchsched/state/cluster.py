@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -260,12 +261,12 @@ class ClusterState:
             return None
         return self._changed_rows[mark - self._changed_base :]
 
-    def pods_changed_since(self, mark: int) -> list[Pod | None] | None:
+    def pods_changed_since(self, mark: int) -> Iterator[Pod | None] | None:
         """The pods behind the row changes since `mark` (None for a change that came from no
         pod), or None if the log no longer reaches back."""
         if mark < self._changed_base:
             return None
-        return self._changed_pods[mark - self._changed_base :]
+        return islice(self._changed_pods, mark - self._changed_base, None)
 
     def node_name(self, idx: int) -> str:
         node = self.nodes[idx]
