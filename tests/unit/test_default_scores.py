@@ -112,7 +112,7 @@ spec:
 
 def test_containers_without_requests_count_the_non_zero_defaults() -> None:
     assert bindings("nonzero-requests.yaml") == {"default/best-effort": "node-b"}
-    # An explicit zero request is not a missing one: no default, so the nodes tie.
+    # An explicit zero request is not a missing one: no default, so the nodes tie (node-a).
     zero = '{name: c, resources: {requests: {cpu: "0", memory: "0"}}}'
     explicit = ("containers: [{name: c}]}", f"containers: [{zero}]}}")
     assert bindings("nonzero-requests.yaml", edit=explicit) == {"default/best-effort": "node-a"}

@@ -49,11 +49,11 @@ def test_pending_pod_gets_every_nodes_first_failing_filter(
 
 def test_bound_pod_shows_scores_and_why_its_node_won(capsys: pytest.CaptureFixture[str]) -> None:
     data = explain_cli(capsys, "ml/trainer-1", "-f", str(EXAMPLES / "basic" / "cluster.yaml"))
-    assert data["status"] == "bound" and data["node"] == "gpu-b"  # spread from trainer-0
+    assert data["status"] == "bound" and data["node"] == "gpu-a"  # packed beside trainer-0
     feasible = [n for n in data["nodes"] if "total" in n]
-    assert [n["node"] for n in feasible] == ["gpu-b", "gpu-a"]  # highest total first
+    assert [n["node"] for n in feasible] == ["gpu-a", "gpu-b"]  # highest total first
     assert feasible[0]["total"] > feasible[1]["total"]
-    assert data["chosen"]["node"] == "gpu-b"
+    assert data["chosen"]["node"] == "gpu-a"
     assert "highest total score" in data["chosen"]["why"]
 
 

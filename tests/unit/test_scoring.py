@@ -2,9 +2,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from batchsched.config import load_config, parse_config
+from batchsched.config import SchedulerConfig, default_config, load_config, parse_config
 from batchsched.plugins.args import ConfigError
+from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from tests.builders import node, pod
 from tests.conftest import schedule
 
@@ -33,6 +35,7 @@ def most_allocated(resources: dict[str, int]) -> Any:
 SCORING = Path(__file__).resolve().parents[2] / "examples" / "scoring"
 # kube-scheduler's default scoring, one pluginConfig entry away from batchsched's.
 LEAST_ALLOCATED = load_config(SCORING / "least-allocated.yaml")
+# batchsched's default scoring, written out.
 GPU_PACKING = load_config(SCORING / "gpu-packing.yaml")
 
 
@@ -60,6 +63,34 @@ def test_gpu_packing_leaves_whole_nodes_free() -> None:
     # LeastAllocated spreads the trainers, and the 8-GPU job finds no whole node.
     spread = placed(*nodes, *jobs, config=LEAST_ALLOCATED)
     assert spread["default/t1"] != spread["default/t2"] and "default/big" not in spread
+
+
+def fit_of(config: SchedulerConfig) -> NodeResourcesFit:
+    plugin = config.profiles[0].instantiate()["NodeResourcesFit"]
+    assert isinstance(plugin, NodeResourcesFit)
+    return plugin
+
+
+def test_the_default_packs_as_the_gpu_packing_example_writes_it() -> None:
+    default, written = fit_of(default_config()), fit_of(GPU_PACKING)
+    assert (default.strategy, default.resources) == ("MostAllocated", written.resources)
+    # The example's whole-node job runs with the default and waits with LeastAllocated.
+    whole = yaml.safe_load((SCORING / "whole-nodes.yaml").read_text())["items"]
+    assert placed(*whole)["ml/big-job"] != placed(*whole)["ml/trainer-1"]
+    assert placed(*whole) == placed(*whole, config=GPU_PACKING)
+    assert "ml/big-job" not in placed(*whole, config=LEAST_ALLOCATED)
+
+
+def test_other_fit_args_keep_the_packing_and_a_strategy_replaces_it() -> None:
+    def with_args(args: dict[str, Any]) -> NodeResourcesFit:
+        config = {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": args}]}]}
+        return fit_of(parse_config(config))
+
+    assert with_args({"ignoredResources": ["example.com/x"]}).strategy == "MostAllocated"
+    # As upstream, a strategy without resources scores cpu and memory.
+    most = with_args({"scoringStrategy": {"type": "MostAllocated"}})
+    assert [r.name for r in most.resources] == ["cpu", "memory"]
+    assert with_args({"scoringStrategy": {"type": "LeastAllocated"}}).strategy == "LeastAllocated"
 
 
 def test_gpu_packing_prefers_nodes_whose_gpus_are_in_use_over_cpu() -> None:

@@ -13,7 +13,7 @@ def test_basic_example_binds_and_explains(capsys: pytest.CaptureFixture[str]) ->
     out = orjson.loads(capsys.readouterr().out)
     assert {b["pod"]: b["node"] for b in out["bindings"]} == {
         "ml/trainer-0": "gpu-a",
-        "ml/trainer-1": "gpu-b",
+        "ml/trainer-1": "gpu-a",
         "research/notebook": "cpu-1",
     }
     assert out["unschedulable"] == [

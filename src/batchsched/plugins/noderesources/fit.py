@@ -2,10 +2,11 @@
 
 Name: NodeResourcesFit. Extension points: Filter, Score (both row-local).
 
-Scoring strategies, as in NodeResourcesFitArgs `scoringStrategy`: LeastAllocated (spread,
-the default; least_allocated.py) and MostAllocated (bin packing; most_allocated.py), each a
-weighted mean over the configured resources of an integer 0..100 score, with cpu and memory
-counted with kube-scheduler's non-zero defaults (resource_allocation.py).
+Scoring strategies, as in NodeResourcesFitArgs `scoringStrategy`: LeastAllocated (spread;
+least_allocated.py) and MostAllocated (bin packing; most_allocated.py), each a weighted mean
+over the configured resources of an integer 0..100 score, with cpu and memory counted with
+kube-scheduler's non-zero defaults (resource_allocation.py). Without a `scoringStrategy`,
+batchsched packs with GPUs weighing most (GPU_PACKING), where kube-scheduler spreads.
 """
 
 from __future__ import annotations
@@ -51,6 +52,19 @@ STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsag
     "MostAllocated": (most_allocated, most_allocated_node),
 }
 
+# The scoring when none is configured. kube-scheduler's LeastAllocated spreads pods, so on a
+# GPU cluster small jobs take a share of every node and a job needing a whole node waits with
+# enough GPUs free in total; packing fills partly used nodes first, GPUs before cpu and
+# memory, and measured better on the simulator (docs/configuration.md).
+GPU_PACKING: dict[str, Any] = {
+    "type": "MostAllocated",
+    "resources": [
+        {"name": "nvidia.com/gpu", "weight": 10},
+        {"name": "cpu", "weight": 1},
+        {"name": "memory", "weight": 1},
+    ],
+}
+
 
 def is_extended(resource: str) -> bool:
     """An extended resource (`domain/name` outside kubernetes.io): the only kind that
@@ -71,7 +85,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         reader = ArgsReader(
             self.name, args, ("scoringStrategy", "ignoredResources", "ignoredResourceGroups")
         )
-        strategy = reader.get("scoringStrategy", dict, {})
+        strategy = reader.get("scoringStrategy", dict, GPU_PACKING)
         sreader = ArgsReader(f"{self.name} scoringStrategy", strategy, ("type", "resources"))
         self.strategy = sreader.get("type", str, "LeastAllocated")
         if self.strategy not in STRATEGIES:

@@ -1,5 +1,6 @@
-"""NodeResourcesFit's LeastAllocated strategy (the default): favour nodes with the most room
-left after the pod, 100·(allocatable − requested)/allocatable per resource, weighted."""
+"""NodeResourcesFit's LeastAllocated strategy (kube-scheduler's default): favour nodes with the
+most room left after the pod, 100·(allocatable − requested)/allocatable per resource,
+weighted."""
 
 from __future__ import annotations
 
