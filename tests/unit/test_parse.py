@@ -6,7 +6,7 @@ import yaml
 
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.load import load_files, load_text
-from batchsched.objects.parse import read_pod
+from batchsched.objects.parse import read_node, read_pod
 from tests.builders import node, pod, priority_class
 
 
@@ -156,6 +156,23 @@ def test_images_and_preferred_terms_are_read() -> None:
     raw = node("n")
     raw["status"]["images"] = [{"names": ["a:1", "a@sha256:x"], "sizeBytes": 10}]
     assert read_node(raw).images == {"a:1": 10, "a@sha256:x": 10}
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        (-1, "status.images[0].sizeBytes: must be at least 0, got -1"),
+        (2**63, "status.images[0].sizeBytes: must be at most 9223372036854775807"),
+        ("10", "status.images[0].sizeBytes: must be an integer, got '10'"),
+        (True, "status.images[0].sizeBytes: must be an integer, got True"),
+    ],
+)
+def test_an_image_size_is_a_non_negative_int64(size: object, message: str) -> None:
+    raw = node("n")
+    raw["status"]["images"] = [{"names": ["a:1"], "sizeBytes": size}]
+    with pytest.raises(ManifestError) as err:
+        read_node(raw)
+    assert message in str(err.value)
 
 
 def test_a_preferred_term_weight_out_of_range_names_the_field() -> None:

@@ -357,7 +357,7 @@ def _node_images(r: _Reader, obj: Json) -> dict[str, int]:
     out: dict[str, int] = {}
     for i, raw in enumerate(r.items(obj, "status.images")):
         img = r.at(f"status.images[{i}]")
-        size = img.get(raw, "sizeBytes", int, 0)
+        size = img.integer(raw, "sizeBytes", 0, 0, INT64_MAX)
         for name in img.get(raw, "names", list, []):
             if isinstance(name, str):
                 out[name] = size
