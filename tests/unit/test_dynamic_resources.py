@@ -91,6 +91,10 @@ def test_device_attributes_and_capacity_are_read_by_domain() -> None:
         (claim("c", {"name": "r"}), "spec.devices.requests[0]"),
         (claim("c", exactly("r", 0)), "spec.devices.requests[0].exactly.count"),
         (
+            claim("c", exactly("r", allocationMode="Some")),
+            "spec.devices.requests[0].exactly.allocationMode: 'Some' is not one of ExactCount, All",
+        ),
+        (
             claim("c", exactly("r"), constraints=[{"matchAttribute": "plain"}]),
             "spec.devices.constraints[0].matchAttribute",
         ),

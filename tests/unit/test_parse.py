@@ -100,6 +100,40 @@ def test_malformed_pods_name_the_field(mutate: object, field: str) -> None:
         read_pod(manifest)
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"preemptionPolicy": "Sometimes"},
+            "spec.preemptionPolicy: 'Sometimes' is not one of PreemptLowerPriority, Never",
+        ),
+        ({"preemptionPolicy": ""}, None),  # empty: the class's policy applies
+        (
+            {"tolerations": [{"key": "k", "effect": "Soon"}]},
+            "spec.tolerations[0].effect: 'Soon' is not one of NoSchedule, PreferNoSchedule, "
+            "NoExecute",
+        ),
+        ({"tolerations": [{"key": "k", "effect": ""}]}, None),  # empty: every effect
+        (
+            {"topologySpreadConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]},
+            "spec.topologySpreadConstraints[0].topologyKey: is required",
+        ),
+        ({"schedulingGates": [{"name": ""}]}, "spec.schedulingGates[0].name: is required"),
+    ],
+)
+def test_required_and_enumerated_fields_say_what_is_allowed(
+    spec: dict[str, object], message: str | None
+) -> None:
+    manifest = pod("p")
+    manifest["spec"].update(spec)
+    if message is None:
+        read_pod(manifest)
+        return
+    with pytest.raises(ManifestError) as err:
+        read_pod(manifest)
+    assert message in str(err.value)
+
+
 def test_priority_class_value_must_fit_int32() -> None:
     with pytest.raises(ManifestError, match="32-bit"):
         load_text(yaml.safe_dump(priority_class("huge", 2**31)), "pc.yaml")

@@ -167,9 +167,7 @@ def _qualified(driver: str, name: str) -> tuple[str, str]:
 
 
 def _device(r: _Reader, raw: Any, driver: str, pool: str) -> Device:
-    name = r.get(raw, "name", str, "")
-    if not name:
-        raise r.fail("name", "is required")
+    name = r.required_str(raw, "name")
     attributes: dict[str, dict[str, Any]] = {}
     for key, value in r.get(raw, "attributes", dict, {}).items():
         a = r.at(f"attributes.{key}")
@@ -196,19 +194,14 @@ def _device(r: _Reader, raw: Any, driver: str, pool: str) -> Device:
 def read_resource_slice(obj: Json) -> ResourceSlice:
     r = _Reader("ResourceSlice", obj)
     r.require_name()
-    driver = r.get(obj, "spec.driver", str, "")
-    pool = r.get(obj, "spec.pool.name", str, "")
-    node = r.get(obj, "spec.nodeName", str, "")
-    if not driver:
-        raise r.fail("spec.driver", "is required")
-    if not pool:
-        raise r.fail("spec.pool.name", "is required")
-    if not node:
-        raise r.fail(
-            "spec.nodeName",
-            "is required: only per-node slices are supported yet "
-            "(not spec.allNodes, spec.nodeSelector or spec.perDeviceNodeSelection)",
-        )
+    driver = r.required_str(obj, "spec.driver")
+    pool = r.required_str(obj, "spec.pool.name")
+    node = r.required_str(
+        obj,
+        "spec.nodeName",
+        "is required: only per-node slices are supported yet "
+        "(not spec.allNodes, spec.nodeSelector or spec.perDeviceNodeSelection)",
+    )
     count = r.get(obj, "spec.pool.resourceSliceCount", int, 1)
     if count < 1:
         raise r.fail("spec.pool.resourceSliceCount", f"must be at least 1, got {count}")
@@ -231,9 +224,7 @@ def _requests(r: _Reader, spec: Any) -> tuple[Request, ...]:
     out = []
     for i, raw in enumerate(r.items(spec, "devices.requests")):
         q = r.at(f"devices.requests[{i}]")
-        name = q.get(raw, "name", str, "")
-        if not name:
-            raise q.fail("name", "is required")
+        name = q.required_str(raw, "name")
         exactly = q.get(raw, "exactly", dict, {})
         first = q.items(raw, "firstAvailable")
         if bool(exactly) == bool(first):
@@ -244,9 +235,7 @@ def _requests(r: _Reader, spec: Any) -> tuple[Request, ...]:
         alternatives = []
         for j, sub in enumerate(first):
             s = q.at(f"firstAvailable[{j}]")
-            sub_name = s.get(sub, "name", str, "")
-            if not sub_name:
-                raise s.fail("name", "is required")
+            sub_name = s.required_str(sub, "name")
             alternatives.append(_device_request(s, sub, f"{name}/{sub_name}", False))
         out.append(Request(name, tuple(alternatives)))
     return tuple(out)
@@ -261,9 +250,9 @@ def _constraints(
     out = []
     for i, raw in enumerate(r.items(spec, "devices.constraints")):
         c = r.at(f"devices.constraints[{i}]")
-        attribute = c.get(raw, "matchAttribute", str, "")
-        if not attribute:
-            raise c.fail("matchAttribute", "is required (distinctAttribute is not supported yet)")
+        attribute = c.required_str(
+            raw, "matchAttribute", "is required (distinctAttribute is not supported yet)"
+        )
         domain, _, ident = attribute.rpartition("/")
         if not domain:
             raise c.fail("matchAttribute", f"{attribute!r} must be fully qualified (domain/name)")
@@ -276,12 +265,8 @@ def _constraints(
 
 
 def _device_request(e: _Reader, exactly: Any, name: str, admin_allowed: bool) -> DeviceRequest:
-    device_class = e.get(exactly, "deviceClassName", str, "")
-    if not device_class:
-        raise e.fail("deviceClassName", "is required")
-    mode = e.get(exactly, "allocationMode", str, "ExactCount")
-    if mode not in _ALLOCATION_MODES:
-        raise e.fail("allocationMode", f"{mode!r} is not one of {_ALLOCATION_MODES}")
+    device_class = e.required_str(exactly, "deviceClassName")
+    mode = e.choice(exactly, "allocationMode", _ALLOCATION_MODES, "ExactCount")
     count = e.get(exactly, "count", int, 1)
     if count < 1:
         raise e.fail("count", f"must be at least 1, got {count}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -151,6 +151,28 @@ class _Reader:
             raise self.fail(path, f"must be {_type_name(expected)}, got {shown(value)}")
         return value
 
+    def required_str(self, obj: Any, path: str, message: str = "is required") -> str:
+        """A string field that must be present and not empty; `message` says so otherwise."""
+        value = self.get(obj, path, str, "")
+        if not value:
+            raise self.fail(path, message)
+        return value
+
+    def choice(
+        self,
+        obj: Any,
+        path: str,
+        allowed: Sequence[str],
+        default: str = "",
+        empty_ok: bool = False,
+    ) -> str:
+        """A string field that must be one of `allowed`; absent, it is `default`. With
+        `empty_ok`, an empty or absent value is kept as "" (the caller's own default)."""
+        value = self.get(obj, path, str, default)
+        if value not in allowed and not (empty_ok and not value):
+            raise self.fail(path, f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
     def integer(self, obj: Any, path: str, default: int, low: int, high: int) -> int:
         """An integer field within its range (Kubernetes' int32 or int64 fields)."""
         raw: Any = self.get(obj, path, object, None)
@@ -237,12 +259,8 @@ def read_node(obj: Json) -> Node:
     taints = []
     for i, raw in enumerate(r.items(obj, "spec.taints")):
         t = r.at(f"spec.taints[{i}]")
-        key = t.get(raw, "key", str, "")
-        if not key:
-            raise t.fail("key", "is required")
-        effect = t.get(raw, "effect", str, "")
-        if effect not in _EFFECTS:
-            raise t.fail("effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        key = t.required_str(raw, "key")
+        effect = t.choice(raw, "effect", _EFFECTS)
         taints.append(Taint(key=key, value=t.get(raw, "value", str, ""), effect=cast(Any, effect)))
     return Node(
         name=r.name,
@@ -258,12 +276,8 @@ def _requirements(r: _Reader, raw_list: list[Any], path: str) -> tuple[Requireme
     out = []
     for i, raw in enumerate(raw_list):
         q = r.at(f"{path}[{i}]")
-        key = q.get(raw, "key", str, "")
-        if not key:
-            raise q.fail("key", "is required")
-        op = q.get(raw, "operator", str, "")
-        if op not in _OPERATORS:
-            raise q.fail("operator", f"{op!r} is not one of {', '.join(_OPERATORS)}")
+        key = q.required_str(raw, "key")
+        op = q.choice(raw, "operator", _OPERATORS)
         values = tuple(str(v) for v in q.get(raw, "values", list, []))
         if op in ("In", "NotIn") and not values:
             raise q.fail("values", f"must not be empty for operator {op}")
@@ -373,12 +387,8 @@ def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     out = []
     for i, raw in enumerate(r.at("spec").items(spec, "tolerations")):
         t = r.at(f"spec.tolerations[{i}]")
-        op = t.get(raw, "operator", str, "Equal")
-        if op not in ("Equal", "Exists"):
-            raise t.fail("operator", f"{op!r} is not one of Equal, Exists")
-        effect = t.get(raw, "effect", str, "")
-        if effect and effect not in _EFFECTS:
-            raise t.fail("effect", f"{effect!r} is not one of {', '.join(_EFFECTS)}")
+        op = t.choice(raw, "operator", ("Equal", "Exists"), default="Equal")
+        effect = t.choice(raw, "effect", _EFFECTS, empty_ok=True)
         key = t.get(raw, "key", str, "")
         if not key and op != "Exists":
             raise t.fail("operator", "must be Exists when key is empty")
@@ -409,9 +419,7 @@ def _host_ports(r: _Reader, spec: Any) -> tuple[HostPort, ...]:
                     raise p.fail("hostPort", f"must be between 0 and 65535, got {port}")
                 if port == 0:
                     continue
-                protocol = p.get(raw, "protocol", str, "") or "TCP"
-                if protocol not in _PROTOCOLS:
-                    raise p.fail("protocol", f"{protocol!r} is not one of {', '.join(_PROTOCOLS)}")
+                protocol = p.choice(raw, "protocol", _PROTOCOLS, empty_ok=True) or "TCP"
                 ip = p.get(raw, "hostIP", str, "") or ANY_HOST_IP
                 out.append(HostPort(ip=ip, protocol=protocol, port=port))
     return tuple(out)
@@ -515,10 +523,7 @@ def _scheduling_gates(r: _Reader, spec: Any) -> tuple[str, ...]:
         return ()
     names = []
     for i, raw in enumerate(r.at("spec").items(spec, "schedulingGates")):
-        name = r.at(f"spec.schedulingGates[{i}]").get(raw, "name", str, "")
-        if not name:
-            raise r.fail(f"spec.schedulingGates[{i}].name", "is required")
-        names.append(name)
+        names.append(r.at(f"spec.schedulingGates[{i}]").required_str(raw, "name"))
     return tuple(names)
 
 
@@ -600,9 +605,7 @@ def read_pod(obj: Json) -> Pod:
         pod_level,
     )
     affinity = sp.get(spec, "affinity.nodeAffinity", dict, {})
-    policy = sp.get(spec, "preemptionPolicy", str, "")
-    if policy and policy not in _PREEMPTION_POLICIES:
-        raise r.fail("spec.preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
+    policy = sp.choice(spec, "preemptionPolicy", _PREEMPTION_POLICIES, empty_ok=True)
     priority: int | None = None
     if spec.get("priority") is not None:
         priority = sp.integer(spec, "priority", 0, INT32_MIN, INT32_MAX)
@@ -663,9 +666,7 @@ def read_priority_class(obj: Json) -> PriorityClass:
     if obj.get("value") is None:
         raise r.fail("value", "is required")
     value = r.integer(obj, "value", 0, INT32_MIN, INT32_MAX)
-    policy = r.get(obj, "preemptionPolicy", str, "PreemptLowerPriority")
-    if policy not in _PREEMPTION_POLICIES:
-        raise r.fail("preemptionPolicy", f"{policy!r} is not one of {_PREEMPTION_POLICIES}")
+    policy = r.choice(obj, "preemptionPolicy", _PREEMPTION_POLICIES, "PreemptLowerPriority")
     return PriorityClass(
         name=r.name,
         value=value,
@@ -696,14 +697,8 @@ def read_spread_constraints(r: _Reader, obj: Any, path: str) -> tuple[SpreadCons
         skew = c.get(raw, "maxSkew", int, 0)
         if skew < 1:
             raise c.fail("maxSkew", f"must be at least 1, got {skew}")
-        key = c.get(raw, "topologyKey", str, "")
-        if not key:
-            raise c.fail("topologyKey", "is required")
-        when = c.get(raw, "whenUnsatisfiable", str, "")
-        if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise c.fail(
-                "whenUnsatisfiable", f"{when!r} is not one of DoNotSchedule, ScheduleAnyway"
-            )
+        key = c.required_str(raw, "topologyKey")
+        when = c.choice(raw, "whenUnsatisfiable", ("DoNotSchedule", "ScheduleAnyway"))
         min_domains = c.get(raw, "minDomains", int, 1)
         if min_domains < 1:
             raise c.fail("minDomains", f"must be at least 1, got {min_domains}")
@@ -711,10 +706,7 @@ def read_spread_constraints(r: _Reader, obj: Any, path: str) -> tuple[SpreadCons
             raise c.fail("minDomains", "may be set only with whenUnsatisfiable: DoNotSchedule")
         policies = []
         for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
-            value = c.get(raw, field, str, default)
-            if value not in ("Honor", "Ignore"):
-                raise c.fail(field, f"{value!r} is not one of Honor, Ignore")
-            policies.append(value == "Honor")
+            policies.append(c.choice(raw, field, ("Honor", "Ignore"), default) == "Honor")
         keys = tuple(str(k) for k in c.get(raw, "matchLabelKeys", list, []))
         selector = raw.get("labelSelector") if isinstance(raw, Mapping) else None
         out.append(
@@ -745,9 +737,7 @@ def _affinity_terms(r: _Reader, obj: Any, path: str, weighted: bool) -> tuple[Af
                 raise c.fail("weight", f"must be between 1 and 100, got {weight}")
             raw = c.get(raw, "podAffinityTerm", dict, {})
             c = c.at("podAffinityTerm")
-        key = c.get(raw, "topologyKey", str, "")
-        if not key:
-            raise c.fail("topologyKey", "is required")
+        key = c.required_str(raw, "topologyKey")
         selector = raw.get("labelSelector") if isinstance(raw, Mapping) else None
         ns_selector = raw.get("namespaceSelector") if isinstance(raw, Mapping) else None
         out.append(
@@ -799,10 +789,7 @@ def selector_expressions(r: _Reader, obj: Any) -> tuple[str, ...]:
     """The CEL expressions of a `selectors` list (a DeviceClass's or a device request's)."""
     out = []
     for i, raw in enumerate(r.items(obj, "selectors")):
-        expression = r.at(f"selectors[{i}]").get(raw, "cel.expression", str, "")
-        if not expression:
-            raise r.at(f"selectors[{i}]").fail("cel.expression", "is required")
-        out.append(expression)
+        out.append(r.at(f"selectors[{i}]").required_str(raw, "cel.expression"))
     return tuple(out)
 
 
@@ -814,11 +801,9 @@ def _pod_claims(r: _Reader, obj: Json, spec: Any) -> tuple[PodClaim, ...]:
     out = []
     for i, raw in enumerate(r.at("spec").items(spec, "resourceClaims")):
         c = r.at(f"spec.resourceClaims[{i}]")
-        name = c.get(raw, "name", str, "")
+        name = c.required_str(raw, "name")
         claim = c.get(raw, "resourceClaimName", str, "")
         template = c.get(raw, "resourceClaimTemplateName", str, "")
-        if not name:
-            raise c.fail("name", "is required")
         if bool(claim) == bool(template):
             raise c.fail("", "needs exactly one of resourceClaimName, resourceClaimTemplateName")
         out.append(PodClaim(name, claim, template, generated.get(name, "")))

@@ -99,12 +99,8 @@ def read_pv(obj: Json) -> PersistentVolume:
 def read_storage_class(obj: Json) -> StorageClass:
     r = _Reader("StorageClass", obj)
     r.require_name()
-    provisioner = r.get(obj, "provisioner", str, "")
-    if not provisioner:
-        raise r.fail("provisioner", "is required")
-    mode = r.get(obj, "volumeBindingMode", str, "Immediate")
-    if mode not in _BINDING_MODES:
-        raise r.fail("volumeBindingMode", f"{mode!r} is not one of {', '.join(_BINDING_MODES)}")
+    provisioner = r.required_str(obj, "provisioner")
+    mode = r.choice(obj, "volumeBindingMode", _BINDING_MODES, "Immediate")
     topologies = []
     for i, raw in enumerate(r.items(obj, "allowedTopologies")):
         where = f"allowedTopologies[{i}].matchLabelExpressions"
@@ -133,9 +129,7 @@ def read_csi_node(obj: Json) -> CSINode:
     limits: dict[str, int] = {}
     for i, raw in enumerate(r.items(obj, "spec.drivers")):
         d = r.at(f"spec.drivers[{i}]")
-        driver = d.get(raw, "name", str, "")
-        if not driver:
-            raise d.fail("name", "is required")
+        driver = d.required_str(raw, "name")
         if d.get(raw, "allocatable", dict, {}).get("count") is not None:
             limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
     return CSINode(name=r.name, limits=limits)

@@ -49,10 +49,7 @@ def is_upstream(obj: Json) -> bool:
 
 
 def _version(r: _Reader, obj: Json) -> str:
-    api_version = r.get(obj, "apiVersion", str, "")
-    if api_version not in VERSIONS:
-        raise r.fail("apiVersion", f"{api_version!r} is not one of {', '.join(VERSIONS)}")
-    return api_version
+    return r.choice(obj, "apiVersion", VERSIONS)
 
 
 def _policy(r: _Reader, raw: Any, path: str) -> tuple[bool, int]:
@@ -147,9 +144,7 @@ def read_workload(obj: Json) -> Workload:
     for i, raw in enumerate(raw_templates):
         path = f"spec.podGroupTemplates[{i}]"
         t = r.at(path)
-        name = t.get(raw, "name", str, "")
-        if not name:
-            raise t.fail("name", "is required")
+        name = t.required_str(raw, "name")
         if name in seen:
             raise t.fail("name", f"{name!r} is used by two templates")
         seen.add(name)
