@@ -2,12 +2,13 @@
 
 Every text output of the command line goes through `table`, so that it fits `WIDTH` columns
 (kubectl's tables do not wrap, but its long fields are short; ours carry scheduler messages of
-200 characters and more). Columns are shrunk widest first down to `_MIN_WIDTH`; cells then
-wrap at word boundaries (a word longer than its column is broken).
+200 characters and more). Columns are shrunk widest first (see `_fit`); cells then
+wrap at word boundaries (a word longer than its column is broken, after a `/` if it has one).
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 
@@ -76,9 +77,10 @@ def _longest_line(cell: str) -> int:
 def _fit(natural: list[int], words: list[int], room: int, keep: int) -> list[int]:
     """Column widths summing to at most `room`, taking from the widest columns first. The
     first `keep` columns (the object's name) keep their width: a cut name identifies nothing.
-    Columns shrink to their longest word first, and only then break words."""
+    Columns shrink to their longest word first, then break words down to `_MIN_WIDTH`, and
+    only a table of many columns breaks them further (it still fits, if less readably)."""
     widths = list(natural)
-    for floors in (words, [min(w, _MIN_WIDTH) for w in words]):
+    for floors in (words, [min(w, _MIN_WIDTH) for w in words], [1] * len(words)):
         while sum(widths) > room:
             shrinkable = [i for i in range(keep, len(widths)) if widths[i] > floors[i]]
             if not shrinkable:
@@ -92,11 +94,21 @@ def _fit(natural: list[int], words: list[int], room: int, keep: int) -> list[int
     return widths
 
 
+class _SlashWrapper(textwrap.TextWrapper):
+    """Also breaks after a `/`: a count `82247/82247` in a column of 10 reads `82247/` over
+    `82247`, not `82247/8224` over `7`. Used only where a word is longer than its column, so
+    names such as `nvidia.com/gpu` stay whole wherever they fit."""
+
+    wordsep_simple_re = re.compile(r"(\s+|(?<=/)(?=[^\s/]))")
+
+
 def _wrap(cell: str, width: int) -> list[str]:
     lines: list[str] = []
     for paragraph in cell.split("\n"):
         if len(paragraph) <= width:
             lines.append(paragraph)
+        elif _longest_word(paragraph) > width:
+            lines.extend(_SlashWrapper(width=width, break_on_hyphens=False).wrap(paragraph))
         else:
             lines.extend(textwrap.wrap(paragraph, width=width, break_on_hyphens=False))
     return lines or [""]

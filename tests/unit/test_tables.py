@@ -13,7 +13,7 @@ cells = st.lists(words, min_size=1, max_size=40).map(" ".join)
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.integers(min_value=2, max_value=6).flatmap(
+    st.integers(min_value=2, max_value=12).flatmap(
         lambda n: st.tuples(
             st.just(n),
             st.lists(
@@ -48,3 +48,19 @@ def test_a_long_message_wraps_under_its_column() -> None:
     assert lines[1].startswith("  ns/pod  0/4 nodes")
     assert all(line.startswith("          ") for line in lines[2:])  # continuation aligned
     assert " ".join(" ".join(lines[1:]).split()) == "ns/pod " + message
+
+
+def test_a_count_too_wide_for_its_column_breaks_at_its_slash() -> None:
+    # simulate's per-class table, as a Philly replay fills it.
+    head = ["class", "run", "jobs finished / submitted", "wait p50 (min)", "wait p95 (min)"]
+    head += ["wait p99 (min)", "completion p50 (h)", "preemptions", "no progress", "lost GPU-h"]
+    row = ["low", "philly/least-allocated", "82247/82247", "0.0", "0.0", "0.0", "0.32", "0"]
+    row += ["0", "0.0"]
+    lines = tables.table(head, [row], keep=2)
+    assert all(len(line) <= tables.WIDTH for line in lines)
+    cells = " ".join(lines).split()
+    assert "82247/" in cells and "82247" in cells and "82247/8224" not in cells
+    assert "philly/least-allocated" in cells  # names kept whole
+    # Where words fit, a slash is no break: nvidia.com/gpu stays whole in a narrow column.
+    narrow = tables.table(["pod", "reason"], [["p" * 70, "Insufficient nvidia.com/gpu " * 3]])
+    assert " ".join(narrow).split().count("nvidia.com/gpu") == 3
