@@ -145,9 +145,7 @@ def read_csi_storage_capacity(obj: Json) -> CSIStorageCapacity:
     r = _Reader("CSIStorageCapacity", obj)
     r.namespaced()
     r.require_name()
-    storage_class = r.get(obj, "storageClassName", str, "")
-    if not storage_class:
-        raise r.fail("storageClassName", "is required")
+    storage_class = r.required_str(obj, "storageClassName")
     topology = read_label_selector(r, obj, "nodeTopology") if "nodeTopology" in obj else None
     limit = None
     for field in ("maximumVolumeSize", "capacity"):  # the first is the more precise
