@@ -21,7 +21,7 @@ from batchsched.plugins.coscheduling.status import compute_status
 from batchsched.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.builders import pod_group as group
-from tests.conftest import NOW, objects_of, schedule
+from tests.conftest import NOW, least_allocated, objects_of, schedule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gang"
 
@@ -404,12 +404,14 @@ def test_request_less_members_are_placed_as_the_same_pods_one_by_one() -> None:
     # Scoring counts 100m / 200Mi for a pod that requests nothing; upstream assumes each member
     # in its cache, so the next member's LeastAllocated score sees it. Placed tentatively,
     # the members must see each other's defaults too, and spread as lone pods would.
+    # LeastAllocated (upstream's default) makes it show: packing would put all on n0 anyway.
     nodes = [node(f"n{i}") for i in range(3)]
     lone = [pod(f"m{i}", cpu=None, memory=None, namespace="ml") for i in range(3)]
     gang = [{**p, "metadata": {**p["metadata"], "labels": {GROUP_LABEL: "g"}}} for p in lone]
     expected = {"ml/m0": "n0", "ml/m1": "n1", "ml/m2": "n2"}
-    assert {b.pod: b.node for b in schedule(*nodes, *lone).bindings} == expected
-    placed = schedule(*nodes, group("g", 3), *gang)
+    spread = least_allocated()
+    assert {b.pod: b.node for b in schedule(*nodes, *lone, config=spread).bindings} == expected
+    placed = schedule(*nodes, group("g", 3), *gang, config=spread)
     assert {b.pod: b.node for b in placed.bindings} == expected
 
 
