@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from batchsched.config import default_config
+from batchsched.decisions import Decision
 from batchsched.objects.records import PriorityClass
 from batchsched.sim.engine import Simulation
 from batchsched.sim.metrics import cluster_summary
@@ -91,3 +94,28 @@ def test_waiting_pods_are_retried_every_five_minutes_only_if_a_rule_reads_the_cl
     timed = simulation([gpu_node("n1")], jobs).run()
     assert timed.decisions["Unschedulable"] == 1 + ((86400 - 1) // 300)
     assert timed.jobs[1].start == result.jobs[1].start == 86400
+
+
+def test_one_pass_sees_every_event_of_its_instant() -> None:
+    # "urgent" is submitted the second "ends" finishes, and its submit is queued first. A
+    # pass between the two events would see a full node and preempt "ends"; a cluster's
+    # scheduler sees both changes before its next attempt, so "urgent" takes the freed room.
+    jobs = [
+        job("urgent", submit=100, priority_class="high"),
+        job("ends", work=100, priority_class="low"),
+    ]
+    sim = simulation([gpu_node("n1")], jobs)
+    passes: list[float] = []
+    schedule_pass = sim.scheduler.schedule_pass
+
+    def counted(now: datetime) -> list[Decision]:
+        passes.append((now - START).total_seconds())
+        return schedule_pass(now)
+
+    sim.scheduler.schedule_pass = counted  # type: ignore[method-assign]
+    result = sim.run()
+    urgent, ends = result.jobs
+    assert (ends.end, ends.preemptions) == (100, 0)
+    assert (urgent.start, urgent.end) == (100, 200)
+    assert "Evict" not in result.decisions
+    assert passes == [0, 100, 200]  # one pass per instant, not per event
