@@ -8,8 +8,10 @@ gangs that preempt):
   cannot change the placement, against checking every unit;
 - `GangSearchMemo.gang_rows`, kept from the log of changed rows, against a scan of every
   PodGroup;
-- the victim table's PDB masks refreshed from each pod's remembered covering PDBs against
-  matching every PDB's selector again;
+- the victim table's PDB masks refreshed from each pod's remembered covering PDBs, found
+  through the index by namespace and label pair, against matching every PDB's selector
+  again, and the reprieve step looking only at the PDBs on the rows it takes from against
+  looking at every PDB;
 - `UnitIndex.usable`, rechecking only the units on rows changed since its last call,
   against checking every unit's members.
 """
@@ -33,6 +35,7 @@ from batchsched.oneshot import build_state, run
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
+from batchsched.plugins.preemption.pdb_index import covers
 from batchsched.plugins.preemption.victim_table import VictimTable
 from batchsched.plugins.preemption.victims import VictimRule
 from benchmarks.workloads import contended
@@ -55,10 +58,26 @@ def _scanned_gang_rows() -> AbstractContextManager[Any]:
 
 def _matched_pdbs() -> AbstractContextManager[Any]:
     def match(self: VictimTable, rows: Any) -> None:
-        for key, (pdb, mask) in self._pdb_masks.items():
-            self._pdb_masks[key] = (pdb, self._refresh_pdb_rows(pdb, mask, rows))
+        for key, mask in self._pdb_masks.items():
+            pdb = self.state.pdbs[key]
+            for r in rows.tolist():
+                mask[r] = [covers(pdb, pod) for pod in self.pods[r]] + [False] * (
+                    self.slots - len(self.pods[r])
+                )
+        # pdbs_taken reads these two; every row is marked as carrying every PDB.
+        self._pdb_any[rows] = True
+        for r in rows.tolist():
+            self._row_pdbs[r] = tuple(self._pdb_masks)
 
     return patch.object(VictimTable, "_refresh_pdb_masks", match)
+
+
+def _every_pdb_looked_at() -> AbstractContextManager[Any]:
+    def every(self: VictimTable, rows: Any, take: Any) -> Any:
+        self._follow_pdbs()
+        return [(pdb, self._pdb_masks[key][rows] & take) for key, pdb in self.state.pdbs.items()]
+
+    return patch.object(VictimTable, "pdbs_taken", every)
 
 
 def _every_unit_rechecked() -> AbstractContextManager[Any]:
@@ -77,7 +96,14 @@ def _every_unit_rechecked() -> AbstractContextManager[Any]:
 
 @pytest.mark.parametrize(
     "fresh",
-    [_full_passes, _every_unit_checked, _scanned_gang_rows, _matched_pdbs, _every_unit_rechecked],
+    [
+        _full_passes,
+        _every_unit_checked,
+        _scanned_gang_rows,
+        _matched_pdbs,
+        _every_pdb_looked_at,
+        _every_unit_rechecked,
+    ],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
 @settings(max_examples=3, deadline=None)

@@ -238,10 +238,8 @@ def _reprieve(
 ) -> tuple[BoolArray, BoolArray]:
     """Victim and PDB-violation masks per (row, slot) after reprieving what can stay."""
     violating = np.zeros(take.shape, dtype=np.bool_)
-    for pdb in rule.state.pdbs.values():
-        covered = table.pdb_mask(pdb)[rows] & take
-        if covered.any():
-            violating |= covered & (np.cumsum(covered, axis=1) > pdb.disruptions_allowed)
+    for pdb, covered in table.pdbs_taken(rows, take):
+        violating |= covered & (np.cumsum(covered, axis=1) > pdb.disruptions_allowed)
     order = np.argsort(~violating, axis=1, kind="stable") if violating.any() else None
     victim = np.zeros(take.shape, dtype=np.bool_)
     current = freed.copy()

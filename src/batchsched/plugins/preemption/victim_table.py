@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.objects.records import Pod, PodDisruptionBudget
+from batchsched.plugins.preemption.pdb_index import PdbIndex, selector_fingerprint
 from batchsched.plugins.preemption.toleration_policy import scheduled_since
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
@@ -48,11 +49,17 @@ class VictimTable:
         self.terminating_room: IntArray = np.zeros((0, 0), dtype=np.int64)
         self.class_names: list[str] = []
         self._class_ids: dict[str, int] = {}
-        self._pdb_masks: dict[str, tuple[PodDisruptionBudget, BoolArray]] = {}
-        # Pod key -> (the pod as matched, the PDBs with a mask that cover it), valid while
-        # the masked PDBs stay the same objects (`_covering_of`).
+        # PDB key -> slots holding pods it covers, for every PDB in the state; `_pdb_any`
+        # is their union and `_row_pdbs[r]` the keys covering some pod on row r.
+        self._pdb_masks: dict[str, BoolArray] = {}
+        self._pdb_any: BoolArray = np.zeros((0, 0), dtype=np.bool_)
+        self._row_pdbs: list[tuple[str, ...]] = []
+        self._pdb_index = PdbIndex(())
+        self._pdb_policy = -1  # the state's policy_version the masks follow
+        self._pdb_selectors: tuple[object, ...] = ()
+        # Pod key -> (the pod as matched, the PDBs that cover it), valid while the PDB
+        # selectors stay the same (`_pdb_selectors`).
         self._covering: dict[str, tuple[Pod, tuple[str, ...]]] = {}
-        self._covering_of: tuple[tuple[str, int], ...] = ()
 
     # ---- keeping in step ---------------------------------------------------------------
 
@@ -94,8 +101,10 @@ class VictimTable:
         self.built = _grow(self.built, False, (capacity,))
         self.pods.extend([] for _ in range(capacity - len(self.pods)))
         self.slots, self.width = slots, width
-        for key, (pdb, mask) in self._pdb_masks.items():
-            self._pdb_masks[key] = (pdb, _grow(mask, False, (capacity, slots)))
+        self._row_pdbs.extend(() for _ in range(capacity - len(self._row_pdbs)))
+        self._pdb_any = _grow(self._pdb_any, False, (capacity, slots))
+        for key, mask in self._pdb_masks.items():
+            self._pdb_masks[key] = _grow(mask, False, (capacity, slots))
 
     def _class_id(self, name: str) -> int:
         if not name:
@@ -134,57 +143,62 @@ class VictimTable:
 
     # ---- PodDisruptionBudgets ----------------------------------------------------------
 
-    def pdb_mask(self, pdb: PodDisruptionBudget) -> BoolArray:
-        """Slots holding pods the PDB covers (same namespace, non-empty selector matching)."""
-        cached = self._pdb_masks.get(pdb.key)
-        if cached is not None and cached[0] is pdb:
-            return cached[1]
-        mask = np.zeros(self.priority.shape, dtype=np.bool_)
-        rows = np.flatnonzero(self.built)
-        mask = self._refresh_pdb_rows(pdb, mask, rows)
-        self._pdb_masks[pdb.key] = (pdb, mask)
-        return mask
+    def pdbs_taken(
+        self, rows: npt.NDArray[np.intp], take: BoolArray
+    ) -> list[tuple[PodDisruptionBudget, BoolArray]]:
+        """Each PDB covering a slot of `take` (over `rows`) with the slots of `take` it
+        covers, in key order: only the PDBs on the rows taken from are looked at."""
+        self._follow_pdbs()
+        hit = (self._pdb_any[rows] & take).any(axis=1)
+        if not hit.any():
+            return []
+        keys = {key for r in rows[hit].tolist() for key in self._row_pdbs[r]}
+        found = []
+        for key in sorted(keys):
+            covered = self._pdb_masks[key][rows] & take
+            if covered.any():
+                found.append((self.state.pdbs[key], covered))
+        return found
+
+    def _follow_pdbs(self) -> None:
+        """Masks rebuilt over every row when a PDB's selector, or the set of PDBs, changed."""
+        state = self.state
+        if state.policy_version == self._pdb_policy:
+            return
+        self._pdb_policy = state.policy_version
+        selectors = selector_fingerprint(state.pdbs.values())
+        if selectors == self._pdb_selectors:
+            return  # only disruptions allowed changed: read from the state when used
+        self._pdb_selectors = selectors
+        self._pdb_index = PdbIndex(state.pdbs.values())
+        self._covering.clear()
+        self._pdb_masks = {key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.pdbs}
+        self._pdb_any[:] = False
+        self._row_pdbs = [() for _ in self._row_pdbs]
+        self._refresh_pdb_masks(np.flatnonzero(self.built))
 
     def _refresh_pdb_masks(self, rows: npt.NDArray[np.intp]) -> None:
-        """Every PDB mask refreshed on `rows`, each pod matched against the PDBs once and
+        """Every PDB mask refreshed on `rows`, each pod matched once through the index and
         remembered: per sync, work per changed pod rather than per PDB and changed pod."""
         if not self._pdb_masks:
             return
-        masked = tuple((key, id(pdb)) for key, (pdb, _) in self._pdb_masks.items())
-        if masked != self._covering_of or len(self._covering) > 2 * len(self.state.pods) + 1024:
-            self._covering.clear()  # other PDBs, or many pods gone since
-            self._covering_of = masked
-        for _, mask in self._pdb_masks.values():
-            mask[rows] = False
+        if len(self._covering) > 2 * len(self.state.pods) + 1024:
+            self._covering.clear()  # many pods gone since
+        # Only the masks that covered something on these rows have slots to clear.
+        for key in {key for r in rows.tolist() for key in self._row_pdbs[r]}:
+            self._pdb_masks[key][rows] = False
+        self._pdb_any[rows] = False
         for r in rows.tolist():
+            on_row: set[str] = set()
             for s, pod in enumerate(self.pods[r]):
                 kept = self._covering.get(pod.key)
                 if kept is None or kept[0] is not pod:
-                    covering = tuple(
-                        key for key, (pdb, _) in self._pdb_masks.items() if _covers(pdb, pod)
-                    )
-                    kept = self._covering[pod.key] = (pod, covering)
+                    kept = self._covering[pod.key] = (pod, self._pdb_index.covering(pod))
                 for key in kept[1]:
-                    self._pdb_masks[key][1][r, s] = True
-
-    def _refresh_pdb_rows(
-        self, pdb: PodDisruptionBudget, mask: BoolArray, rows: npt.NDArray[np.intp]
-    ) -> BoolArray:
-        for r in rows:
-            row = int(r)
-            mask[row] = False
-            for s, pod in enumerate(self.pods[row]):
-                if _covers(pdb, pod):
-                    mask[row, s] = True
-        return mask
-
-
-def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
-    return (
-        not pdb.selector.empty
-        and pod.namespace == pdb.namespace
-        and pdb.selector.matches(pod.labels)
-    )
+                    self._pdb_masks[key][r, s] = True
+                    self._pdb_any[r, s] = True
+                on_row.update(kept[1])
+            self._row_pdbs[r] = tuple(on_row)
 
 
 def _grow(old: AnyArray, fill: object, shape: tuple[int, ...]) -> AnyArray:
