@@ -35,9 +35,9 @@ from batchsched.oneshot import build_state, run
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
-from batchsched.plugins.preemption.pdb_index import covers
 from batchsched.plugins.preemption.victim_table import VictimTable
 from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.state.pdb_index import covers
 from benchmarks.workloads import contended
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.objects.records import LabelSelector, Pod, PodDisruptionBudget, Requirement
-from batchsched.plugins.preemption.pdb_index import PdbIndex, covers
 from batchsched.plugins.preemption.victim_table import VictimTable
+from batchsched.state.pdb_index import PdbIndex, covers
 from tests.preemption_world import node, pdb, pod, state_of
 
 NAMESPACES = st.sampled_from(["default", "team"])
@@ -85,9 +85,12 @@ def test_victim_table_follows_pdb_changes() -> None:
     assert taken() == {}
     state.upsert_pdb(pdb("guard", {"app": "web"}, 1))
     assert taken() == {"default/guard": (1, ["web"])}
+    index = state.pdb_index
     state.upsert_pdb(pdb("guard", {"app": "web"}, 0))
+    assert state.pdb_index is index  # a status change keeps the index and the masks
     assert taken() == {"default/guard": (0, ["web"])}
     state.upsert_pdb(pdb("guard", {"app": "db"}, 0))
+    assert state.pdb_index is not index
     assert taken() == {"default/guard": (0, ["db"])}
     state.remove_pdb("default/guard")
     assert taken() == {}

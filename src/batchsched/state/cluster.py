@@ -29,6 +29,7 @@ from batchsched.objects.records import (
 )
 from batchsched.state.devices import DeviceState
 from batchsched.state.nominations import Nominations
+from batchsched.state.pdb_index import PdbIndex
 from batchsched.state.resources import ResourceIndex
 from batchsched.state.volumes import VolumeObject, VolumeObjects
 
@@ -83,6 +84,7 @@ class ClusterState:
         self.nominations = Nominations(self.pods.get, self.demand, self._touch)
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self._pdb_index: PdbIndex | None = None  # None: rebuilt when next asked for
         self.namespaces: dict[str, Namespace] = {}
         self.pod_groups: dict[str, PodGroup] = {}
         self.device_classes: dict[str, DeviceClass] = {}
@@ -321,14 +323,26 @@ class ClusterState:
         self.generation += 1
 
     def upsert_pdb(self, pdb: PodDisruptionBudget) -> None:
+        old = self.pdbs.get(pdb.key)
         self.pdbs[pdb.key] = pdb
+        # A new disruptions allowed (the PDB's status) leaves the pods it covers alone.
+        if old is None or (old.namespace, old.selector) != (pdb.namespace, pdb.selector):
+            self._pdb_index = None
         self.policy_version += 1
         self.generation += 1
 
     def remove_pdb(self, key: str) -> None:
-        self.pdbs.pop(key, None)
+        if self.pdbs.pop(key, None) is not None:
+            self._pdb_index = None
         self.policy_version += 1
         self.generation += 1
+
+    @property
+    def pdb_index(self) -> PdbIndex:
+        """The PDBs indexed for matching pods; the same object until a selector changes."""
+        if self._pdb_index is None:
+            self._pdb_index = PdbIndex(self.pdbs.values())
+        return self._pdb_index
 
     def upsert_namespace(self, namespace: Namespace) -> None:
         self.namespaces[namespace.name] = namespace

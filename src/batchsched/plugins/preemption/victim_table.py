@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.objects.records import Pod, PodDisruptionBudget
-from batchsched.plugins.preemption.pdb_index import PdbIndex, selector_fingerprint
 from batchsched.plugins.preemption.toleration_policy import scheduled_since
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.pdb_index import PdbIndex
 
 FloatArray = npt.NDArray[np.float64]
 AnyArray = npt.NDArray[Any]
@@ -54,11 +54,9 @@ class VictimTable:
         self._pdb_masks: dict[str, BoolArray] = {}
         self._pdb_any: BoolArray = np.zeros((0, 0), dtype=np.bool_)
         self._row_pdbs: list[tuple[str, ...]] = []
-        self._pdb_index = PdbIndex(())
-        self._pdb_policy = -1  # the state's policy_version the masks follow
-        self._pdb_selectors: tuple[object, ...] = ()
-        # Pod key -> (the pod as matched, the PDBs that cover it), valid while the PDB
-        # selectors stay the same (`_pdb_selectors`).
+        self._pdb_index: PdbIndex | None = None  # the state's index the masks follow
+        # Pod key -> (the pod as matched, the PDBs that cover it), valid while the state's
+        # index stays the same.
         self._covering: dict[str, tuple[Pod, tuple[str, ...]]] = {}
 
     # ---- keeping in step ---------------------------------------------------------------
@@ -163,14 +161,9 @@ class VictimTable:
     def _follow_pdbs(self) -> None:
         """Masks rebuilt over every row when a PDB's selector, or the set of PDBs, changed."""
         state = self.state
-        if state.policy_version == self._pdb_policy:
-            return
-        self._pdb_policy = state.policy_version
-        selectors = selector_fingerprint(state.pdbs.values())
-        if selectors == self._pdb_selectors:
-            return  # only disruptions allowed changed: read from the state when used
-        self._pdb_selectors = selectors
-        self._pdb_index = PdbIndex(state.pdbs.values())
+        if state.pdb_index is self._pdb_index:
+            return  # at most disruptions allowed changed: read from the state when used
+        self._pdb_index = state.pdb_index
         self._covering.clear()
         self._pdb_masks = {key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.pdbs}
         self._pdb_any[:] = False
@@ -193,7 +186,7 @@ class VictimTable:
             for s, pod in enumerate(self.pods[r]):
                 kept = self._covering.get(pod.key)
                 if kept is None or kept[0] is not pod:
-                    kept = self._covering[pod.key] = (pod, self._pdb_index.covering(pod))
+                    kept = self._covering[pod.key] = (pod, self.state.pdb_index.covering(pod))
                 for key in kept[1]:
                     self._pdb_masks[key][r, s] = True
                     self._pdb_any[r, s] = True

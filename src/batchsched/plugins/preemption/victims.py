@@ -95,17 +95,14 @@ def pdb_violating(rule: VictimRule, pods: Sequence[Pod]) -> list[bool]:
     Each PDB's allowance is spent in order, as upstream does, so the least important
     pods of a budget are the ones that violate it.
     """
-    allowed = {key: pdb.disruptions_allowed for key, pdb in rule.state.pdbs.items()}
+    state = rule.state
+    spent: dict[str, int] = {}
     out = []
     for pod in pods:
         violated = False
-        for key, pdb in rule.state.pdbs.items():
-            if pdb.namespace != pod.namespace or pdb.selector.empty:
-                continue
-            if not pdb.selector.matches(pod.labels):
-                continue
-            allowed[key] -= 1
-            violated |= allowed[key] < 0
+        for key in state.pdb_index.covering(pod):
+            spent[key] = spent.get(key, 0) + 1
+            violated |= spent[key] > state.pdbs[key].disruptions_allowed
         out.append(violated)
     return out
 

@@ -22,19 +22,9 @@ def covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
     )
 
 
-def selector_fingerprint(pdbs: Iterable[PodDisruptionBudget]) -> tuple[object, ...]:
-    """What decides which pods each PDB covers (not its disruptions allowed)."""
-    return tuple(
-        (
-            pdb.key,
-            tuple(sorted(pdb.selector.match_labels.items())),
-            pdb.selector.match_expressions,
-        )
-        for pdb in pdbs
-    )
-
-
 class PdbIndex:
+    """Built from the PDBs once; ClusterState builds a new one when a selector changes."""
+
     def __init__(self, pdbs: Iterable[PodDisruptionBudget]) -> None:
         # (namespace, label key, label value) -> PDBs whose matchLabels hold that pair; any
         # pair they require serves, the smallest keeps the index deterministic.
