@@ -95,7 +95,7 @@ def test_several_profiles() -> None:
         ),
         (
             profile(pluginConfig=[{"name": "VolumeBinding", "args": {"shape": []}}]),
-            "VolumeBinding args.shape: unknown argument \\(known: bindTimeoutSeconds\\)",
+            "VolumeBinding args.shape: must list at least one point, got \\[\\]",
         ),
         (profile(plugins={"queueSort": {"disabled": [{"name": "*"}]}}), "exactly one plugin"),
         (

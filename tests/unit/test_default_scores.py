@@ -43,6 +43,7 @@ def test_default_weights_are_kube_schedulers() -> None:
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,

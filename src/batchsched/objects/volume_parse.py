@@ -147,12 +147,15 @@ def read_csi_storage_capacity(obj: Json) -> CSIStorageCapacity:
     r.require_name()
     storage_class = r.required_str(obj, "storageClassName")
     topology = read_label_selector(r, obj, "nodeTopology") if "nodeTopology" in obj else None
-    limit = None
-    for field in ("maximumVolumeSize", "capacity"):  # the first is the more precise
+    amounts: dict[str, int | None] = {}
+    for field in ("maximumVolumeSize", "capacity"):
+        amounts[field] = None
         if obj.get(field) is not None:
             try:
-                limit = resource_amount("storage", obj[field])
+                amounts[field] = resource_amount("storage", obj[field])
             except QuantityError as err:
                 raise r.fail(field, str(err)) from None
-            break
-    return CSIStorageCapacity(r.namespace, r.name, storage_class, topology, limit)
+    capacity = amounts["capacity"]
+    maximum = amounts["maximumVolumeSize"]
+    limit = capacity if maximum is None else maximum  # the maximum is the more precise
+    return CSIStorageCapacity(r.namespace, r.name, storage_class, topology, limit, capacity)

@@ -129,6 +129,9 @@ class CSIStorageCapacity:
     # The largest volume it can make, bytes: maximumVolumeSize if given, else capacity;
     # None when neither is (no room known).
     limit: int | None
+    # `capacity` alone, bytes (None if not given): what VolumeBinding's Score weighs a
+    # provisioned claim against.
+    capacity: int | None
 
     @property
     def key(self) -> str:

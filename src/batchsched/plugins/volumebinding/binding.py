@@ -12,13 +12,18 @@ world reports it, the simulator binds at once, live mode writes it and waits for
 controller (live/volume_binder.py). A PodGroup's tentative placement reserves and unreserves
 its members' volumes as it goes (docs/volumes.md).
 
-Args (VolumeBindingArgs): `bindTimeoutSeconds`, how long PreBind waits (default 600).
+Score: how full the chosen PVs, or the driver's published capacity, would be (scoring.py).
+
+Args (VolumeBindingArgs): `bindTimeoutSeconds`, how long PreBind waits (default 600);
+`shape`, the Score's utilization -> score points (default {0: 10, 100: 0}).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from batchsched.decisions import BindVolumes
 from batchsched.objects.records import Pod
@@ -32,6 +37,7 @@ from batchsched.plugins.base import (
     QueueingHint,
     Rejection,
     ReservePlugin,
+    ScorePlugin,
 )
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
@@ -44,7 +50,8 @@ from batchsched.plugins.volumebinding.matching import (
     feasible,
     options,
 )
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.plugins.volumebinding.scoring import CapacityScorer, read_shape
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
@@ -52,13 +59,14 @@ _OPTIONS = "volumebinding.options"
 DEFAULT_BIND_TIMEOUT = 600  # seconds, as upstream
 
 
-class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
+class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
     name = "VolumeBinding"
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
-        reader = ArgsReader(self.name, args, ("bindTimeoutSeconds",))
+        reader = ArgsReader(self.name, args, ("bindTimeoutSeconds", "shape"))
         # Upstream takes any non-negative int64; int32 seconds (68 years) is wait enough.
         self.bind_timeout = reader.int_in("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT, 0)
+        self._scorer = CapacityScorer(read_shape(reader))
         self._affinity = AffinityIndex()
         self._capacity = CapacityIndex()
 
@@ -96,6 +104,18 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin):
                 rejections.append(Rejection(NOT_ENOUGH_SPACE, space, resolvable=False))
             rejections.append(Rejection(BIND_CONFLICT, fits & ~possible, resolvable=False))
         return rejections
+
+    def uniform(self, cycle: Cycle) -> bool:
+        # Only claims the scheduler binds are scored: bound ones give every node 0.
+        if not cycle.pod.volumes:
+            return True
+        claims = pod_claims(cycle)
+        return bool(claims.error) or not claims.unbound
+
+    def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        if self.uniform(cycle):
+            return np.zeros(cycle.state.rows, dtype=np.int64)
+        return self._scorer.scores(cycle.state, self._capacity, self._options(cycle), feasible)
 
     def reserve(self, cycle: Cycle, row: int) -> BindVolumes | None:
         claims = pod_claims(cycle)

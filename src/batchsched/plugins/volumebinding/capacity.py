@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from batchsched.objects.volumes import CSIStorageCapacity, StorageClass
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 
 class CapacityIndex:
@@ -26,6 +26,17 @@ class CapacityIndex:
     ) -> BoolArray | None:
         """The nodes where a volume of `request` bytes of the class has room; None when the
         class's driver does not publish its capacity (no check)."""
+        sizes = self.sizes(state, storage_class, request)
+        return None if sizes is None else sizes >= 0
+
+    def sizes(
+        self, state: ClusterState, storage_class: StorageClass, request: int
+    ) -> IntArray | None:
+        """Per node, the `capacity` of the first CSIStorageCapacity (by namespace/name) of
+        the class that reaches it with room for `request` bytes (0 if it gives none; -1
+        where none has room); None when the class's driver does not publish its capacity.
+        Upstream takes the first in its informer's order; the name order keeps ours
+        deterministic."""
         volumes = state.volumes
         driver = volumes.csi_drivers.get(storage_class.provisioner)
         if request <= 0 or driver is None or not driver.storage_capacity:
@@ -34,14 +45,15 @@ class CapacityIndex:
         if at != self._at:
             self._reach.clear()
             self._at = at
-        room = np.zeros(state.rows, dtype=np.bool_)
+        sizes = np.full(state.rows, -1, dtype=np.int64)
         for key in sorted(volumes.capacities):
             capacity = volumes.capacities[key]
             if capacity.storage_class != storage_class.name:
                 continue
             if capacity.limit is not None and capacity.limit >= request:
-                room |= self._reach_of(state, capacity)
-        return room
+                first = self._reach_of(state, capacity) & (sizes < 0)
+                sizes[first] = capacity.capacity or 0
+        return sizes
 
     def _reach_of(self, state: ClusterState, capacity: CSIStorageCapacity) -> BoolArray:
         reach = self._reach.get(capacity.key)
