@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from batchsched.config import SchedulerConfig, parse_config
 from batchsched.objects.volume_parse import read_csi_storage_capacity
+from batchsched.oneshot import build_state
 from batchsched.plugins.args import ArgsReader, ConfigError
+from batchsched.plugins.volumebinding.affinity import AffinityIndex
+from batchsched.plugins.volumebinding.capacity import CapacityIndex
+from batchsched.plugins.volumebinding.matching import options
 from batchsched.plugins.volumebinding.scoring import (
     DEFAULT_SHAPE,
     CapacityScorer,
@@ -17,7 +22,7 @@ from batchsched.plugins.volumebinding.scoring import (
     read_shape,
 )
 from tests.builders import node
-from tests.conftest import schedule
+from tests.conftest import objects_of, schedule
 from tests.unit.test_volumes import claim_pod, pv, pvc, wffc_class
 
 HOST = "kubernetes.io/hostname"
@@ -262,3 +267,42 @@ def test_a_capacity_object_keeps_its_capacity_apart_from_its_limit() -> None:
     del only_max["capacity"]
     parsed = read_csi_storage_capacity(only_max)
     assert (parsed.limit, parsed.capacity) == (2 * 2**30, None)
+
+
+def test_utilization_is_exact_for_the_largest_quantities() -> None:
+    huge = 2**63 - 1
+    sizes = np.array([huge, huge // 2, 0], dtype=np.int64)
+    assert CapacityScorer._utilizations(huge // 4, sizes).tolist() == [24, 49, 100]
+    assert CapacityScorer._utilizations(5, np.array([10, 4], dtype=np.int64)).tolist() == [50, 100]
+
+
+@pytest.mark.parametrize("shape", [DEFAULT_SHAPE, ((0, 0), (100, 10)), ((20, 3), (50, 9), (90, 1))])
+def test_one_claim_scored_by_columns_agrees_with_the_per_node_match(
+    shape: tuple[tuple[int, int], ...],
+) -> None:
+    # Nodes with one PV, two PVs (the smaller is chosen), none (provisioned within the
+    # published capacity), none and no capacity (not scored).
+    state = build_state(
+        objects_of(
+            *hosts("n1", "n2", "n3", "n4", "n5"),
+            wffc_class("local", "fast.csi.example.com"),
+            {
+                "kind": "CSIDriver",
+                "metadata": {"name": "fast.csi.example.com"},
+                "spec": {"storageCapacity": True},
+            },
+            {**capacity("c3", "zone-n3", "40Gi"), "storageClassName": "local"},
+            {**capacity("c4", "zone-n4", "7Gi"), "storageClassName": "local"},
+            local_pv("a", "n1", "10Gi"),
+            local_pv("b-big", "n2", "80Gi"),
+            local_pv("b-small", "n2", "12Gi"),
+            claim("data", "6Gi"),
+        )
+    )
+    found = options(state, AffinityIndex(), CapacityIndex(), [state.volumes.claims["default/data"]])
+    scorer = CapacityScorer(shape)
+    feasible = state.valid[: state.rows].copy()
+    by_columns = scorer._one_claim(state, CapacityIndex(), found[0], feasible)
+    per_node = scorer._per_node(state, CapacityIndex(), found, feasible)
+    assert by_columns.tolist() == per_node.tolist()
+    assert by_columns[state.node_index["n5"]] == 0

@@ -35,6 +35,7 @@ MAX_UTILIZATION = 100
 MAX_CUSTOM_SCORE = 10  # upstream's MaxCustomPriorityScore: shape scores are 0..10
 Shape = tuple[tuple[int, int], ...]  # (utilization, score) points, utilization increasing
 DEFAULT_SHAPE: Shape = ((0, MAX_CUSTOM_SCORE), (MAX_UTILIZATION, 0))
+_INT64_MAX = 2**63 - 1
 
 
 def read_shape(reader: ArgsReader) -> Shape:
@@ -110,6 +111,16 @@ class CapacityScorer:
         claims have these options."""
         if len(found) == 1:
             return self._one_claim(state, capacity, found[0], feasible)
+        return self._per_node(state, capacity, found, feasible)
+
+    def _per_node(
+        self,
+        state: ClusterState,
+        capacity: CapacityIndex,
+        found: Sequence[ClaimOptions],
+        feasible: BoolArray,
+    ) -> IntArray:
+        """Any number of claims: `choose` on each feasible node."""
         out = np.zeros(state.rows, dtype=np.int64)
         sizes = {option.claim.key: self._sizes(state, capacity, option.claim) for option in found}
         pvs = state.volumes.volumes
@@ -146,23 +157,29 @@ class CapacityScorer:
         takes it), else provisioning."""
         out = np.zeros(state.rows, dtype=np.int64)
         request = option.claim.request
-        left = feasible.copy()
-        pvs = state.volumes.volumes
-        for name, nodes in option.volumes:
-            hit = left & nodes
-            if hit.any():
-                out[hit] = self._table[self._utilization(request, pvs[name].capacity)]
-                left &= ~hit
-                if not left.any():
-                    return out
-        sizes = self._sizes(state, capacity, option.claim)
-        if sizes is not None:
-            rows = left & option.provision & (sizes >= 0)
-            room = sizes[rows]
-            over = (room <= 0) | (request > room)
-            used = np.where(over, MAX_UTILIZATION, request * MAX_UTILIZATION // np.maximum(room, 1))
-            out[rows] = self._table[used]
+        # Candidates are best first: writing them last to first leaves each node its best.
+        first = np.full(state.rows, -1, dtype=np.int64)
+        for index in range(len(option.volumes) - 1, -1, -1):
+            first[option.volumes[index][1]] = index
+        served = feasible & (first >= 0)
+        if served.any():
+            pvs = state.volumes.volumes
+            sizes = np.array([pvs[name].capacity for name, _ in option.volumes], dtype=np.int64)
+            out[served] = self._table[self._utilizations(request, sizes[first[served]])]
+        rest = feasible & (first < 0) & option.provision
+        room = self._sizes(state, capacity, option.claim) if rest.any() else None
+        if room is not None:
+            rows = rest & (room >= 0)
+            out[rows] = self._table[self._utilizations(request, room[rows])]
         return out
+
+    @classmethod
+    def _utilizations(cls, requested: int, capacities: IntArray) -> IntArray:
+        if requested * MAX_UTILIZATION > _INT64_MAX:  # beyond 92 PB: exact, one by one
+            return np.array([cls._utilization(requested, int(c)) for c in capacities], np.int64)
+        full = (capacities <= 0) | (requested > capacities)
+        share = requested * MAX_UTILIZATION // np.maximum(capacities, 1)
+        return np.where(full, MAX_UTILIZATION, share)
 
     @staticmethod
     def _sizes(
