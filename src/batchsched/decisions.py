@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from batchsched.objects.dra import Allocation, ResourceClaim
 from batchsched.objects.records import PodGroupStatus
 from batchsched.state.volumes import ClaimBinding
 
@@ -19,8 +20,38 @@ class BindVolumes:
     timeout_seconds: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimReservation:
+    """One claim of a pod: `allocation` is what this scheduler allocated for it (None: the
+    claim was allocated already and the pod only joins its `reservedFor`)."""
+
+    claim: str  # namespace/name
+    allocation: Allocation | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendedClaimReservation:
+    """The claim for the pod's extended resources that DRA serves (KEP-5004): created with
+    this spec (named `<pod>-extended-resources-<random>`, the pod its controlling owner),
+    allocated, and named in the pod's `status.extendedResourceClaimStatus` with `mappings`
+    (container, resource, device request)."""
+
+    claim: ResourceClaim
+    allocation: Allocation
+    mappings: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveClaims:
+    """DynamicResources' PreBind: write each claim's `status.allocation` (if allocated here)
+    and add the pod to its `status.reservedFor`; undone if the Binding fails."""
+
+    claims: tuple[ClaimReservation, ...]
+    extended: ExtendedClaimReservation | None = None
+
+
 # What a world carries out before a pod's Binding (upstream's PreBind), one per plugin.
-PreBind = BindVolumes
+PreBind = BindVolumes | ReserveClaims
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,11 @@ from batchsched.decisions import (
     Evict,
     PodGroupUpdate,
     Reserve,
+    ReserveClaims,
     Unschedulable,
     Warn,
 )
-from batchsched.objects.dra import claim_status_json
+from batchsched.objects.dra import claim_status_json, extended_status_json
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
@@ -56,6 +57,8 @@ class OneShotResult:
     volume_bindings: list[ClaimBinding] = field(default_factory=list)
     # Claims allocated by this run, with their status as the API would have it.
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Pods whose extended resources DRA serves: their status.extendedResourceClaimStatus.
+    extended: dict[str, Any] = field(default_factory=dict)
     passes: int = 0
     attempts: int = 0  # scheduling attempts of pods, failed ones included
     # Pods bound and then preempted within the run (left out of the plan): pod -> why.
@@ -64,6 +67,10 @@ class OneShotResult:
 
     def bind(self, decision: Bind) -> None:
         self.bindings.append(decision)
+        for step in decision.pre_bind:
+            if isinstance(step, ReserveClaims) and step.extended is not None:
+                name = step.extended.claim.name
+                self.extended[decision.pod] = extended_status_json(name, step.extended.mappings)
         self._bound_in_pass[decision.pod] = self.passes
 
     def evict(self, decision: Evict, state: ClusterState) -> None:
@@ -92,6 +99,8 @@ class OneShotResult:
         made); report them as unschedulable with why."""
         self.bindings = [b for b in self.bindings if b.pod not in self.withdrawn]
         self.volume_bindings = [b for b in self.volume_bindings if b.pod not in self.withdrawn]
+        for pod in self.withdrawn:
+            self.extended.pop(pod, None)
         self.unschedulable.update(self.withdrawn)
 
     def to_json(self) -> dict[str, Any]:
@@ -130,6 +139,9 @@ class OneShotResult:
             ],
             "claims": [
                 {"claim": key, "status": status} for key, status in sorted(self.claims.items())
+            ],
+            "extendedResourceClaims": [
+                {"pod": pod, "status": status} for pod, status in sorted(self.extended.items())
             ],
         }
 

@@ -72,9 +72,10 @@ class Scheduler:
         self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
+            for each in framework.plugins.values():
+                each.attach(state)
             plugin = framework.group_plugin
             if plugin is not None and plugin not in self.group_plugins:
-                plugin.attach(state)
                 self.group_plugins.append(plugin)
 
     def owns(self, pod: Pod) -> bool:
@@ -106,6 +107,17 @@ class Scheduler:
                     and self._group_of(self.framework_for(pod), pod) != group[0]
                 ):
                     self.queue.ungroup(key)
+
+    def bind_failed(self, key: str, now: datetime) -> None:
+        """The world could not carry out the pod's binding (its PreBind or Binding failed and
+        `state.forget` made it pending again): it waits out a backoff before its next try, as
+        upstream requeues a pod whose binding cycle failed, rather than being retried at once
+        against an API server that just refused it."""
+        self.sync_queue(now)
+        if key in self.queue:
+            # As of a generation before the failure: retried after the backoff, not left
+            # waiting for the cluster to change.
+            self.queue.mark_unschedulable(key, now.timestamp(), self.state.generation - 1)
 
     def schedule_pass(self, now: datetime) -> list[Decision]:
         """Try every pod that is ready now, once, in queue order."""

@@ -62,6 +62,9 @@ RESOURCES = {
         Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
         Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
         Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+        Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
+        Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True),
+        Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
         # Upstream's Workload API PodGroups: not served unless a test serves them (`missing`).
         Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, UPSTREAM_ALPHA),
         Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, UPSTREAM_BETA),
@@ -376,6 +379,8 @@ class FakeApiServer:
     def _create(self, res: Resource, ns: str | None, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.setdefault("metadata", {})
         name = meta.get("name")
+        if not name and meta.get("generateName"):
+            name = meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
         if not name:
             raise ApiFailure(422, "Invalid", "metadata.name: Required value")
         key = self.key(ns, name)

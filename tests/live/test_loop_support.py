@@ -16,53 +16,23 @@ def test_refused_pods_stay_pending_with_the_field_named(
     api: FakeApiServer, launch: Launcher
 ) -> None:
     api.create("nodes", node("n1", cpu="4"))
-    api.create(
-        "deviceclasses",
-        {
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"extendedResourceName": "example.com/gpu"},
-        },
-    )
-    anti = pod("anti", cpu="1")
-    anti["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
-    api.create("pods", anti)
-    dra = pod("dra", cpu="1")
-    dra["spec"]["containers"][0]["resources"]["limits"] = {"example.com/gpu": "1"}
-    api.create("pods", dra)
+    disk = pod("disk", cpu="1")
+    disk["spec"]["volumes"] = [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}]
+    api.create("pods", disk)
     api.create("pods", pod("plain", cpu="1"))
     run = launch()
     assert api.wait_for(lambda s: node_of(s, "plain") == "n1")
-    assert api.wait_for(lambda s: condition(s, "anti") is not None)
-    assert api.wait_for(lambda s: condition(s, "dra") is not None)
+    assert api.wait_for(lambda s: condition(s, "disk") is not None)
     run.scheduler.actuator.wait()
-    cond = condition(api, "anti")
-    assert cond is not None and cond["status"] == "False" and cond["reason"] == "Unschedulable"
-    # Claims are allocated by `schedule` only: live mode has no PreBind to write them.
+    cond = condition(api, "disk")
+    assert cond is not None and cond["reason"] == "Unschedulable"
     assert cond["message"] == (
-        "pod uses spec.resourceClaims (allocated by `batchsched schedule` with the "
-        "DynamicResources plugin only; live mode cannot write claim status yet), which "
-        "batchsched does not support yet"
+        "pod uses spec.volumes[0].gcePersistentDisk, which batchsched does not support yet"
     )
-    dra_cond = condition(api, "dra")
-    assert dra_cond is not None and "DeviceClass gpu.example.com" in dra_cond["message"]
-    for name in ("anti", "dra"):
-        events = _events_for(api, name)
-        assert [(e["type"], e["reason"]) for e in events] == [("Warning", "FailedScheduling")]
-        assert "does not support yet" in events[0]["note"]
-        assert node_of(api, name) == ""
-    # The mapping goes with its DeviceClass: the pod is then counted as usual, and fits.
-    api.delete("deviceclasses", "gpu.example.com")
-    api.update(
-        "nodes",
-        node("n1", cpu="4")
-        | {
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/gpu": "1"}
-            }
-        },
-    )
-    assert api.wait_for(lambda s: node_of(s, "dra") == "n1")
-    assert node_of(api, "anti") == ""
+    events = _events_for(api, "disk")
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "FailedScheduling")]
+    assert "does not support yet" in events[0]["note"]
+    assert node_of(api, "disk") == ""
     assert run.halt() == 0
 
 

@@ -27,3 +27,17 @@ def test_each_pod_is_decided_and_assumed_before_the_next_is_tried() -> None:
     rest = [d for step in steps for d in step]
     assert rest[0] == Bind("default/b", "n1")
     assert isinstance(rest[1], Unschedulable) and rest[1].pod == "default/c"
+
+
+def test_a_pod_whose_binding_failed_waits_out_a_backoff() -> None:
+    state = ClusterState()
+    state.upsert_node(read_node(node("n1", cpu="2")))
+    state.upsert_pod(read_pod(pod("a", cpu="1")))
+    scheduler = Scheduler(state, parse_config({}))
+    assert scheduler.schedule_pass(NOW) == [Bind("default/a", "n1")]
+    state.forget("default/a")  # the world reports the PreBind or Binding refused
+    scheduler.bind_failed("default/a", NOW)
+    assert scheduler.schedule_pass(NOW) == []
+    assert scheduler.queue.next_wakeup() == NOW.timestamp() + 1.0
+    later = NOW.replace(second=1)
+    assert scheduler.schedule_pass(later) == [Bind("default/a", "n1")]

@@ -26,17 +26,6 @@ USES: dict[str, tuple[dict[str, Any], str]] = {
         {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "cinder": {"volumeID": "x"}}]},
         "spec.volumes[1].cinder",
     ),
-    "extended resources mapped by a DeviceClass": (
-        {
-            "containers": [
-                {
-                    "name": "c",
-                    "resources": {"limits": {"deviceclass.resource.kubernetes.io/gpu": "1"}},
-                }
-            ]
-        },
-        "spec.containers[0].resources.limits.deviceclass.resource.kubernetes.io/gpu",
-    ),
     "spec.workloadRef": (
         {"workloadRef": {"name": "w", "podGroup": "g"}},
         "spec.workloadRef",
@@ -71,12 +60,18 @@ def test_malformed_fields_do_not_crash_the_guard() -> None:
     assert refused_field({"volumes": "x", "containers": [3, {"ports": "y"}], "affinity": 1}) == ""
 
 
-def test_device_class_mapping_refuses_the_resource_it_names() -> None:
+def test_device_class_mapping_refuses_the_resource_where_claims_cannot_be_allocated() -> None:
     record = read_pod(pod("p", extra_requests={"example.com/gpu": "1"}))
     assert refusal(record, {}) is None
-    message = refusal(record, {"example.com/gpu": "gpu.example.com"})
+    mapped = {"example.com/gpu": "gpu.example.com"}
+    message = refusal(record, mapped)  # the simulator, or a profile without DynamicResources
     assert message is not None and "extended resource example.com/gpu" in message
     assert "DeviceClass gpu.example.com" in message
+    assert refusal(record, mapped, claims_allowed=True) is None
+    implicit = read_pod(
+        pod("q", extra_requests={"deviceclass.resource.kubernetes.io/gpu.example.com": "1"})
+    )
+    assert implicit.refused == ""
 
 
 def test_claims_are_refused_where_they_cannot_be_allocated() -> None:
@@ -97,9 +92,14 @@ def test_device_classes_in_the_state_map_their_resources() -> None:
     state.upsert_device_class(DeviceClass("b", "example.com/gpu"))
     state.upsert_device_class(DeviceClass("a", "example.com/gpu"))
     state.upsert_device_class(DeviceClass("c"))
-    assert state.device_class_resources == {"example.com/gpu": "a"}
+    implicit = "deviceclass.resource.kubernetes.io/"
+    assert state.device_class_resources == {
+        "example.com/gpu": "a",
+        **{f"{implicit}{name}": name for name in ("a", "b", "c")},
+    }
     state.remove_device_class("a")
-    assert state.device_class_resources == {"example.com/gpu": "b"}
+    assert state.device_class_resources["example.com/gpu"] == "b"
+    assert f"{implicit}a" not in state.device_class_resources
 
 
 def test_a_refused_pod_never_preempts() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from batchsched.decisions import (
     Bind,
+    BindVolumes,
     Decision,
     Evict,
     InternalError,
@@ -30,9 +31,11 @@ from batchsched.decisions import (
     PodGroupUpdate,
     PreBind,
     Reserve,
+    ReserveClaims,
     Unschedulable,
     Warn,
 )
+from batchsched.live.claims import Consumer
 from batchsched.live.client import (
     MERGE_PATCH,
     STRATEGIC_PATCH,
@@ -75,6 +78,9 @@ class _PodRef:
 
     def object_ref(self) -> ObjectRef:
         return ObjectRef("Pod", self.namespace, self.name, self.uid)
+
+    def consumer(self) -> Consumer:
+        return Consumer(self.namespace, self.name, self.uid)
 
 
 def _ref(pod: Pod) -> _PodRef:
@@ -291,7 +297,11 @@ class Actuator:
         pre_bind: tuple[PreBind, ...],
     ) -> None:
         try:
-            self.pre_binder.run(pre_bind)
+            undo = self.pre_binder.run(pre_bind, pod.consumer())
+        except GuardRefused:
+            log.info("not leading: dropping bind of %s", pod.key)
+            self.feedback.put(BindFailed(pod.key, "not leading"))
+            return
         except PreBindError as err:
             self._pre_bind_failed(pod, node, str(err))
             return
@@ -304,10 +314,12 @@ class Actuator:
         try:
             self.client.request("POST", f"{pod.path}/binding", body=body, guard=self.is_leading)
         except GuardRefused:
+            undo()
             log.info("not leading: dropping bind of %s", pod.key)
             self.feedback.put(BindFailed(pod.key, "not leading"))
             return
         except ApiError as err:
+            undo()
             self.metrics.binds.labels(result="failed").inc()
             self.feedback.put(BindFailed(pod.key, str(err)))
             log.info("bind of %s to %s failed: %s", pod.key, node, err)
@@ -415,9 +427,18 @@ def _event_ref(label: str, state: ClusterState) -> ObjectRef:
 def describe(decision: Decision) -> str:
     """What a decision would do, in words (for dry-run logs)."""
     if isinstance(decision, Bind):
-        claims = sum(len(step.bindings) for step in decision.pre_bind)
-        after = f" after binding {claims} volume claim(s)" if claims else ""
-        return f"would bind {decision.pod} to {decision.node}{after}"
+        volumes = sum(len(s.bindings) for s in decision.pre_bind if isinstance(s, BindVolumes))
+        devices = sum(
+            len(s.claims) + (s.extended is not None)
+            for s in decision.pre_bind
+            if isinstance(s, ReserveClaims)
+        )
+        done = [
+            f"binding {volumes} volume claim(s)" if volumes else "",
+            f"writing {devices} resource claim(s)" if devices else "",
+        ]
+        after = " and ".join(d for d in done if d)
+        return f"would bind {decision.pod} to {decision.node}{f' after {after}' if after else ''}"
     if isinstance(decision, Unschedulable):
         return f"{decision.pod} is unschedulable: {decision.message}"
     if isinstance(decision, Nominate):

@@ -11,6 +11,11 @@ import orjson
 
 from batchsched.live.client import ApiError, KubeClient
 from batchsched.objects import volume_parse
+from batchsched.objects.dra import (
+    read_resource_claim,
+    read_resource_claim_template,
+    read_resource_slice,
+)
 from batchsched.objects.parse import (
     read_device_class,
     read_namespace,
@@ -32,6 +37,7 @@ from batchsched.objects.records import (
 )
 from batchsched.objects.workload_api import VERSIONS, read_upstream_pod_group
 from batchsched.state.cluster import ClusterState
+from batchsched.state.devices import DraObject
 from batchsched.state.volumes import VolumeObject
 
 Record = (
@@ -43,6 +49,7 @@ Record = (
     | DeviceClass
     | Namespace
     | VolumeObject
+    | DraObject
 )
 
 
@@ -86,6 +93,10 @@ class Kind:
 
 def _remove_volume_object(kind: str, state: ClusterState, key: str) -> None:
     state.remove_volume_object(kind, key)
+
+
+def _remove_dra_object(kind: str, state: ClusterState, key: str) -> None:
+    state.remove_dra_object(kind, key)
 
 
 # Applied in this order when a full list arrives, so pods find their priority classes,
@@ -132,7 +143,8 @@ KINDS: tuple[Kind, ...] = (
         lambda state, key: _remove_group(state, key, upstream=False),
         optional=True,
     ),
-    # Read only for the refusal guard: pods asking for a resource a DeviceClass maps.
+    # DRA (resource.k8s.io/v1, served by default since Kubernetes 1.34; optional for older
+    # clusters): classes, the drivers' slices, claims and the templates pods name.
     Kind(
         "DeviceClass",
         "/apis/resource.k8s.io/v1/deviceclasses",
@@ -141,6 +153,22 @@ KINDS: tuple[Kind, ...] = (
         ClusterState.upsert_device_class,
         ClusterState.remove_device_class,
         optional=True,
+    ),
+    *(
+        Kind(
+            name,
+            f"/apis/resource.k8s.io/v1/{plural}",
+            name != "ResourceSlice",
+            read,
+            ClusterState.upsert_dra_object,
+            partial(_remove_dra_object, name),
+            optional=True,
+        )
+        for name, plural, read in (
+            ("ResourceSlice", "resourceslices", read_resource_slice),
+            ("ResourceClaim", "resourceclaims", read_resource_claim),
+            ("ResourceClaimTemplate", "resourceclaimtemplates", read_resource_claim_template),
+        )
     ),
     Kind(
         "UpstreamPodGroup",

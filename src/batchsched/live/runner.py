@@ -22,7 +22,7 @@ from batchsched.config import SchedulerConfig
 from batchsched.live.actuator import Actuator
 from batchsched.live.client import KubeClient
 from batchsched.live.events import EventRecorder
-from batchsched.live.facts import Fact, Remove, Upsert, Wakeup, apply_fact
+from batchsched.live.facts import BindFailed, Fact, Remove, Upsert, Wakeup, apply_fact
 from batchsched.live.informer import Informer
 from batchsched.live.kinds import KIND_ORDER, KINDS
 from batchsched.live.leader import LeaderElector
@@ -70,6 +70,9 @@ class LiveScheduler:
         client.error_hook = self.metrics.api_error
         self.facts: queue.Queue[Fact] = queue.Queue()
         self.state = ClusterState()
+        # Claims are allocated here and written by the actuator's PreBind (live/claims.py).
+        self.state.devices.allocating = True
+        self.state.devices.live = True
         self.scheduler = Scheduler(self.state, config)
         self.informers = [
             Informer(
@@ -234,6 +237,8 @@ class LiveScheduler:
                     self._pending_since.pop(fact.record.key, None)
             elif isinstance(fact, Remove) and fact.kind.name == "Pod":
                 self._pending_since.pop(fact.key, None)
+            elif isinstance(fact, BindFailed):
+                self.scheduler.bind_failed(fact.pod, datetime.now(UTC))
 
     def _shutdown(self) -> None:
         for informer in self.informers:

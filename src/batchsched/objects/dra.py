@@ -104,10 +104,19 @@ class ResourceClaim:
     constraints: tuple[MatchAttribute, ...] = ()
     allocation: Allocation | None = None
     reserved_for: tuple[str, ...] = ()  # pod names (same namespace)
+    # The pod a claim for extended resources was made for (the extended-resource-claim
+    # annotation and the pod as controlling owner), else "".
+    extended_for: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
+# A pod's claim for extended resources is `<pod><suffix>` until the API server names it
+# (`generateName`: the suffix, a dash and random characters).
+EXTENDED_CLAIM_SUFFIX = "-extended-resources"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,36 +131,52 @@ class ResourceClaimTemplate:
         return f"{self.namespace}/{self.name}"
 
 
+def allocation_json(allocation: Allocation) -> dict[str, Any]:
+    """A claim's `status.allocation` as the API has it."""
+    results = [
+        {"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device}
+        | ({"adminAccess": True} if d.admin_access else {})
+        for d in allocation.devices
+    ]
+    out: dict[str, Any] = {"devices": {"results": results}}
+    if allocation.node_selector:
+        out["nodeSelector"] = {
+            "nodeSelectorTerms": [
+                {
+                    kind: [
+                        {"key": r.key, "operator": r.operator, "values": list(r.values)}
+                        for r in reqs
+                    ]
+                    for kind, reqs in (
+                        ("matchExpressions", term.match_expressions),
+                        ("matchFields", term.match_fields),
+                    )
+                    if reqs
+                }
+                for term in allocation.node_selector
+            ]
+        }
+    return out
+
+
 def claim_status_json(claim: ResourceClaim) -> dict[str, Any]:
     """A claim's `status` as the API has it (allocation and pod reservations)."""
     status: dict[str, Any] = {}
     if claim.allocation is not None:
-        results = [
-            {"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device}
-            | ({"adminAccess": True} if d.admin_access else {})
-            for d in claim.allocation.devices
-        ]
-        allocation: dict[str, Any] = {"devices": {"results": results}}
-        if claim.allocation.node_selector:
-            allocation["nodeSelector"] = {
-                "nodeSelectorTerms": [
-                    {
-                        kind: [
-                            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-                            for r in reqs
-                        ]
-                        for kind, reqs in (
-                            ("matchExpressions", term.match_expressions),
-                            ("matchFields", term.match_fields),
-                        )
-                        if reqs
-                    }
-                    for term in claim.allocation.node_selector
-                ]
-            }
-        status["allocation"] = allocation
+        status["allocation"] = allocation_json(claim.allocation)
     status["reservedFor"] = [{"resource": "pods", "name": name} for name in claim.reserved_for]
     return status
+
+
+def extended_status_json(claim_name: str, mappings: tuple[tuple[str, str, str], ...]) -> Any:
+    """A pod's `status.extendedResourceClaimStatus`: its claim for extended resources and
+    which device request serves each container's resource."""
+    return {
+        "requestMappings": [
+            {"containerName": c, "resourceName": r, "requestName": q} for c, r, q in mappings
+        ],
+        "resourceClaimName": claim_name,
+    }
 
 
 def milli_quantity(value: object) -> int:
@@ -319,6 +344,15 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
             reserved.append(ref.get(raw, "name", str, ""))
     spec = r.get(obj, "spec", dict, {})
     requests = _requests(r.at("spec"), spec)
+    extended_for = ""
+    if r.get(obj, "metadata.annotations", dict, {}).get(EXTENDED_RESOURCE_CLAIM) == "true":
+        for owner in r.items(obj, "metadata.ownerReferences"):
+            if (
+                isinstance(owner, Mapping)
+                and owner.get("kind") == "Pod"
+                and owner.get("controller")
+            ):
+                extended_for = str(owner.get("name", ""))
     return ResourceClaim(
         namespace=r.namespace,
         name=r.name,
@@ -326,6 +360,7 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
         constraints=_constraints(r.at("spec"), spec, requests),
         allocation=_allocation(r, obj),
         reserved_for=tuple(reserved),
+        extended_for=extended_for,
     )
 
 

@@ -30,6 +30,7 @@ from batchsched.objects.quantity import (
 from batchsched.objects.records import (
     ANY_HOST_IP,
     AffinityTerm,
+    ContainerDevices,
     DeviceClass,
     HostPort,
     LabelSelector,
@@ -51,6 +52,7 @@ from batchsched.objects.records import (
     SpreadConstraint,
     Taint,
     Toleration,
+    may_be_device_backed,
 )
 from batchsched.plugins.support import refused_field
 
@@ -429,6 +431,7 @@ def _host_ports(r: _Reader, spec: Any) -> tuple[HostPort, ...]:
 class ContainerRequests:
     requests: dict[str, int]
     sidecar: bool = False  # an init container with restartPolicy Always
+    name: str = ""
 
 
 def _container_requests(r: _Reader, spec: Any, field: str) -> list[ContainerRequests]:
@@ -444,8 +447,24 @@ def _container_requests(r: _Reader, spec: Any, field: str) -> list[ContainerRequ
             if policy and policy != "Always":
                 raise c.fail("restartPolicy", f"{policy!r} is not allowed (only Always, a sidecar)")
             sidecar = policy == "Always"
-        out.append(ContainerRequests(requests, sidecar))
+        out.append(ContainerRequests(requests, sidecar, c.get(container, "name", str, "")))
     return out
+
+
+def _extended_containers(
+    inits: list[ContainerRequests], containers: list[ContainerRequests]
+) -> tuple[ContainerDevices, ...]:
+    out = []
+    for index, c in enumerate([*inits, *containers]):
+        amounts = tuple(
+            (name, amount)
+            for name, amount in sorted(c.requests.items())
+            if amount and may_be_device_backed(name)
+        )
+        if amounts:
+            short = index < len(inits) and not c.sidecar
+            out.append(ContainerDevices(index, c.name, short, tuple(sorted(c.requests)), amounts))
+    return tuple(out)
 
 
 def _requests_or_limits(r: _Reader, obj: Any, path: str) -> dict[str, int]:
@@ -593,7 +612,8 @@ def read_pod(obj: Json) -> Pod:
     sp = r.at("spec")
     if not sp.items(spec, "containers"):
         raise r.fail("spec.containers", "must list at least one container")
-    containers = [c.requests for c in _container_requests(r, spec, "containers")]
+    regular = _container_requests(r, spec, "containers")
+    containers = [c.requests for c in regular]
     inits = _container_requests(r, spec, "initContainers")
     overhead = sp.resources(spec, "overhead")
     pod_level = _pod_level_requests(r, spec)
@@ -643,6 +663,7 @@ def read_pod(obj: Json) -> Pod:
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         scheduling_gates=_scheduling_gates(r, spec),
         resource_claims=_pod_claims(r, obj, spec),
+        extended_containers=_extended_containers(inits, regular),
         refused=refused_field(spec),
         scheduling_group=_scheduling_group(r, obj, spec),
         volumes=pod_volumes(r.label, r.name, spec),

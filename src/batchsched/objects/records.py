@@ -125,6 +125,34 @@ class PodClaim:
     generated: str = ""  # status.resourceClaimStatuses: the claim made from the template
 
 
+# Every DeviceClass also answers to this implicit extended resource name (DRA's extended
+# resources, KEP-5004): `deviceclass.resource.kubernetes.io/<class name>`.
+IMPLICIT_DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
+
+
+def may_be_device_backed(resource: str) -> bool:
+    """An extended resource (`domain/name` outside kubernetes.io) or a DeviceClass's implicit
+    name: what a DeviceClass may serve with DRA devices (upstream IsDRAExtendedResourceName)."""
+    domain, slash, _ = resource.partition("/")
+    if not slash:
+        return False
+    outside = not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+    return outside or resource.startswith(IMPLICIT_DEVICE_CLASS)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerDevices:
+    """A container's requests for resources a DeviceClass may serve (KEP-5004), kept to name
+    the device requests as upstream does (by the container's position and the resource's
+    position among all its requests)."""
+
+    index: int  # in initContainers followed by containers
+    name: str
+    short_lived: bool  # an init container that is not a sidecar
+    request_names: tuple[str, ...]  # all its requests' resource names, sorted
+    amounts: tuple[tuple[str, int], ...]  # the extended ones
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -160,6 +188,7 @@ class Pod:
     resource_version: str = ""
     scheduling_gates: tuple[str, ...] = ()
     resource_claims: tuple[PodClaim, ...] = ()
+    extended_containers: tuple[ContainerDevices, ...] = ()
     # The first field the pod uses that batchsched does not support yet (plugins/support.py).
     refused: str = ""
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)

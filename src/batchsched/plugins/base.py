@@ -148,6 +148,9 @@ QueueingHint = Callable[[ClusterChange, Pod], bool]
 class Plugin:
     name: ClassVar[str]
 
+    def attach(self, state: ClusterState) -> None:
+        """Called once by the scheduler with the state it schedules."""
+
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
         """The events that can turn this plugin's rejection into success, each with a hint
         (None: every such event may). A plugin returning None has no hints: a pod it
@@ -350,9 +353,6 @@ class GroupPlugin(Plugin):
     whose object or members changed and the pass's evictions, e.g. to keep PodGroup status
     current.
     """
-
-    def attach(self, state: ClusterState) -> None:
-        """Called once by the scheduler with the state it schedules."""
 
     def group_of(self, pod: Pod) -> str | None:
         raise NotImplementedError

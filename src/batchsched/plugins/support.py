@@ -89,28 +89,10 @@ IN_TREE_DISKS = (
     "vsphereVolume",
 )
 
-# Every DeviceClass also answers to this implicit extended resource name (DRA's extended
-# resources): `deviceclass.resource.kubernetes.io/<class name>`.
-IMPLICIT_DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
-
-
-def _implicit_device_class(spec: Mapping[str, Any]) -> str | None:
-    for group in ("initContainers", "containers"):
-        for i, container in _items(spec.get(group)):
-            resources = _mapping(container.get("resources"))
-            for kind in ("requests", "limits"):
-                for name in _mapping(resources.get(kind)):
-                    if str(name).startswith(IMPLICIT_DEVICE_CLASS):
-                        return f"spec.{group}[{i}].resources.{kind}.{name}"
-    return None
-
-
 # Not only a pod field: an extended resource that a DeviceClass maps (through
 # spec.extendedResourceName, or the implicit name) is allocated by DynamicResources, not
-# counted by NodeResourcesFit. The explicit names are known from the DeviceClasses: `refusal`.
+# counted by NodeResourcesFit, where claims can be allocated; refused elsewhere (`refusal`).
 DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
-
-_CONTAINERS = ("initContainers", "containers")
 
 REFUSED: tuple[Refused, ...] = (
     _volumes(
@@ -118,7 +100,6 @@ REFUSED: tuple[Refused, ...] = (
     ),
     # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
     _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
-    Refused(DEVICE_CLASS_ROW, "DynamicResources", _implicit_device_class, _CONTAINERS),
 )
 
 
@@ -136,8 +117,8 @@ def refused_field(spec: Mapping[str, Any]) -> str:
     return ""
 
 
-# Not in REFUSED: claims are honoured where the world can carry out allocations (one-shot)
-# by a profile with DynamicResources, and refused elsewhere (`refusal`).
+# Not in REFUSED: claims are honoured where the world can carry out allocations (one-shot and
+# live mode) by a profile with DynamicResources, and refused elsewhere (`refusal`).
 CLAIMS_ROW = "spec.resourceClaims"
 
 
@@ -154,18 +135,23 @@ def refusal(
     if pod.resource_claims:
         if not claims_allowed:
             return message(
-                "spec.resourceClaims (allocated by `batchsched schedule` with the "
-                "DynamicResources plugin only; live mode cannot write claim status yet)"
+                "spec.resourceClaims (allocated by `batchsched schedule` and `batchsched "
+                "run` with the DynamicResources plugin only, not in the simulator)"
             )
         if group_key_of(pod) is not None:
             return message("spec.resourceClaims in a gang (a PodGroup member)")
-    if device_class_resources:
+    in_gang = group_key_of(pod) is not None
+    if device_class_resources and (in_gang or not claims_allowed):
         for resource in pod.requests:
             device_class = device_class_resources.get(resource)
             if device_class is not None:
+                where = (
+                    "in a gang (a PodGroup member)"
+                    if claims_allowed
+                    else "allocated by `batchsched schedule` and `batchsched run` only"
+                )
                 return message(
-                    f"extended resource {resource} (mapped by DeviceClass {device_class} "
-                    "through spec.extendedResourceName)"
+                    f"extended resource {resource} (mapped by DeviceClass {device_class}; {where})"
                 )
     return None
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.quantity import CPU, DEFAULT_CPU_REQUEST, DEFAULT_MEMORY_REQUEST, MEMORY
 from batchsched.objects.records import (
+    IMPLICIT_DEVICE_CLASS,
     DeviceClass,
     Namespace,
     Node,
@@ -27,7 +28,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
-from batchsched.state.devices import DeviceState
+from batchsched.state.devices import DeviceState, DraObject
 from batchsched.state.nominations import Nominations
 from batchsched.state.pdb_index import PdbIndex
 from batchsched.state.resources import ResourceIndex
@@ -377,12 +378,16 @@ class ClusterState:
     def _map_device_classes(self) -> None:
         mapped: dict[str, str] = {}
         for name in sorted(self.device_classes):
+            mapped[f"{IMPLICIT_DEVICE_CLASS}{name}"] = name
             resource = self.device_classes[name].extended_resource_name
             if resource:
                 mapped.setdefault(resource, name)
         self.device_class_resources = mapped
         self.devices.classes_changed()
         self.generation += 1
+        # Which resources NodeResourcesFit leaves to DRA moved: verdicts kept per pod shape
+        # (e.g. DynamicResources' "nothing to allocate") are stale.
+        self.node_generation += 1
 
     def upsert_volume_object(self, obj: VolumeObject) -> None:
         """A PVC, PV, StorageClass or CSINode: pods waiting on volumes may fit now."""
@@ -393,6 +398,16 @@ class ClusterState:
     def remove_volume_object(self, kind: str, key: str) -> None:
         self.volumes.remove(kind, key)
         self.volume_version += 1
+        self.generation += 1
+
+    def upsert_dra_object(self, obj: DraObject) -> None:
+        """A ResourceSlice, ResourceClaim or ResourceClaimTemplate: pods waiting on devices
+        may fit now."""
+        self.devices.upsert(obj)
+        self.generation += 1
+
+    def remove_dra_object(self, kind: str, key: str) -> None:
+        self.devices.remove(kind, key)
         self.generation += 1
 
     def priority_of(self, pod: Pod) -> int:
@@ -471,6 +486,7 @@ class ClusterState:
             else:
                 self.assumed.discard(key)
                 self.volumes.confirm(key)
+                self.devices.confirm(key)
         old_node = self.bound.get(key)
         if old_node is not None:
             self._unbind(key)
@@ -611,7 +627,10 @@ class ClusterState:
         self._touch(idx, pod)
 
     def forget(self, key: str) -> None:
-        """A bind the scheduler assumed failed: give the room back and make the pod pending."""
+        """A bind the scheduler assumed failed: give the room back and make the pod pending.
+        The devices allocated for it come free even if the pod is gone meanwhile."""
+        if self.devices.revert(key):
+            self.generation += 1
         if key not in self.assumed:
             return
         self.assumed.discard(key)

@@ -3,6 +3,10 @@
 Pools follow upstream's rules: only the slices of a pool's newest generation count, and a pool
 is complete when all `resourceSliceCount` slices of that generation are known. A device is in
 use while a claim's allocation (other than an admin-access one) names it.
+
+In live mode an allocation made here is assumed (upstream's in-flight allocations and assume
+cache): the claim keeps it while the informer still reports the claim unallocated (the PreBind
+write is on its way), until a report shows an allocation or the pod's bind fails (`revert`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from batchsched.objects.dra import (
+    EXTENDED_CLAIM_SUFFIX,
     Allocation,
     Device,
     ResourceClaim,
@@ -30,9 +35,13 @@ class DeviceState:
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)  # by namespace/name
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
-    # Whether the world carries out allocations (one-shot does; live mode cannot write a
-    # claim's status yet, so pods with claims are refused there: plugins/support.py).
+    # Whether the world carries out allocations (one-shot and live mode do; elsewhere pods
+    # with claims are refused: plugins/support.py).
     allocating: bool = False
+    # Live mode: a template's claim is the one the resourceclaim controller creates (the
+    # pod waits for it), and allocations are assumed until reported. Elsewhere templates are
+    # instantiated here and the allocations recorded in `allocated_here`.
+    live: bool = False
     # Claims this scheduler allocated, in order: what one-shot reports.
     allocated_here: list[str] = field(default_factory=list)
     # Moves when slices or claims are replaced; between moves, `changed` lists the nodes whose
@@ -42,16 +51,52 @@ class DeviceState:
     changed: list[str] = field(default_factory=list)
     _in_use: set[str] | None = None
     _by_node: dict[str, NodeDevices] | None = None
+    # Assumed allocations: claim key -> the claim as last reported (None: in memory only, a
+    # claim for extended resources not created yet), and pod key -> the claims allocated for
+    # it whose bind is not confirmed.
+    _reported: dict[str, ResourceClaim | None] = field(default_factory=dict)
+    _assumed_by: dict[str, list[str]] = field(default_factory=dict)
 
     def upsert_slice(self, resource_slice: ResourceSlice) -> None:
         self.slices[resource_slice.name] = resource_slice
         self._by_node = None
         self._moved()
 
+    def remove_slice(self, name: str) -> None:
+        if self.slices.pop(name, None) is not None:
+            self._by_node = None
+            self._moved()
+
     def upsert_claim(self, claim: ResourceClaim) -> None:
-        self.claims[claim.key] = claim
+        key = claim.key
+        if claim.extended_for and claim.allocation is not None:
+            # The claim PreBind created for a pod's extended resources, reported allocated:
+            # it takes over from the one assumed in memory.
+            made = f"{claim.namespace}/{claim.extended_for}{EXTENDED_CLAIM_SUFFIX}"
+            if made in self._reported and self._reported[made] is None:
+                del self._reported[made]
+                self.claims.pop(made, None)
+        if key in self._reported:
+            if claim.allocation is None:
+                # Our write is not seen yet: the assumed allocation stands.
+                self._reported[key] = claim
+                assumed = self.claims[key]
+                reserved = (
+                    *claim.reserved_for,
+                    *(p for p in assumed.reserved_for if p not in claim.reserved_for),
+                )
+                claim = replace(claim, allocation=assumed.allocation, reserved_for=reserved)
+            else:
+                del self._reported[key]
+        self.claims[key] = claim
         self._in_use = None
         self._moved()
+
+    def remove_claim(self, key: str) -> None:
+        self._reported.pop(key, None)
+        if self.claims.pop(key, None) is not None:
+            self._in_use = None
+            self._moved()
 
     def classes_changed(self) -> None:
         """A DeviceClass was replaced: what its selectors chose may change."""
@@ -63,6 +108,9 @@ class DeviceState:
 
     def upsert_template(self, template: ResourceClaimTemplate) -> None:
         self.templates[template.key] = template
+
+    def remove_template(self, key: str) -> None:
+        self.templates.pop(key, None)
 
     def on_node(self, node: str) -> NodeDevices:
         if self._by_node is None:
@@ -80,16 +128,44 @@ class DeviceState:
             }
         return self._in_use
 
-    def allocate(self, key: str, allocation: Allocation, pod: str, node: str) -> None:
+    def allocate(self, claim: ResourceClaim, allocation: Allocation, pod: str, node: str) -> None:
         """Record an allocation made for `pod` (a pod name in the claim's namespace) on
-        `node`, the one node whose devices it uses."""
-        claim = self.claims[key]
+        `node`, the one node whose devices it uses. The claim may be one made in memory (from
+        a template in one-shot, or for extended resources)."""
+        key = claim.key
+        reported = self.claims.get(key)
         self.claims[key] = replace(claim, allocation=allocation)
         if self._in_use is not None:
             self._in_use.update(d.id for d in allocation.devices if not d.admin_access)
         self.changed.append(node)
-        self.allocated_here.append(key)
+        if self.live:
+            self._reported.setdefault(key, reported)
+            self._assumed_by.setdefault(f"{claim.namespace}/{pod}", []).append(key)
+        else:
+            self.allocated_here.append(key)
         self.reserve(key, pod)
+
+    def confirm(self, pod: str) -> None:
+        """The pod (namespace/name) is reported bound: its claims' assumptions last until the
+        informer reports their allocations."""
+        self._assumed_by.pop(pod, None)
+
+    def revert(self, pod: str) -> bool:
+        """The pod's PreBind or Binding failed (and was undone): the claims allocated for it
+        are as last reported again, their devices free. Whether any came free."""
+        freed = False
+        for key in self._assumed_by.pop(pod, ()):
+            if key in self._reported:  # else reported allocated since: the report stands
+                reported = self._reported.pop(key)
+                if reported is None:
+                    self.claims.pop(key, None)
+                else:
+                    self.claims[key] = reported
+                freed = True
+        if freed:
+            self._in_use = None
+            self._moved()
+        return freed
 
     def reserve(self, key: str, pod: str) -> None:
         claim = self.claims[key]
@@ -107,10 +183,30 @@ class DeviceState:
                 self.claims.pop(key, None)
             else:
                 self.claims[key] = claim
+            if claim is None or claim.allocation is None:
+                self._reported.pop(key, None)  # allocated by this reservation: not assumed
         del self.allocated_here[allocated:]
         self._in_use = None
         self.changed.append(node)
 
+    def upsert(self, obj: DraObject) -> None:
+        if isinstance(obj, ResourceSlice):
+            self.upsert_slice(obj)
+        elif isinstance(obj, ResourceClaim):
+            self.upsert_claim(obj)
+        else:
+            self.upsert_template(obj)
+
+    def remove(self, kind: str, key: str) -> None:
+        if kind == "ResourceSlice":
+            self.remove_slice(key)
+        elif kind == "ResourceClaim":
+            self.remove_claim(key)
+        else:
+            self.remove_template(key)
+
+
+DraObject = ResourceSlice | ResourceClaim | ResourceClaimTemplate
 
 _NONE = NodeDevices((), ())
 

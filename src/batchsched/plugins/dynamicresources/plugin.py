@@ -6,7 +6,8 @@ Name: DynamicResources. Extension points: Filter, Reserve.
 
 A claim already allocated pins the pod to the nodes of its `status.allocation.nodeSelector`;
 a claim shared by several pods is allocated once, by the first. Rejections are unresolvable:
-preemption does not yet free devices that victims' claims hold.
+preemption does not yet free devices that victims' claims hold. Reserve returns the PreBind
+step: the claims' allocations and reservations a live world writes before the Binding.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from batchsched.decisions import ClaimReservation, ExtendedClaimReservation, ReserveClaims
 from batchsched.objects.dra import Allocation, ResourceClaim
 from batchsched.objects.records import NodeSelectorTerm, Pod, Requirement
 from batchsched.plugins.base import (
@@ -28,6 +30,7 @@ from batchsched.plugins.base import (
     StaticFilterPlugin,
 )
 from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
+from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
 
@@ -39,6 +42,7 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
     name = "DynamicResources"
 
     def __init__(self) -> None:
+        self._state: ClusterState | None = None
         self._matcher: Matcher | None = None
         self._matcher_epoch = -1
         self._kept: dict[Hashable, _Fits] = {}
@@ -59,12 +63,21 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
     def _pod_with_claims_moved(change: ClusterChange, pod: Pod) -> bool:
         return change.pods_where(lambda other: bool(other.resource_claims))
 
+    def attach(self, state: ClusterState) -> None:
+        self._state = state
+
     def shape(self, pod: Pod) -> Hashable | None:
-        # Devices change with every allocation: a pod with claims is never cached.
-        return None if pod.resource_claims else ()
+        # Devices change with every allocation: a pod with claims, or asking for a resource a
+        # DeviceClass maps, is never cached.
+        if pod.resource_claims:
+            return None
+        if self._state is None:  # not attached: which resources are mapped is unknown
+            return None if pod.extended_containers else ()
+        return None if mapped_requests(pod, self._state.device_class_resources) else ()
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
-        if not pod.resource_claims:
+        mapped = mapped_requests(pod, state.device_class_resources)
+        if not pod.resource_claims and not mapped:
             return []
         nodes = state.valid[: state.rows]
         try:
@@ -75,37 +88,55 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             else:
                 rejections = []
             pending = [c for c in claims if c.allocation is None]
-            if pending:
-                fits = self._fits(state, pending)
+            fits = np.zeros(state.rows, dtype=np.bool_)
+            wants = False
+            for resources, rows in _left_to_dra(state, mapped):
+                extended = extended_claim(pod, resources, state.device_class_resources)
+                wanted = pending + ([extended.claim] if extended is not None else [])
+                wants = wants or bool(wanted)
+                fits |= rows & self._fits(state, wanted) if wanted else rows
+            if wants:
                 rejections.append(Rejection(CANNOT_ALLOCATE, nodes & pinned & ~fits, False))
             return rejections
         except ClaimError as err:
             return [Rejection(str(err), nodes.copy(), False)]
 
-    def reserve(self, cycle: Cycle, row: int) -> None:
+    def reserve(self, cycle: Cycle, row: int) -> ReserveClaims | None:
         state, pod = cycle.state, cycle.pod
-        if not pod.resource_claims:
-            return
+        mapped = mapped_requests(pod, state.device_class_resources)
+        if not pod.resource_claims and not mapped:
+            return None
         node = state.node_name(row)
         claims = _claims(state, pod)
         pending = [c for c in claims if c.allocation is None]
+        resources = frozenset(r for r in mapped if _advertised(state, r, row) == 0)
+        extended = extended_claim(pod, resources, state.device_class_resources)
+        wanted = pending + ([extended.claim] if extended is not None else [])
         devices = state.devices
         for key in [k for k in self._held if k in state.bound or k not in state.pods]:
             del self._held[key]  # bound or gone since: nothing of theirs is given back
-        before = {c.key: devices.claims.get(c.key) for c in claims}
+        before = {c.key: devices.claims.get(c.key) for c in wanted + claims}
         self._held[pod.key] = (before, len(devices.allocated_here), node)
-        if pending:
+        made: dict[str, Allocation] = {}
+        if wanted:
             found = allocate(
-                pending, devices.on_node(node), devices.in_use(), self._matcher_for(state)
+                wanted, devices.on_node(node), devices.in_use(), self._matcher_for(state)
             )
             # The filter passed this node in this same state, so the allocation exists.
             assert found is not None, f"{pod.key}: claims no longer fit on {node}"
             pin = (NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),)
-            for claim in pending:
-                devices.claims.setdefault(claim.key, claim)  # one made from a template
-                devices.allocate(claim.key, Allocation(found[claim.key], pin), pod.name, node)
+            for claim in wanted:
+                made[claim.key] = Allocation(found[claim.key], pin)
+                devices.allocate(claim, made[claim.key], pod.name, node)
         for claim in claims:
             devices.reserve(claim.key, pod.name)
+        extra = None
+        if extended is not None:
+            mappings = tuple((m.container, m.resource, m.request) for m in extended.mappings)
+            extra = ExtendedClaimReservation(extended.claim, made[extended.claim.key], mappings)
+        if not claims and extra is None:
+            return None  # every mapped resource is advertised here: nothing to write
+        return ReserveClaims(tuple(ClaimReservation(c.key, made.get(c.key)) for c in claims), extra)
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
         held = self._held.pop(pod.key, None)
@@ -170,7 +201,14 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
     for i, ref in enumerate(pod.resource_claims):
         key = claim_key(pod, i)
         claim = devices.claims.get(key)
-        if claim is None and ref.template_name:
+        if ref.template_name and not ref.generated and devices.live:
+            # Upstream's "ResourceClaim not created yet": the resourceclaim controller makes
+            # it and names it in the pod's status, which brings the pod back.
+            raise ClaimError(
+                f"waiting for the resourceclaim controller to create the claim of "
+                f"spec.resourceClaims {ref.name} (template {ref.template_name})"
+            )
+        if claim is None and ref.template_name and not devices.live:
             template = devices.templates.get(f"{pod.namespace}/{ref.template_name}")
             if template is None:
                 raise ClaimError(
@@ -182,6 +220,34 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
             raise ClaimError(f"resourceclaim {key} does not exist")
         out.setdefault(key, claim)
     return list(out.values())
+
+
+def _advertised(state: ClusterState, resource: str, row: int) -> int:
+    col = state.resources.get(resource)
+    return 0 if col is None else int(state.allocatable[row, col])
+
+
+def _left_to_dra(
+    state: ClusterState, mapped: frozenset[str]
+) -> list[tuple[frozenset[str], BoolArray]]:
+    """The nodes grouped by which of the pod's mapped resources they leave to DRA (those
+    their allocatable lacks; one advertising a resource serves it through its device
+    plugin, checked by NodeResourcesFit)."""
+    rows = state.rows
+    if not mapped:
+        return [(frozenset(), np.ones(rows, dtype=np.bool_))]
+    ordered = sorted(mapped)
+    codes = np.zeros(rows, dtype=np.int64)
+    for bit, resource in enumerate(ordered):
+        col = state.resources.get(resource)
+        if col is None:
+            codes |= 1 << bit
+        else:
+            codes |= (state.allocatable[:rows, col] == 0).astype(np.int64) << bit
+    return [
+        (frozenset(r for bit, r in enumerate(ordered) if code >> bit & 1), codes == code)
+        for code in np.unique(codes).tolist()
+    ]
 
 
 def _pinned(state: ClusterState, claims: list[ResourceClaim]) -> BoolArray:

@@ -114,9 +114,13 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         demand = state.demand(pod)
         ok = np.ones(change.rows.shape[0], dtype=np.bool_)
         names = state.resources.names
+        mapped = state.device_class_resources
         for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True):
             if names[col] not in self.ignored:
-                ok &= state.free[change.rows, col] >= amount
+                fits = state.free[change.rows, col] >= amount
+                if names[col] in mapped:
+                    fits |= state.allocatable[change.rows, col] == 0
+                ok &= fits
         return bool(ok.any())
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
@@ -125,6 +129,8 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         for col, amount in self._checked(cycle):
             short = cycle.free[:, col] < amount
             short &= candidates
+            if names[col] in cycle.state.device_class_resources:
+                short &= self._not_left_to_dra(cycle, col, slice(0, short.shape[0]))
             if short.any():
                 rejections.append(
                     Rejection(insufficient_reason(names[col]), short, resolvable=True)
@@ -134,6 +140,16 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
     def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
         checked = self._checked(cycle)
         free = cycle.free
+        mapped = cycle.state.device_class_resources
+        names = cycle.state.resources.names
+        if mapped and any(names[col] in mapped for col, _ in checked):
+            ok = np.ones(rows.shape[0], dtype=np.bool_)
+            for col, amount in checked:
+                fits = free[rows, col] >= amount
+                if names[col] in mapped:
+                    fits |= ~self._not_left_to_dra(cycle, col, rows)
+                ok &= fits
+            return ok
         if rows.shape[0] <= NODE_BY_NODE:
             fits = [
                 all(free[row, col] >= amount for col, amount in checked) for row in rows.tolist()
@@ -143,6 +159,13 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         for col, amount in checked:
             ok &= free[rows, col] >= amount
         return ok
+
+    @staticmethod
+    def _not_left_to_dra(cycle: Cycle, col: int, rows: IndexArray | slice) -> BoolArray:
+        """Nodes that advertise a resource a DeviceClass maps: checked here as any resource.
+        Where allocatable has none of it, DynamicResources allocates devices instead
+        (KEP-5004, upstream's fit check skips it there)."""
+        return np.asarray(cycle.state.allocatable[rows, col] > 0)
 
     def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
         names = cycle.state.resources.names

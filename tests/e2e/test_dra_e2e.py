@@ -1,0 +1,151 @@
+"""DRA against a real control plane: a driver's ResourceSlice for a (fake) node, a claim made
+from a template by the real resourceclaim controller of kube-controller-manager, allocated by
+batchsched (PreBind writes status.allocation and reservedFor) and the pod bound; and an
+extended resource a DeviceClass maps, served by devices on a node that does not advertise it
+(PreBind creates the pod's claim for it and names it in the pod's status)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+
+from batchsched.live.client import ApiError
+from tests.e2e.cluster import Cluster, wait
+
+pytestmark = pytest.mark.e2e
+
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _publish(
+    cluster: Cluster, name: str, node: str, spec: dict[str, Any], devices: list[dict[str, Any]]
+) -> tuple[str, str]:
+    """A DeviceClass (`spec`) and the ResourceSlice a DRA driver's kubelet plugin would
+    publish for its node; their paths, to delete after the test."""
+    cluster.create(f"{RESOURCE}/deviceclasses", {"metadata": {"name": name}, "spec": spec})
+    driver = f"{name}.e2e.example.com"
+    cluster.create(
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": f"{node}-{name}"},
+            "spec": {
+                "driver": driver,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        },
+    )
+    return f"{RESOURCE}/deviceclasses/{name}", f"{RESOURCE}/resourceslices/{node}-{name}"
+
+
+def _delete(cluster: Cluster, paths: tuple[str, str]) -> None:
+    for path in paths:
+        with contextlib.suppress(ApiError):
+            cluster.admin.request("DELETE", path)
+
+
+def test_a_template_claim_is_allocated_from_a_published_slice_and_the_pod_bound(
+    cluster: Cluster,
+) -> None:
+    suffix = cluster.namespace[-6:]
+    device_class = f"gpu-{suffix}"
+    driver = f"{device_class}.e2e.example.com"
+    gpu_node, plain_node = f"g-{suffix}", f"c-{suffix}"
+    cluster.node(plain_node, cpu="4")
+    cluster.node(gpu_node, cpu="4")
+    expression = f'device.driver == "{driver}" && device.attributes["{driver}"].model == "H100"'
+    devices = [
+        {"name": "gpu-0", "attributes": {"model": {"string": "A100"}}},
+        {"name": "gpu-1", "attributes": {"model": {"string": "H100"}}},
+    ]
+    spec = {"selectors": [{"cel": {"expression": expression}}]}
+    published = _publish(cluster, device_class, gpu_node, spec, devices)
+    request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+    cluster.create(
+        f"{RESOURCE}/namespaces/{cluster.namespace}/resourceclaimtemplates",
+        {
+            "metadata": {"name": "one-gpu"},
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        },
+    )
+    plane = cluster.plane
+    plane.start_controller_manager("resourceclaim-controller")
+    try:
+        cluster.run_scheduler()
+        body = cluster.pod_body("trainer", cpu="1")
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+        cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", body)
+        # The controller manager starts first (slow on a loaded machine), then makes the claim.
+        try:
+            wait(lambda: cluster.node_of("trainer") == gpu_node, timeout=180, what="bound")
+        except AssertionError:
+            status = (cluster.get_pod("trainer") or {}).get("status")
+            raise AssertionError(
+                f"trainer not bound; its status: {status}; "
+                f"kube-controller-manager: {plane.log('kube-controller-manager')[-1500:]}"
+            ) from None
+        pod = cluster.get_pod("trainer") or {}
+        [made] = pod["status"]["resourceClaimStatuses"]
+        claim = cluster.admin.json(
+            "GET",
+            f"{RESOURCE}/namespaces/{cluster.namespace}/resourceclaims/{made['resourceClaimName']}",
+        )
+        allocation = claim["status"]["allocation"]
+        assert [
+            (r["request"], r["driver"], r["pool"], r["device"])
+            for r in allocation["devices"]["results"]
+        ] == [("gpu", driver, gpu_node, "gpu-1")]
+        [term] = allocation["nodeSelector"]["nodeSelectorTerms"]
+        assert term["matchFields"] == [
+            {"key": "metadata.name", "operator": "In", "values": [gpu_node]}
+        ]
+        assert [(r["resource"], r["name"], r["uid"]) for r in claim["status"]["reservedFor"]] == [
+            ("pods", "trainer", pod["metadata"]["uid"])
+        ]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+        cluster.stop_schedulers()  # and checks that RBAC refused nothing
+    finally:
+        plane.stop_controller_manager()
+        _delete(cluster, published)
+
+
+def test_an_extended_resource_is_served_by_devices_on_a_node_without_it(
+    cluster: Cluster,
+) -> None:
+    suffix = cluster.namespace[-6:]
+    device_class = f"x-{suffix}"
+    driver = f"{device_class}.e2e.example.com"
+    node = f"x-{suffix}"
+    cluster.node(node, cpu="4")
+    resource = f"{driver}/gpu"
+    spec = {
+        "extendedResourceName": resource,
+        "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}],
+    }
+    published = _publish(cluster, device_class, node, spec, [{"name": "gpu-0"}, {"name": "gpu-1"}])
+    try:
+        cluster.run_scheduler()
+        body = cluster.pod_body("worker", cpu="1")
+        body["spec"]["containers"][0]["resources"]["limits"] = {resource: "2"}
+        cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", body)
+        wait(lambda: cluster.node_of("worker") == node, timeout=90, what="worker bound")
+        pod = cluster.get_pod("worker") or {}
+        status = pod["status"]["extendedResourceClaimStatus"]
+        assert status["requestMappings"] == [
+            {"containerName": "c", "resourceName": resource, "requestName": "container-0-request-1"}
+        ]
+        name = status["resourceClaimName"]
+        assert name.startswith("worker-extended-resources-")
+        claim = cluster.admin.json(
+            "GET", f"{RESOURCE}/namespaces/{cluster.namespace}/resourceclaims/{name}"
+        )
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"]
+        assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+        cluster.stop_schedulers()  # and checks that RBAC refused nothing
+    finally:
+        _delete(cluster, published)
