@@ -3,19 +3,25 @@ label keys and preemption, rule by rule."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from batchsched.config import parse_config
+from batchsched.config import default_config, parse_config
+from batchsched.decisions import Bind, Evict, Nominate, Unschedulable
+from batchsched.objects.load import load_text
+from batchsched.oneshot import build_state
 from batchsched.plugins.args import ConfigError
+from batchsched.scheduler import Scheduler
 from tests.builders import node, pod
-from tests.conftest import least_allocated, schedule
+from tests.conftest import NOW, least_allocated, schedule
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 WEB = {"app": "web"}
 DB = {"app": "db"}
+SCENARIOS = Path(__file__).parents[1] / "scenarios" / "inter-pod"
 
 
 def zoned(name: str, zone: str, **kw: Any) -> dict[str, Any]:
@@ -247,3 +253,26 @@ def test_preemption_on_a_node_short_of_room_also_lifts_its_anti_affinity() -> No
     result = schedule(zoned("a1", "a", cpu="2"), *held, p)
     assert [e.pod for e in result.evictions] == ["default/web"]
     assert {b.pod: b.node for b in result.bindings} == {"default/p": "a1"}
+
+
+def test_a_pod_nominated_after_preempting_keeps_lower_pods_off_its_node_in_the_same_pass() -> None:
+    # The first pass of scenarios/inter-pod/nominated-pod-anti-affinity-keeps-others-off-its-
+    # node.yaml: p1 evicts r1 and is nominated to n0; p0, judged in the same pass, meets p1's
+    # anti-affinity on n0 and, on n1 and n2, a skew of 2 (the terminating r1 is not counted).
+    path = SCENARIOS / "nominated-pod-anti-affinity-keeps-others-off-its-node.yaml"
+    state = build_state(load_text(path.read_text(), str(path)))
+    scheduler = Scheduler(state, default_config())
+    scheduler.queue.flush()
+    decisions = scheduler.schedule_pass(NOW)
+    assert [(d.pod, d.node) for d in decisions if isinstance(d, Evict | Nominate)] == [
+        ("default/r1", "n0"),
+        ("default/p1", "n0"),
+    ]
+    assert not [d for d in decisions if isinstance(d, Bind)]
+    (message,) = [
+        d.message for d in decisions if isinstance(d, Unschedulable) and d.pod == "default/p0"
+    ]
+    assert message.startswith(
+        "0/3 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
+        "2 node(s) didn't match pod topology spread constraints."
+    )
