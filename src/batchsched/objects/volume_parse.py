@@ -15,6 +15,7 @@ from batchsched.objects.records import NodeSelectorTerm, Requirement
 from batchsched.objects.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED_ANNOTATION,
+    IN_TREE_DISKS,
     SELECTED_NODE_ANNOTATION,
     WAIT_FOR_FIRST_CONSUMER,
     CSIDriver,
@@ -93,6 +94,7 @@ def read_pv(obj: Json) -> PersistentVolume:
         deleting=r.time(obj, "metadata.deletionTimestamp") is not None,
         csi_driver=r.at("spec.csi").get(csi, "driver", str, ""),
         csi_handle=r.at("spec.csi").get(csi, "volumeHandle", str, ""),
+        in_tree=next((source for source in IN_TREE_DISKS if spec.get(source) is not None), ""),
     )
 
 

@@ -20,6 +20,19 @@ BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 # kube-controller-manager's mark for classes whose volumes are made by hand (local PVs).
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+# The CSI-migrated in-tree volume sources: upstream's NodeVolumeLimits (and, for the first
+# two, VolumeRestrictions) judges them as the CSI volumes they translate to, which batchsched
+# does not do yet, so pods using them, inline or through a PV, are refused (docs/support.md).
+# iSCSI and RBD disks are not migrated: VolumeRestrictions' conflicts are all they need.
+IN_TREE_DISKS = (
+    "awsElasticBlockStore",
+    "gcePersistentDisk",
+    "azureDisk",
+    "azureFile",
+    "cinder",
+    "portworxVolume",
+    "vsphereVolume",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +101,7 @@ class PersistentVolume:
     node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty: every node
     csi_driver: str = ""
     csi_handle: str = ""
+    in_tree: str = ""  # which of IN_TREE_DISKS its spec uses, if any
     capacity: int = 0  # spec.capacity.storage, bytes
     access_modes: tuple[str, ...] = ()
     storage_class: str = ""

@@ -16,6 +16,7 @@ from typing import Any
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.objects.volumes import IN_TREE_DISKS
 
 # Finds the first use of a field family in a pod's spec: the path used, or None.
 Detector = Callable[[Mapping[str, Any]], str | None]
@@ -75,19 +76,6 @@ def _volumes(field: str, plugin: str, *sources: str) -> Refused:
 
     return Refused(field, plugin, find, ("volumes",))
 
-
-# Inline in-tree volumes that NodeVolumeLimits counts against a node's attach limit through
-# CSI migration (and, for the first two, VolumeRestrictions checks for conflicts). iSCSI and
-# RBD disks are not migrated: VolumeRestrictions' conflicts are all they need (supported).
-IN_TREE_DISKS = (
-    "awsElasticBlockStore",
-    "gcePersistentDisk",
-    "azureDisk",
-    "azureFile",
-    "cinder",
-    "portworxVolume",
-    "vsphereVolume",
-)
 
 # Not only a pod field: an extended resource that a DeviceClass maps (through
 # spec.extendedResourceName, or the implicit name) is allocated by DynamicResources, not

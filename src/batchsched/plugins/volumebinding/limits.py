@@ -4,8 +4,9 @@ volumes per CSI driver.
 A volume counts once per node however many pods there use it (state/volumes.py keeps the
 count of distinct volumes per driver and node). Nodes without a CSINode, or drivers without a
 count, have no limit. As upstream, preemption may free attach slots: a node over the limit
-fits once the victims there take enough volumes with them. In-tree volumes counted through
-CSI migration and VolumeAttachments are not read (docs/volumes.md).
+fits once the victims there take enough volumes with them. In-tree volumes, which upstream
+counts through CSI migration, are refused (claims.py); VolumeAttachments are not read
+(docs/volumes.md).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class ClaimOptions:
         return mask
 
 
-def _serves(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+def serves(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
     if pv.deleting or pv.volume_mode != claim.volume_mode:
         return False
     if pv.claim_ref == claim.key:
@@ -69,7 +69,7 @@ def options(
     out = []
     everywhere = state.valid[: state.rows].copy()
     for claim in sorted(claims, key=lambda c: (c.request, c.key)):
-        fitting = [pv for pv in volumes.volumes.values() if _serves(pv, claim)]
+        fitting = [pv for pv in volumes.volumes.values() if serves(pv, claim)]
         fitting.sort(key=lambda pv: (pv.claim_ref != claim.key, pv.capacity, pv.name))
         candidates = [
             (pv.name, index.mask(state, pv.node_affinity) if pv.node_affinity else everywhere)
