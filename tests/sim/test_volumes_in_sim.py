@@ -4,6 +4,7 @@ the pod that had it is gone."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 from batchsched.config import default_config
 from batchsched.sim.engine import Simulation
 from batchsched.sim.fields import ScenarioError
+from batchsched.sim.report import write_jobs_csv
 from batchsched.sim.scenario import load_scenario
 
 
@@ -94,6 +96,10 @@ def test_jobs_follow_the_local_volume_and_take_turns_on_it(tmp_path: Path) -> No
     assert jobs["b"].start == 3600  # the one PV is free again once a's pod is gone
     assert jobs["b"].end == 7200
     assert sim.state.volumes.claims == {}  # every pod's claims went with it
+    # The report says which PV each job's claim got, as one-shot's volumeBindings does.
+    assert jobs["a"].volume_bindings == {"default/a-0-scratch": "nvme-n2"}
+    assert jobs["b"].volume_bindings == {"default/b-0-scratch": "nvme-n2"}
+    assert jobs["plain"].volume_bindings == {}
     assert sim.state.volumes.volumes["nvme-n2"].phase == "Available"
 
 
@@ -118,3 +124,12 @@ def test_a_claim_larger_than_every_volume_never_runs(tmp_path: Path) -> None:
 def test_bad_job_volumes_name_the_field(tmp_path: Path, volumes: Any, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         load_scenario(_scenario(tmp_path, volumes=volumes))
+
+
+def test_jobs_csv_lists_each_jobs_volume_bindings(tmp_path: Path) -> None:
+    result = _simulation(_scenario(tmp_path, volumes=_scratch("50Gi"))).run()
+    write_jobs_csv(tmp_path / "jobs.csv", [result])
+    with (tmp_path / "jobs.csv").open(newline="") as handle:
+        rows = {r["job"].removeprefix("default/"): r for r in csv.DictReader(handle)}
+    assert rows["a"]["volume_bindings"] == "default/a-0-scratch=nvme-n2"
+    assert rows["plain"]["volume_bindings"] == ""

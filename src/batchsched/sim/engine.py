@@ -20,6 +20,7 @@ from enum import IntEnum
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import (
     Bind,
+    BindVolumes,
     Decision,
     Evict,
     InternalError,
@@ -436,6 +437,9 @@ class Simulation:
         self._count_pending(unit, -1)
         unit.bound.add(decision.pod)
         record = unit.job.record
+        for step in decision.pre_bind:
+            if isinstance(step, BindVolumes):
+                record.volume_bindings.update((b.claim, b.volume) for b in step.bindings)
         if record.first_bind is None:
             record.first_bind = self.now
         if unit.running_since is None and not unit.restarting and len(unit.bound) >= unit.needed:

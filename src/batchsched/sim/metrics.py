@@ -30,6 +30,9 @@ class JobRecord:
     held_by_toleration: bool = False  # told at least once that victims tolerate it
     first_bind: float | None = None
     gang_start_delay: float | None = None  # first member bound -> minMember bound (first run)
+    # claim (namespace/name) -> the PV VolumeBinding bound it to ("" when it asked for
+    # provisioning), for every run of the job: the one-shot `volumeBindings`, per job
+    volume_bindings: dict[str, str] = field(default_factory=dict)
 
     @property
     def wait(self) -> float | None:

@@ -63,6 +63,7 @@ JOB_COLUMNS = (
     "preemptions",
     "fruitless_preemptions",
     "lost_gpu_hours",
+    "volume_bindings",
 )
 
 
@@ -93,8 +94,14 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         job.preemptions,
                         job.fruitless_preemptions,
                         f"{job.lost_gpu_seconds / 3600:.4f}",
+                        _bindings_cell(job.volume_bindings),
                     ]
                 )
+
+
+def _bindings_cell(bindings: dict[str, str]) -> str:
+    """`claim=pv` pairs by claim, `;`-separated; a claim left to a provisioner shows no PV."""
+    return ";".join(f"{claim}={volume}" for claim, volume in sorted(bindings.items()))
 
 
 # ---- plots -------------------------------------------------------------------------------
