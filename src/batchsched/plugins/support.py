@@ -120,15 +120,15 @@ def refusal(
     """
     if pod.refused:
         return message(pod.refused)
+    in_gang = group_key_of(pod) is not None
     if pod.resource_claims:
         if not claims_allowed:
             return message(
                 "spec.resourceClaims (allocated by `batchsched schedule` and `batchsched "
                 "run` with the DynamicResources plugin only, not in the simulator)"
             )
-        if group_key_of(pod) is not None:
+        if in_gang:
             return message("spec.resourceClaims in a gang (a PodGroup member)")
-    in_gang = group_key_of(pod) is not None
     if device_class_resources and (in_gang or not claims_allowed):
         for resource in pod.requests:
             device_class = device_class_resources.get(resource)
