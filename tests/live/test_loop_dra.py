@@ -110,10 +110,11 @@ def test_a_template_claim_is_awaited_until_the_controller_creates_it(
     assert cond is not None and "waiting for the resourceclaim controller" in cond["message"]
     assert node_of(api, "p") == ""
     # The resourceclaim controller's part: the claim, then the pod's status naming it.
-    made = resource_claim("p-gpu-x7k2q")
-    made["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "p", "uid": "u"}]
-    api.create("resourceclaims", made)
     current = api.get("pods", "p") or {}
+    made = resource_claim("p-gpu-x7k2q")
+    owner = {"kind": "Pod", "name": "p", "uid": current["metadata"]["uid"], "controller": True}
+    made["metadata"]["ownerReferences"] = [owner]
+    api.create("resourceclaims", made)
     current["status"]["resourceClaimStatuses"] = [
         {"name": "gpu", "resourceClaimName": "p-gpu-x7k2q"}
     ]
@@ -121,6 +122,32 @@ def test_a_template_claim_is_awaited_until_the_controller_creates_it(
     assert api.wait_for(lambda s: node_of(s, "p") == "n2")
     assert devices_of(api, "p-gpu-x7k2q") == ["gpu-0"]
     assert reserved_for(api, "p-gpu-x7k2q") == ["p"]
+    assert run.halt() == 0
+
+
+def test_a_template_claim_the_pod_does_not_own_is_not_used(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    _cluster(api, "gpu-0")
+    api.create("pods", claim_pod("p", template="one-gpu"))
+    made = resource_claim("p-gpu-x7k2q")
+    made["metadata"]["ownerReferences"] = [
+        {"kind": "Pod", "name": "p", "uid": "someone-else", "controller": True}
+    ]
+    api.create("resourceclaims", made)
+    current = api.get("pods", "p") or {}
+    current["status"] = {
+        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x7k2q"}]
+    }
+    api.update("pods", current)
+    run = launch()
+    assert api.wait_for(lambda s: condition(s, "p") is not None)
+    cond = condition(api, "p")
+    assert cond is not None and cond["message"].startswith(
+        "0/2 nodes are available: 2 ResourceClaim default/p-gpu-x7k2q was not created for "
+        "Pod default/p (Pod is not owner)."
+    )
+    assert node_of(api, "p") == "" and devices_of(api, "p-gpu-x7k2q") == []
     assert run.halt() == 0
 
 

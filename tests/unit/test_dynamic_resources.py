@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from batchsched.live.snapshot import merge_objects
+from batchsched.objects.cel_values import quantity_value
 from batchsched.objects.dra import (
     milli_quantity,
     read_resource_claim,
@@ -80,13 +81,28 @@ def test_device_attributes_and_capacity_are_read_by_domain() -> None:
         "gpu.example.com": {"model": "H100"},
         "other.example.com": {"index": 3},
     }
-    assert view["capacity"] == {"gpu.example.com": {"memory": 80 * 2**30 * 1000}}
+    assert view["capacity"] == {"gpu.example.com": {"memory": quantity_value(80 * 2**30 * 1000)}}
 
 
 @pytest.mark.parametrize(
     ("manifest", "field"),
     [
-        (slice_("s", "", {"name": "g"}, pool="p"), "spec.nodeName"),
+        (
+            slice_("s", "", {"name": "g"}, pool="p"),
+            "spec: needs exactly one of nodeName, nodeSelector, allNodes or perDeviceNodeSelection",
+        ),
+        (
+            slice_("s", "n", {"name": "g", "attributes": {"v": {"version": "v1.0"}}}),
+            "spec.devices[0].attributes.v.version: 'v1.0' is not a semantic version",
+        ),
+        (
+            claim(
+                "c",
+                exactly("r"),
+                constraints=[{"distinctAttribute": "d/a", "matchAttribute": "d/b"}],
+            ),
+            "spec.devices.constraints[0]: needs exactly one of matchAttribute, distinctAttribute",
+        ),
         (slice_("s", "n", {"name": "g", "attributes": {"a": {}}}), "spec.devices[0].attributes.a"),
         (claim("c", {"name": "r"}), "spec.devices.requests[0]"),
         (claim("c", exactly("r", 0)), "spec.devices.requests[0].exactly.count"),
@@ -133,7 +149,8 @@ def test_template_reads_its_claim_spec() -> None:
 
 
 def test_quantities_compare_in_cel() -> None:
-    device = {"driver": "d", "attributes": {}, "capacity": {"d": {"mem": milli_quantity("1Gi")}}}
+    mem = quantity_value(milli_quantity("1Gi"))
+    device = {"driver": "d", "attributes": {}, "capacity": {"d": {"mem": mem}}}
     assert compile_selector('device.capacity["d"].mem == quantity("1024Mi")').matches(device)
     assert compile_selector('device.capacity["d"].mem.isLessThan(quantity("2G"))').matches(device)
     assert not compile_selector(
@@ -169,8 +186,8 @@ def test_devices_in_use_and_taken_by_an_earlier_claim_are_skipped() -> None:
         [first, second], state.on_node("n1"), {"gpu.example.com/n1/g0"}, Matcher(CLASSES)
     )
     assert found is not None
-    assert [d.device for d in found["ml/a"]] == ["g1"]
-    assert [d.device for d in found["ml/b"]] == ["g2"]
+    assert [d.device for d in found["ml/a"].devices] == ["g1"]
+    assert [d.device for d in found["ml/b"].devices] == ["g2"]
     assert allocate([first], state.on_node("n2"), set(), Matcher(CLASSES)) is None
 
 

@@ -1,8 +1,10 @@
 """DRA objects (`resource.k8s.io/v1`): ResourceSlices, ResourceClaims, ResourceClaimTemplates.
 
 Only what allocation with structured parameters reads: devices with their attributes and
-capacity, per-node pools with generations, device requests (`exactly`), and a claim's
-allocation and reservations. Capacities are kept in thousandths (plugins' CEL quantities).
+capacity, pools with generations and where their devices may be used (one node, every node, a
+node selector, or per device), device requests (`exactly`, `firstAvailable`), constraints, and
+a claim's allocation and reservations. A device's CEL view holds capacities and versions as
+the tagged values of `objects/cel_values.py`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from batchsched.objects.parse import Json, _Reader, node_selector_terms, selector_expressions
+from batchsched.objects.cel_values import quantity_value, semver_value
+from batchsched.objects.parse import (
+    Json,
+    _Reader,
+    node_selector_terms,
+    owner_references,
+    selector_expressions,
+)
 from batchsched.objects.quantity import QuantityError, parse_quantity
 from batchsched.objects.records import NodeSelectorTerm
+from batchsched.objects.semver import SemverError, parse_semver
 
 _ALLOCATION_MODES = ("ExactCount", "All")
 _ATTRIBUTE_TYPES = ("int", "bool", "string", "version")
+
+
+# A typed attribute value, as constraints compare them: ("int" | "bool" | "string" |
+# "version", value); a version's value is its text without build metadata.
+Attribute = tuple[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +42,12 @@ class Device:
     name: str
     # What a CEL selector sees as `device` (driver, attributes and capacity by domain).
     view: Mapping[str, Any]
+    # (domain, name) -> the typed value, for matchAttribute and distinctAttribute.
+    attributes: Mapping[tuple[str, str], Attribute]
+    # Where it may be used: the one node named, else the nodes of `node_term`, else (both
+    # empty) every node; from its slice, or its own fields under perDeviceNodeSelection.
+    node_name: str = ""
+    node_term: NodeSelectorTerm | None = None
 
     @property
     def id(self) -> str:
@@ -40,8 +61,11 @@ class ResourceSlice:
     pool: str
     generation: int
     slice_count: int  # spec.pool.resourceSliceCount: slices that make the pool complete
-    node_name: str
+    node_name: str  # spec.nodeName; "" for the other node selections
     devices: tuple[Device, ...]
+    # spec.nodeSelector's one term; None with nodeName, allNodes or perDeviceNodeSelection.
+    node_term: NodeSelectorTerm | None = None
+    per_device: bool = False  # spec.perDeviceNodeSelection
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +87,15 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True)
-class MatchAttribute:
-    """constraints[*].matchAttribute: the devices of `requests` (all when empty) share the
-    value of this fully qualified attribute."""
+class DeviceConstraint:
+    """constraints[*]: the devices of `requests` (all when empty) share the value of this
+    fully qualified attribute (matchAttribute), or each has a different one
+    (distinctAttribute)."""
 
     requests: tuple[str, ...]
     domain: str
     attribute: str
+    distinct: bool = False
 
     def applies(self, request: str) -> bool:
         return not self.requests or any(
@@ -101,12 +127,15 @@ class ResourceClaim:
     namespace: str
     name: str
     requests: tuple[Request, ...]
-    constraints: tuple[MatchAttribute, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
     allocation: Allocation | None = None
     reserved_for: tuple[str, ...] = ()  # pod names (same namespace)
     # The pod a claim for extended resources was made for (the extended-resource-claim
     # annotation and the pod as controlling owner), else "".
     extended_for: str = ""
+    # The uid of its controlling owner (ownerReferences with controller: true), None without
+    # one: a claim made from a pod's template must be controlled by that pod.
+    controller_uid: str | None = None
 
     @property
     def key(self) -> str:
@@ -124,7 +153,7 @@ class ResourceClaimTemplate:
     namespace: str
     name: str
     requests: tuple[Request, ...]
-    constraints: tuple[MatchAttribute, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
 
     @property
     def key(self) -> str:
@@ -191,18 +220,29 @@ def _qualified(driver: str, name: str) -> tuple[str, str]:
     return (domain or driver, ident)
 
 
-def _device(r: _Reader, raw: Any, driver: str, pool: str) -> Device:
+def _device(r: _Reader, raw: Any, driver: str, pool: str, where: _Where) -> Device:
     name = r.required_str(raw, "name")
     attributes: dict[str, dict[str, Any]] = {}
+    typed: dict[tuple[str, str], Attribute] = {}
     for key, value in r.get(raw, "attributes", dict, {}).items():
         a = r.at(f"attributes.{key}")
         given = [t for t in _ATTRIBUTE_TYPES if isinstance(value, Mapping) and t in value]
         if len(given) != 1:
             raise a.fail("", f"needs exactly one of {', '.join(_ATTRIBUTE_TYPES)}")
-        expected: type = {"int": int, "bool": bool, "string": str, "version": str}[given[0]]
+        kind = given[0]
+        expected: type = {"int": int, "bool": bool, "string": str, "version": str}[kind]
         domain, ident = _qualified(driver, str(key))
-        attributes.setdefault(domain, {})[ident] = a.get(value, given[0], expected, None)
-    capacity: dict[str, dict[str, int]] = {}
+        plain: Any = a.get(value, kind, expected, None)
+        seen: object = plain
+        if kind == "version":
+            try:
+                version = parse_semver(str(plain))
+            except SemverError as err:
+                raise a.fail("version", str(err)) from None
+            seen, plain = semver_value(version), version.text()
+        attributes.setdefault(domain, {})[ident] = seen
+        typed[(domain, ident)] = (kind, plain)
+    capacity: dict[str, dict[str, Any]] = {}
     for key, value in r.get(raw, "capacity", dict, {}).items():
         c = r.at(f"capacity.{key}")
         raw_value = value.get("value") if isinstance(value, Mapping) else None
@@ -211,9 +251,45 @@ def _device(r: _Reader, raw: Any, driver: str, pool: str) -> Device:
         except QuantityError as err:
             raise c.fail("value", str(err)) from None
         domain, ident = _qualified(driver, str(key))
-        capacity.setdefault(domain, {})[ident] = amount
+        capacity.setdefault(domain, {})[ident] = quantity_value(amount)
+    if where.per_device:
+        where = _node_selection(r, raw, per_slice=False)
     view = {"driver": driver, "attributes": attributes, "capacity": capacity}
-    return Device(driver, pool, name, view)
+    return Device(driver, pool, name, view, typed, where.node_name, where.node_term)
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    node_name: str = ""
+    node_term: NodeSelectorTerm | None = None
+    per_device: bool = False
+
+
+def _node_selection(r: _Reader, obj: Any, per_slice: bool) -> _Where:
+    """Where a slice's (or, under perDeviceNodeSelection, a device's) devices may be used:
+    exactly one of its node selection fields is set, as the API server validates."""
+    node = r.get(obj, "nodeName", str, "")
+    selector = r.get(obj, "nodeSelector", dict, {})
+    everywhere = r.get(obj, "allNodes", bool, False)
+    per_device = per_slice and r.get(obj, "perDeviceNodeSelection", bool, False)
+    if sum(map(bool, (node, selector, everywhere, per_device))) != 1:
+        fields = "nodeName, nodeSelector, allNodes" + (
+            " or perDeviceNodeSelection" if per_slice else " (perDeviceNodeSelection)"
+        )
+        raise r.fail("", f"needs exactly one of {fields}")
+    term = None
+    if selector:
+        terms = node_selector_terms(
+            r,
+            r.at("nodeSelector").items(selector, "nodeSelectorTerms"),
+            "nodeSelector.nodeSelectorTerms",
+        )
+        if len(terms) != 1:
+            raise r.fail(
+                "nodeSelector.nodeSelectorTerms", f"must have exactly 1 term, got {len(terms)}"
+            )
+        term = terms[0]
+    return _Where(node, term, per_device)
 
 
 def read_resource_slice(obj: Json) -> ResourceSlice:
@@ -221,17 +297,12 @@ def read_resource_slice(obj: Json) -> ResourceSlice:
     r.require_name()
     driver = r.required_str(obj, "spec.driver")
     pool = r.required_str(obj, "spec.pool.name")
-    node = r.required_str(
-        obj,
-        "spec.nodeName",
-        "is required: only per-node slices are supported yet "
-        "(not spec.allNodes, spec.nodeSelector or spec.perDeviceNodeSelection)",
-    )
+    where = _node_selection(r.at("spec"), r.get(obj, "spec", dict, {}), per_slice=True)
     count = r.get(obj, "spec.pool.resourceSliceCount", int, 1)
     if count < 1:
         raise r.fail("spec.pool.resourceSliceCount", f"must be at least 1, got {count}")
     devices = tuple(
-        _device(r.at(f"spec.devices[{i}]"), raw, driver, pool)
+        _device(r.at(f"spec.devices[{i}]"), raw, driver, pool, where)
         for i, raw in enumerate(r.items(obj, "spec.devices"))
     )
     return ResourceSlice(
@@ -240,8 +311,10 @@ def read_resource_slice(obj: Json) -> ResourceSlice:
         pool=pool,
         generation=r.get(obj, "spec.pool.generation", int, 0),
         slice_count=count,
-        node_name=node,
+        node_name=where.node_name,
         devices=devices,
+        node_term=where.node_term,
+        per_device=where.per_device,
     )
 
 
@@ -268,24 +341,25 @@ def _requests(r: _Reader, spec: Any) -> tuple[Request, ...]:
 
 def _constraints(
     r: _Reader, spec: Any, requests: tuple[Request, ...]
-) -> tuple[MatchAttribute, ...]:
+) -> tuple[DeviceConstraint, ...]:
     names = {req.name for req in requests} | {
         alt.name for req in requests for alt in req.alternatives
     }
     out = []
     for i, raw in enumerate(r.items(spec, "devices.constraints")):
         c = r.at(f"devices.constraints[{i}]")
-        attribute = c.required_str(
-            raw, "matchAttribute", "is required (distinctAttribute is not supported yet)"
-        )
+        given = [k for k in ("matchAttribute", "distinctAttribute") if c.get(raw, k, str, "")]
+        if len(given) != 1:
+            raise c.fail("", "needs exactly one of matchAttribute, distinctAttribute")
+        attribute = c.get(raw, given[0], str, "")
         domain, _, ident = attribute.rpartition("/")
         if not domain:
-            raise c.fail("matchAttribute", f"{attribute!r} must be fully qualified (domain/name)")
+            raise c.fail(given[0], f"{attribute!r} must be fully qualified (domain/name)")
         listed = tuple(str(n) for n in c.get(raw, "requests", list, []))
         for name in listed:
             if name not in names:
                 raise c.fail("requests", f"{name!r} is not a request of this claim")
-        out.append(MatchAttribute(listed, domain, ident))
+        out.append(DeviceConstraint(listed, domain, ident, given[0] == "distinctAttribute"))
     return tuple(out)
 
 
@@ -344,15 +418,13 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
             reserved.append(ref.get(raw, "name", str, ""))
     spec = r.get(obj, "spec", dict, {})
     requests = _requests(r.at("spec"), spec)
-    extended_for = ""
-    if r.get(obj, "metadata.annotations", dict, {}).get(EXTENDED_RESOURCE_CLAIM) == "true":
-        for owner in r.items(obj, "metadata.ownerReferences"):
-            if (
-                isinstance(owner, Mapping)
-                and owner.get("kind") == "Pod"
-                and owner.get("controller")
-            ):
-                extended_for = str(owner.get("name", ""))
+    controller = next((o for o in owner_references(r, obj) if o.controller), None)
+    extended = r.get(obj, "metadata.annotations", dict, {}).get(EXTENDED_RESOURCE_CLAIM)
+    extended_for = (
+        controller.name
+        if extended == "true" and controller is not None and controller.kind == "Pod"
+        else ""
+    )
     return ResourceClaim(
         namespace=r.namespace,
         name=r.name,
@@ -361,6 +433,7 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
         allocation=_allocation(r, obj),
         reserved_for=tuple(reserved),
         extended_for=extended_for,
+        controller_uid=None if controller is None else controller.uid,
     )
 
 

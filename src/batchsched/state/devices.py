@@ -1,8 +1,11 @@
 """DRA facts: ResourceSlices per node, ResourceClaims and their templates, devices in use.
 
 Pools follow upstream's rules: only the slices of a pool's newest generation count, and a pool
-is complete when all `resourceSliceCount` slices of that generation are known. A device is in
-use while a claim's allocation (other than an admin-access one) names it.
+is complete when all `resourceSliceCount` slices of that generation are known. A device is
+local to one node (a slice's or its own `nodeName`) or shared: usable on every node
+(`allNodes`) or on the nodes of a selector term; which nodes a term selects is the caller's
+to say (`on_node`'s `visible`). A device is in use while a claim's allocation (other than an
+admin-access one) names it.
 
 In live mode an allocation made here is assumed (upstream's in-flight allocations and assume
 cache): the claim keeps it while the informer still reports the claim unallocated (the PreBind
@@ -22,6 +25,11 @@ from batchsched.objects.dra import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from batchsched.objects.records import NodeSelectorTerm
+
+# In the change log: devices of shared pools came into use (or were given back), which
+# concerns every node.
+EVERY_NODE = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +58,7 @@ class DeviceState:
     epoch: int = 0
     changed: list[str] = field(default_factory=list)
     _in_use: set[str] | None = None
-    _by_node: dict[str, NodeDevices] | None = None
+    _index: _Index | None = None
     # Assumed allocations: claim key -> the claim as last reported (None: in memory only, a
     # claim for extended resources not created yet), and pod key -> the claims allocated for
     # it whose bind is not confirmed.
@@ -59,12 +67,12 @@ class DeviceState:
 
     def upsert_slice(self, resource_slice: ResourceSlice) -> None:
         self.slices[resource_slice.name] = resource_slice
-        self._by_node = None
+        self._index = None
         self._moved()
 
     def remove_slice(self, name: str) -> None:
         if self.slices.pop(name, None) is not None:
-            self._by_node = None
+            self._index = None
             self._moved()
 
     def upsert_claim(self, claim: ResourceClaim) -> None:
@@ -112,10 +120,36 @@ class DeviceState:
     def remove_template(self, key: str) -> None:
         self.templates.pop(key, None)
 
-    def on_node(self, node: str) -> NodeDevices:
-        if self._by_node is None:
-            self._by_node = _group_by_node(self.slices.values())
-        return self._by_node.get(node, _NONE)
+    def _built(self) -> _Index:
+        if self._index is None:
+            self._index = _index(self.slices.values())
+        return self._index
+
+    def node_terms(self) -> tuple[NodeSelectorTerm, ...]:
+        """The selector terms of shared devices, in a stable order (`on_node`'s indexes)."""
+        return self._built().terms
+
+    def on_node(self, node: str, visible: frozenset[int] = frozenset()) -> NodeDevices:
+        """The devices usable on `node`: its own, every node's, and those of the selector
+        terms it matches (`visible`: their indexes in `node_terms()`)."""
+        index = self._built()
+        if not index.shared:
+            return index.local.get(node, _NONE)
+        key = (node, visible)
+        found = index.combined.get(key)
+        if found is None:
+            found = index.combined[key] = _combine(index, node, visible)
+        return found
+
+    def _wide(self, keys: Iterable[str]) -> bool:
+        """Whether the allocations of these claims hold any shared device."""
+        shared = self._built().shared_ids
+        return bool(shared) and any(
+            d.id in shared
+            for key in keys
+            if (claim := self.claims.get(key)) is not None and claim.allocation is not None
+            for d in claim.allocation.devices
+        )
 
     def in_use(self) -> set[str]:
         if self._in_use is None:
@@ -137,7 +171,7 @@ class DeviceState:
         self.claims[key] = replace(claim, allocation=allocation)
         if self._in_use is not None:
             self._in_use.update(d.id for d in allocation.devices if not d.admin_access)
-        self.changed.append(node)
+        self.changed.append(EVERY_NODE if self._wide((key,)) else node)
         if self.live:
             self._reported.setdefault(key, reported)
             self._assumed_by.setdefault(f"{claim.namespace}/{pod}", []).append(key)
@@ -178,6 +212,8 @@ class DeviceState:
         """Undo a pod's reservation on `node`: its claims as they were in `before` (None: a
         claim made from a template then, forgotten again), and the allocations reported back
         to the first `allocated`."""
+        if self._wide(before):
+            node = EVERY_NODE
         for key, claim in before.items():
             if claim is None:
                 self.claims.pop(key, None)
@@ -210,8 +246,25 @@ DraObject = ResourceSlice | ResourceClaim | ResourceClaimTemplate
 
 _NONE = NodeDevices((), ())
 
+# A device's place in the stable order: driver, pool, slice name, position in the slice.
+_Order = tuple[str, str, str, int]
 
-def _group_by_node(slices: Iterable[ResourceSlice]) -> dict[str, NodeDevices]:
+
+@dataclass
+class _Index:
+    local: dict[str, NodeDevices]
+    # Shared devices with their order, and the index of their term in `terms` (-1: every
+    # node); `incomplete` lists the pools (driver/pool) missing slices.
+    shared: list[tuple[_Order, Device, int]]
+    terms: tuple[NodeSelectorTerm, ...]
+    shared_ids: set[str]
+    local_order: dict[str, list[tuple[_Order, Device]]]
+    local_incomplete: dict[str, set[str]]
+    incomplete: set[str]
+    combined: dict[tuple[str, frozenset[int]], NodeDevices]
+
+
+def _index(slices: Iterable[ResourceSlice]) -> _Index:
     newest: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in sorted(slices, key=lambda s: s.name):
         pool = newest.setdefault((s.driver, s.pool), [])
@@ -220,15 +273,57 @@ def _group_by_node(slices: Iterable[ResourceSlice]) -> dict[str, NodeDevices]:
         if pool and pool[0].generation < s.generation:
             pool.clear()
         pool.append(s)
-    devices: dict[str, list[Device]] = {}
-    incomplete: dict[str, list[str]] = {}
+    local: dict[str, list[tuple[_Order, Device]]] = {}
+    local_incomplete: dict[str, set[str]] = {}
+    shared: list[tuple[_Order, Device, int]] = []
+    terms: dict[NodeSelectorTerm, int] = {}
+    incomplete: set[str] = set()
     for (driver, pool_name), group in sorted(newest.items()):
-        complete = len(group) >= group[0].slice_count
+        pool_id = f"{driver}/{pool_name}"
+        if len(group) < group[0].slice_count:
+            incomplete.add(pool_id)
+            for part in group:
+                if part.node_name:  # an empty slice of a node still makes it incomplete there
+                    local_incomplete.setdefault(part.node_name, set()).add(pool_id)
         for part in group:
-            devices.setdefault(part.node_name, []).extend(part.devices)
-            if not complete:
-                incomplete.setdefault(part.node_name, []).append(f"{driver}/{pool_name}")
-    return {
-        node: NodeDevices(tuple(found), tuple(sorted(set(incomplete.get(node, ())))))
-        for node, found in devices.items()
-    }
+            for position, device in enumerate(part.devices):
+                order = (driver, pool_name, part.name, position)
+                if device.node_name:
+                    local.setdefault(device.node_name, []).append((order, device))
+                    if pool_id in incomplete:
+                        local_incomplete.setdefault(device.node_name, set()).add(pool_id)
+                else:
+                    term = device.node_term
+                    at = -1 if term is None else terms.setdefault(term, len(terms))
+                    shared.append((order, device, at))
+    return _Index(
+        local={
+            node: NodeDevices(
+                tuple(d for _, d in found), tuple(sorted(local_incomplete.get(node, ())))
+            )
+            for node, found in local.items()
+        }
+        | {
+            node: NodeDevices((), tuple(sorted(pools)))
+            for node, pools in local_incomplete.items()
+            if node not in local
+        },
+        shared=shared,
+        terms=tuple(terms),
+        shared_ids={d.id for _, d, _ in shared},
+        local_order=local,
+        local_incomplete=local_incomplete,
+        incomplete=incomplete,
+        combined={},
+    )
+
+
+def _combine(index: _Index, node: str, visible: frozenset[int]) -> NodeDevices:
+    found = list(index.local_order.get(node, ()))
+    found.extend((order, d) for order, d, at in index.shared if at < 0 or at in visible)
+    found.sort(key=lambda item: item[0])
+    pools = set(index.local_incomplete.get(node, ()))
+    pools.update(
+        f"{d.driver}/{d.pool}" for _, d in found if f"{d.driver}/{d.pool}" in index.incomplete
+    )
+    return NodeDevices(tuple(d for _, d in found), tuple(sorted(pools)))

@@ -1,6 +1,7 @@
 """Structured-parameters allocation of a pod's claims on one node (upstream's
 k8s.io/dynamic-resource-allocation/structured): `exactly` and `firstAvailable` requests,
-`matchAttribute` constraints.
+`matchAttribute` and `distinctAttribute` constraints, and the node selector each allocation
+records (where its devices may be used).
 
 Devices are tried in a stable order (driver, pool, slice name, position), so equal inputs give
 equal allocations; the first combination found wins, as upstream's search has it.
@@ -13,12 +14,15 @@ from dataclasses import dataclass
 
 from batchsched.objects.dra import (
     AllocatedDevice,
+    Allocation,
+    Attribute,
     Device,
+    DeviceConstraint,
     DeviceRequest,
     Request,
     ResourceClaim,
 )
-from batchsched.objects.records import DeviceClass
+from batchsched.objects.records import DeviceClass, NodeSelectorTerm, Requirement
 from batchsched.plugins.dynamicresources.selectors import CelError, compile_selector
 from batchsched.state.devices import NodeDevices
 
@@ -73,16 +77,47 @@ def allocate(
     node: NodeDevices,
     in_use: set[str],
     matcher: Matcher,
-) -> dict[str, tuple[AllocatedDevice, ...]] | None:
-    """Devices for every claim on this node (claim key -> devices), or None if they do not
+) -> dict[str, Allocation] | None:
+    """An allocation for every claim on this node (by claim key), or None if they do not
     all fit. ClaimError when a claim is wrong whatever the node."""
     search = _Search(node, in_use, matcher, [(c, r) for c in claims for r in c.requests])
     if not search.fill(0):
         return None
-    return {c.key: tuple(search.chosen.get(c.key, ())) for c in claims}
+    out = {}
+    for c in claims:
+        chosen = search.chosen.get(c.key, [])
+        out[c.key] = Allocation(
+            tuple(result for result, _ in chosen), node_selector([d for _, d in chosen])
+        )
+    return out
 
 
-_MISSING = object()
+def node_selector(devices: Sequence[Device]) -> tuple[NodeSelectorTerm, ...]:
+    """Where an allocation of these devices may be used, as upstream records it: the node of
+    any node-local device; else one term with the requirements of the devices' selector
+    terms (each once); else nowhere restricted (empty)."""
+    fields: list[Requirement] = []
+    expressions: list[Requirement] = []
+    for device in devices:
+        if device.node_name:
+            return (
+                NodeSelectorTerm((), (Requirement("metadata.name", "In", (device.node_name,)),)),
+            )
+        if device.node_term is not None:
+            _add_new(device.node_term.match_fields, fields)
+            _add_new(device.node_term.match_expressions, expressions)
+    if fields or expressions:
+        return (NodeSelectorTerm(tuple(expressions), tuple(fields)),)
+    return ()
+
+
+def _add_new(requirements: Sequence[Requirement], into: list[Requirement]) -> None:
+    for r in requirements:
+        if not any(
+            o.key == r.key and o.operator == r.operator and set(o.values) == set(r.values)
+            for o in into
+        ):
+            into.append(r)
 
 
 class _Search:
@@ -101,10 +136,10 @@ class _Search:
         self.matcher = matcher
         self.slots = slots
         self.taken: set[str] = set()
-        self.chosen: dict[str, list[AllocatedDevice]] = {}
-        # (claim key, constraint index) -> the attribute value its devices share, and how
-        # many chosen devices hold it.
-        self.values: dict[tuple[str, int], tuple[object, int]] = {}
+        self.chosen: dict[str, list[tuple[AllocatedDevice, Device]]] = {}
+        # (claim key, constraint index) -> the attribute values of the devices chosen under
+        # it, in the order chosen.
+        self.values: dict[tuple[str, int], list[Attribute]] = {}
         self.steps = 0
 
     def busy(self, device: Device, request: DeviceRequest) -> bool:
@@ -159,35 +194,42 @@ class _Search:
         return False
 
     def add(self, claim: ResourceClaim, request: DeviceRequest, device: Device) -> bool:
-        attributes = device.view["attributes"]
+        held: list[tuple[list[Attribute], Attribute]] = []
         for n, constraint in enumerate(claim.constraints):
             if not constraint.applies(request.name):
                 continue
-            value = attributes.get(constraint.domain, {}).get(constraint.attribute, _MISSING)
-            held = self.values.get((claim.key, n))
-            if value is _MISSING or (held is not None and held[0] != value):
+            value = device.attributes.get((constraint.domain, constraint.attribute))
+            values = self.values.setdefault((claim.key, n), [])
+            if value is None or not _admits(constraint, values, value):
                 return False
-        for n, constraint in enumerate(claim.constraints):
-            if constraint.applies(request.name):
-                value = attributes[constraint.domain][constraint.attribute]
-                held = self.values.get((claim.key, n))
-                self.values[(claim.key, n)] = (value, 1 if held is None else held[1] + 1)
+            held.append((values, value))
+        for values, value in held:
+            values.append(value)
         if not request.admin_access:
             self.taken.add(device.id)
-        self.chosen.setdefault(claim.key, []).append(
-            AllocatedDevice(
-                request.name, device.driver, device.pool, device.name, request.admin_access
-            )
+        result = AllocatedDevice(
+            request.name, device.driver, device.pool, device.name, request.admin_access
         )
+        self.chosen.setdefault(claim.key, []).append((result, device))
         return True
 
     def remove(self, claim: ResourceClaim, request: DeviceRequest, device: Device) -> None:
         for n, constraint in enumerate(claim.constraints):
             if constraint.applies(request.name):
-                value, refs = self.values[(claim.key, n)]
-                if refs == 1:
-                    del self.values[(claim.key, n)]
-                else:
-                    self.values[(claim.key, n)] = (value, refs - 1)
+                self.values[(claim.key, n)].pop()
         self.taken.discard(device.id)
         self.chosen[claim.key].pop()
+
+
+def _admits(constraint: DeviceConstraint, values: list[Attribute], value: Attribute) -> bool:
+    """Whether a device with this attribute value may join the devices holding `values`.
+    matchAttribute: the same type and value as the first. distinctAttribute: a value none
+    of them has; as upstream, the first held value of another type ends the comparison."""
+    if not constraint.distinct:
+        return not values or values[0] == value
+    for held in values:
+        if held[0] != value[0]:
+            return True
+        if held == value:
+            return False
+    return True

@@ -19,7 +19,7 @@ import numpy as np
 
 from batchsched.decisions import ClaimReservation, ExtendedClaimReservation, ReserveClaims
 from batchsched.objects.dra import Allocation, ResourceClaim
-from batchsched.objects.records import NodeSelectorTerm, Pod, Requirement
+from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
     ClusterChange,
     ClusterEvent,
@@ -33,6 +33,7 @@ from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, a
 from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.devices import EVERY_NODE, NodeDevices
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 ALLOCATED_ELSEWHERE = "resourceclaim allocated for other nodes"
@@ -46,6 +47,8 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         self._matcher: Matcher | None = None
         self._matcher_epoch = -1
         self._kept: dict[Hashable, _Fits] = {}
+        # Which nodes each selector term of shared devices selects, while valid.
+        self._term_masks: tuple[tuple[int, int, int], list[BoolArray]] | None = None
         # Per pod reserved and not bound yet: its claims as they were before, how many
         # allocations were reported then, and its node; what `unreserve` puts back.
         self._held: dict[str, tuple[dict[str, ResourceClaim | None], int, str]] = {}
@@ -120,13 +123,12 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         made: dict[str, Allocation] = {}
         if wanted:
             found = allocate(
-                wanted, devices.on_node(node), devices.in_use(), self._matcher_for(state)
+                wanted, self._node_devices(state, row), devices.in_use(), self._matcher_for(state)
             )
             # The filter passed this node in this same state, so the allocation exists.
             assert found is not None, f"{pod.key}: claims no longer fit on {node}"
-            pin = (NodeSelectorTerm((), (Requirement("metadata.name", "In", (node,)),)),)
             for claim in wanted:
-                made[claim.key] = Allocation(found[claim.key], pin)
+                made[claim.key] = found[claim.key]
                 devices.allocate(claim, made[claim.key], pod.name, node)
         for claim in claims:
             devices.reserve(claim.key, pod.name)
@@ -151,21 +153,34 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         spec = tuple((c.requests, c.constraints) for c in pending)
         stamp = (devices.epoch, state.node_generation, state.rows)
         kept = self._kept.get(spec)
-        if kept is not None and kept.stamp == stamp:
-            rows = {state.node_index[n] for n in devices.changed[kept.mark :]}
+        changed = devices.changed[kept.mark :] if kept is not None else []
+        if kept is not None and kept.stamp == stamp and EVERY_NODE not in changed:
+            rows = {state.node_index[n] for n in changed}
         else:
             kept = _Fits(stamp, 0, np.zeros(state.rows, dtype=np.bool_))
             rows = set(np.flatnonzero(state.valid[: state.rows]).tolist())
         matcher = self._matcher_for(state)
         in_use = devices.in_use()
         for row in rows:
-            node = devices.on_node(state.node_name(row))
+            node = self._node_devices(state, row)
             kept.fits[row] = allocate(pending, node, in_use, matcher) is not None
         kept.mark = len(devices.changed)
         if len(self._kept) >= _KEPT_LIMIT:
             self._kept.clear()
         self._kept[spec] = kept
         return kept.fits
+
+    def _node_devices(self, state: ClusterState, row: int) -> NodeDevices:
+        """The devices usable on the node of `row`, shared ones by their selector terms."""
+        devices = state.devices
+        terms = devices.node_terms()
+        visible: frozenset[int] = frozenset()
+        if terms:
+            stamp = (devices.epoch, state.node_generation, state.rows)
+            if self._term_masks is None or self._term_masks[0] != stamp:
+                self._term_masks = (stamp, [terms_mask(state, (t,)) for t in terms])
+            visible = frozenset(i for i, mask in enumerate(self._term_masks[1]) if mask[row])
+        return devices.on_node(state.node_name(row), visible)
 
     def _matcher_for(self, state: ClusterState) -> Matcher:
         # Its verdicts hold while no slice, claim or class is replaced.
@@ -215,9 +230,21 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
                     f"resourceclaimtemplate {pod.namespace}/{ref.template_name} does not exist"
                 )
             name = key.split("/", 1)[1]
-            claim = ResourceClaim(pod.namespace, name, template.requests, template.constraints)
+            claim = ResourceClaim(
+                pod.namespace,
+                name,
+                template.requests,
+                template.constraints,
+                controller_uid=pod.uid,
+            )
         if claim is None:
             raise ClaimError(f"resourceclaim {key} does not exist")
+        if ref.template_name and claim.controller_uid != pod.uid:
+            # Upstream's resourceclaim.IsForPod: a claim of the template's name that the pod
+            # does not control is someone else's; the pod waits.
+            raise ClaimError(
+                f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)"
+            )
         out.setdefault(key, claim)
     return list(out.values())
 
