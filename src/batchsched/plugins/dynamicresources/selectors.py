@@ -28,34 +28,32 @@ class CelError(Exception):
     """A selector that does not compile, or fails or yields no bool on a device."""
 
 
-def _quantity(text: object) -> dict[str, Any]:
-    try:
-        return quantity_value(milli_quantity(_string("quantity", text)))
-    except QuantityError as err:
-        raise ValueError(f"quantity({text!r}): {err}") from None
+def _maker(
+    function: str, parse: Callable[[str], Any], error: type[Exception]
+) -> tuple[Callable[[object], Any], Callable[[object], bool]]:
+    """`quantity`/`semver` (the parsed value, or an error naming the text) and
+    `isQuantity`/`isSemver` (whether the text parses) for one parser."""
+
+    def make(text: object) -> Any:
+        try:
+            return parse(_string(function, text))
+        except error as err:
+            raise ValueError(f"{function}({text!r}): {err}") from None
+
+    def valid(text: object) -> bool:
+        try:
+            parse(_string(function, text))
+        except error:
+            return False
+        return True
+
+    return make, valid
 
 
-def _is_quantity(text: object) -> bool:
-    try:
-        milli_quantity(_string("isQuantity", text))
-    except QuantityError:
-        return False
-    return True
-
-
-def _semver(text: object) -> dict[str, Any]:
-    try:
-        return semver_value(parse_semver(_string("semver", text)))
-    except SemverError as err:
-        raise ValueError(f"semver: {err}") from None
-
-
-def _is_semver(text: object) -> bool:
-    try:
-        parse_semver(_string("isSemver", text))
-    except SemverError:
-        return False
-    return True
+_quantity, _is_quantity = _maker(
+    "quantity", lambda t: quantity_value(milli_quantity(t)), QuantityError
+)
+_semver, _is_semver = _maker("semver", lambda t: semver_value(parse_semver(t)), SemverError)
 
 
 def _string(function: str, value: object) -> str:
