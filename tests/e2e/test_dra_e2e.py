@@ -2,7 +2,9 @@
 from a template by the real resourceclaim controller of kube-controller-manager, allocated by
 batchsched (PreBind writes status.allocation and reservedFor) and the pod bound; and an
 extended resource a DeviceClass maps, served by devices on a node that does not advertise it
-(PreBind creates the pod's claim for it and names it in the pod's status)."""
+(PreBind creates the pod's claim for it and names it in the pod's status); and a claim
+allocated from a pool published for the nodes of a selector, whose allocation records that
+selector, so a second pod sharing it binds to another of those nodes."""
 
 from __future__ import annotations
 
@@ -149,3 +151,73 @@ def test_an_extended_resource_is_served_by_devices_on_a_node_without_it(
         cluster.stop_schedulers()  # and checks that RBAC refused nothing
     finally:
         _delete(cluster, published)
+
+
+def test_a_claim_from_a_node_selector_pool_records_the_selector_and_is_shared_across_nodes(
+    cluster: Cluster,
+) -> None:
+    suffix = cluster.namespace[-6:]
+    device_class = f"rack-{suffix}"
+    driver = f"{device_class}.e2e.example.com"
+    outside, *rack = (f"{n}-{suffix}" for n in ("a", "b", "c"))
+    for node in (outside, *rack):
+        cluster.node(node, cpu="4")
+    term = {
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": rack}]
+    }
+    cluster.create(
+        f"{RESOURCE}/deviceclasses",
+        {
+            "metadata": {"name": device_class},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    slice_path = f"{RESOURCE}/resourceslices/{device_class}"
+    cluster.create(
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": device_class},
+            "spec": {
+                "driver": driver,
+                "nodeSelector": {"nodeSelectorTerms": [term]},
+                "pool": {"name": "rack", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "switch-0"}],
+            },
+        },
+    )
+    claims = f"{RESOURCE}/namespaces/{cluster.namespace}/resourceclaims"
+    request = {"name": "switch", "exactly": {"deviceClassName": device_class}}
+    cluster.create(
+        claims, {"metadata": {"name": "switch"}, "spec": {"devices": {"requests": [request]}}}
+    )
+    try:
+        cluster.run_scheduler()
+
+        def pod(name: str, node: str = "") -> None:
+            body = cluster.pod_body(name, cpu="1")
+            body["spec"]["resourceClaims"] = [{"name": "switch", "resourceClaimName": "switch"}]
+            if node:
+                fields = [{"key": "metadata.name", "operator": "In", "values": [node]}]
+                body["spec"]["affinity"] = {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchFields": fields}]
+                        }
+                    }
+                }
+            cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", body)
+
+        pod("first")
+        wait(lambda: cluster.node_of("first") in rack, timeout=90, what="first bound in the rack")
+        claim = cluster.admin.json("GET", f"{claims}/switch")
+        allocation = claim["status"]["allocation"]
+        assert [r["device"] for r in allocation["devices"]["results"]] == ["switch-0"]
+        assert allocation["nodeSelector"] == {"nodeSelectorTerms": [term]}
+        other = next(n for n in rack if n != cluster.node_of("first"))
+        pod("second", other)  # shares the claim on another node the selector allows
+        wait(lambda: cluster.node_of("second") == other, timeout=90, what="second bound")
+        claim = cluster.admin.json("GET", f"{claims}/switch")
+        assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["first", "second"]
+        cluster.stop_schedulers()  # and checks that RBAC refused nothing
+    finally:
+        _delete(cluster, (f"{RESOURCE}/deviceclasses/{device_class}", slice_path))
