@@ -1,5 +1,6 @@
 """Properties of DRA allocation through `batchsched schedule`: a device is never given to two
-claims, every device given satisfies its request, and matchAttribute holds."""
+claims (also one of a pool every node shares), every device given satisfies its request and
+is usable on the pod's node, and matchAttribute and distinctAttribute hold."""
 
 from __future__ import annotations
 
@@ -15,47 +16,47 @@ from tests.conftest import NOW
 
 SETTINGS = settings(max_examples=40, deadline=None)
 DOMAIN = "gpu.example.com"
+CONSTRAINTS = ["", "matchAttribute", "distinctAttribute"]
 
-NODES = st.lists(
-    st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)), max_size=5),
-    min_size=1,
-    max_size=3,
-)
+DEVICES = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)), max_size=5)
+# Per node its devices; the last entry is the pool every node shares (allNodes).
+NODES = st.lists(DEVICES, min_size=2, max_size=4)
 PODS = st.lists(
-    st.tuples(st.integers(1, 3), st.sampled_from(["", "a", "b"]), st.booleans()),
+    st.tuples(st.integers(1, 3), st.sampled_from(["", "a", "b"]), st.sampled_from(CONSTRAINTS)),
     min_size=1,
     max_size=8,
 )
+SHARED = "shared"
 
 
-def _objects(nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, bool]]) -> Objects:
+def _slice(name: str, where: dict[str, Any], devices: list[tuple[str, int]]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "driver": DOMAIN,
+            **where,
+            "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {"name": f"d{i}", "attributes": {"model": {"string": model}, "link": {"int": link}}}
+                for i, (model, link) in enumerate(devices)
+            ],
+        },
+    }
+
+
+def _objects(nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, str]]) -> Objects:
     objects = Objects()
     objects.add("DeviceClass", {"metadata": {"name": "gpu"}, "spec": {}})
-    for n, devices in enumerate(nodes):
+    *local, shared = nodes
+    for n, devices in enumerate(local):
         name = f"n{n}"
         objects.add(
             "Node",
             {"metadata": {"name": name}, "status": {"allocatable": {"cpu": "64", "pods": "110"}}},
         )
-        objects.add(
-            "ResourceSlice",
-            {
-                "metadata": {"name": name},
-                "spec": {
-                    "driver": DOMAIN,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [
-                        {
-                            "name": f"d{i}",
-                            "attributes": {"model": {"string": model}, "link": {"int": link}},
-                        }
-                        for i, (model, link) in enumerate(devices)
-                    ],
-                },
-            },
-        )
-    for p, (count, model, linked) in enumerate(pods):
+        objects.add("ResourceSlice", _slice(name, {"nodeName": name}, devices))
+    objects.add("ResourceSlice", _slice(SHARED, {"allNodes": True}, shared))
+    for p, (count, model, constraint) in enumerate(pods):
         selectors = [{"cel": {"expression": f'device.attributes["{DOMAIN}"].model == "{model}"'}}]
         spec: dict[str, Any] = {
             "requests": [
@@ -69,8 +70,8 @@ def _objects(nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, bool
                 }
             ]
         }
-        if linked:
-            spec["constraints"] = [{"matchAttribute": f"{DOMAIN}/link"}]
+        if constraint:
+            spec["constraints"] = [{constraint: f"{DOMAIN}/link"}]
         objects.add(
             "ResourceClaim",
             {"metadata": {"name": f"c{p}", "namespace": "ml"}, "spec": {"devices": spec}},
@@ -91,26 +92,32 @@ def _objects(nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, bool
 @SETTINGS
 @given(nodes=NODES, pods=PODS)
 def test_allocations_are_exclusive_and_satisfy_their_requests(
-    nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, bool]]
+    nodes: list[list[tuple[str, int]]], pods: list[tuple[int, str, str]]
 ) -> None:
     output = run(_objects(nodes, pods), default_config(), NOW).to_json()
     bound = {b["pod"]: b["node"] for b in output["bindings"]}
     seen: set[str] = set()
     for entry in output["claims"]:
         p = int(entry["claim"].removeprefix("ml/c"))
-        count, model, linked = pods[p]
+        count, model, constraint = pods[p]
         node = bound[f"ml/p{p}"]
-        results = entry["status"]["allocation"]["devices"]["results"]
+        allocation = entry["status"]["allocation"]
+        results = allocation["devices"]["results"]
         assert len(results) == count
         links = set()
         for result in results:
             device_id = f"{result['pool']}/{result['device']}"
             assert device_id not in seen
             seen.add(device_id)
-            assert result["pool"] == node
-            device_model, link = nodes[int(node[1:])][int(result["device"][1:])]
+            assert result["pool"] in (node, SHARED)
+            pool = nodes[-1] if result["pool"] == SHARED else nodes[int(node[1:])]
+            device_model, link = pool[int(result["device"][1:])]
             assert not model or device_model == model
             links.add(link)
-        assert not linked or len(links) == 1
+        assert constraint != "matchAttribute" or len(links) == 1
+        assert constraint != "distinctAttribute" or len(links) == count
+        # Pinned to the node exactly when a device is the node's own.
+        local = any(r["pool"] == node for r in results)
+        assert ("nodeSelector" in allocation) == local
     # Every pod with a claim is either bound with its claim allocated, or pending.
     assert set(bound) == {f"ml/p{int(e['claim'].removeprefix('ml/c'))}" for e in output["claims"]}
