@@ -136,6 +136,7 @@ class ResourceClaim:
     # The uid of its controlling owner (ownerReferences with controller: true), None without
     # one: a claim made from a pod's template must be controlled by that pod.
     controller_uid: str | None = None
+    deleting: bool = False  # metadata.deletionTimestamp is set
 
     @property
     def key(self) -> str:
@@ -434,6 +435,7 @@ def read_resource_claim(obj: Json) -> ResourceClaim:
         reserved_for=tuple(reserved),
         extended_for=extended_for,
         controller_uid=None if controller is None else controller.uid,
+        deleting=bool(r.get(obj, "metadata.deletionTimestamp", str, "")),
     )
 
 

@@ -239,6 +239,8 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
             )
         if claim is None:
             raise ClaimError(f"resourceclaim {key} does not exist")
+        if claim.deleting:
+            raise ClaimError(f'resourceclaim "{claim.name}" is being deleted')
         if ref.template_name and claim.controller_uid != pod.uid:
             # Upstream's resourceclaim.IsForPod: a claim of the template's name that the pod
             # does not control is someone else's; the pod waits.
