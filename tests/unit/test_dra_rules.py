@@ -220,6 +220,9 @@ DEVICE = read_resource_slice(
         'quantity("2").isInteger() && !quantity("1.5").isInteger()',
         'quantity("2").asInteger() == 2 && quantity("1.5").asApproximateFloat() == 1.5',
         'isQuantity("1Gi") && !isQuantity("1Gx")',
+        # An unknown domain is an empty map, as upstream's attribute maps answer it.
+        '!has(device.attributes["other.example.com"].model)',
+        "!has(device.capacity['other.example.com'].memory)",
     ],
 )
 def test_kubernetes_cel_helpers(expression: str) -> None:
@@ -234,6 +237,7 @@ def test_kubernetes_cel_helpers(expression: str) -> None:
         'device.attributes["gpu.example.com"].driver.compareTo(quantity("1")) == 0',
         'quantity("1.5").asInteger() == 1',
         'device.capacity["gpu.example.com"].memory > 5',  # a quantity is no number
+        'device.attributes["other.example.com"].model == "H100"',  # no such key
     ],
 )
 def test_kubernetes_cel_helpers_reject_the_wrong_values(expression: str) -> None:

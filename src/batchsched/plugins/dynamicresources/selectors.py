@@ -15,6 +15,7 @@ value fails, as a missing overload does upstream.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -136,6 +137,12 @@ def _context(device: Mapping[str, Any]) -> Any:
     return context
 
 
+# `attributes["domain"]` or `capacity['domain']` in an expression: a domain looked up by name.
+_DOMAIN_LOOKUP = re.compile(
+    r"""\b(?P<map>attributes|capacity)\s*\[\s*(?P<domain>"[^"\\]*"|'[^'\\]*')\s*\]"""
+)
+
+
 class Selector:
     """One compiled CEL selector expression."""
 
@@ -150,9 +157,18 @@ class Selector:
             self._program = cel.compile(expression)
         except Exception as err:  # the library raises several types for syntax errors
             raise CelError(f"does not compile: {err}") from None
+        self._domains = {(m["map"], m["domain"][1:-1]) for m in _DOMAIN_LOOKUP.finditer(expression)}
 
     def matches(self, device: Mapping[str, Any]) -> bool:
         """Whether the device satisfies the expression; CelError if evaluation fails."""
+        missing = [(k, d) for k, d in self._domains if d not in device[k]]
+        if missing:
+            # Upstream's maps answer an unknown domain with an empty map (so
+            # `has(device.attributes["other.example.com"].x)` is false, not an error); this
+            # library's maps cannot, so the domains the expression names are filled in.
+            device = {**device}
+            for k, d in missing:
+                device[k] = {**device[k], d: {}}
         try:
             result = self._program.execute(_context(device))
         except Exception as err:
