@@ -16,23 +16,21 @@ def test_refused_pods_stay_pending_with_the_field_named(
     api: FakeApiServer, launch: Launcher
 ) -> None:
     api.create("nodes", node("n1", cpu="4"))
-    disk = pod("disk", cpu="1")
-    disk["spec"]["volumes"] = [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}]
-    api.create("pods", disk)
+    refused = pod("refused", cpu="1")
+    refused["spec"]["workloadRef"] = {"name": "training", "podGroup": "workers"}
+    api.create("pods", refused)
     api.create("pods", pod("plain", cpu="1"))
     run = launch()
     assert api.wait_for(lambda s: node_of(s, "plain") == "n1")
-    assert api.wait_for(lambda s: condition(s, "disk") is not None)
+    assert api.wait_for(lambda s: condition(s, "refused") is not None)
     run.scheduler.actuator.wait()
-    cond = condition(api, "disk")
+    cond = condition(api, "refused")
     assert cond is not None and cond["reason"] == "Unschedulable"
-    assert cond["message"] == (
-        "pod uses spec.volumes[0].gcePersistentDisk, which batchsched does not support yet"
-    )
-    events = _events_for(api, "disk")
+    assert cond["message"] == "pod uses spec.workloadRef, which batchsched does not support yet"
+    events = _events_for(api, "refused")
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "FailedScheduling")]
     assert "does not support yet" in events[0]["note"]
-    assert node_of(api, "disk") == ""
+    assert node_of(api, "refused") == ""
     assert run.halt() == 0
 
 

@@ -22,10 +22,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 # One pod spec fragment per row of REFUSED, and the path the message must name.
 USES: dict[str, tuple[dict[str, Any], str]] = {
-    "spec.volumes[*] in-tree disks": (
-        {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "v", "cinder": {"volumeID": "x"}}]},
-        "spec.volumes[1].cinder",
-    ),
     "spec.workloadRef": (
         {"workloadRef": {"name": "w", "podGroup": "g"}},
         "spec.workloadRef",

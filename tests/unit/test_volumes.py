@@ -15,7 +15,6 @@ from batchsched.decisions import Bind, BindVolumes
 from batchsched.framework import Framework
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.records import Node, NodeSelectorTerm, Requirement
-from batchsched.objects.volumes import IN_TREE_DISKS
 from batchsched.oneshot import build_state
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
@@ -168,40 +167,6 @@ def test_a_claim_without_class_binds_immediately_so_an_unbound_one_waits() -> No
     # Upstream does not apply the default class in the scheduler: "" means Immediate.
     result = schedule(node("n1"), pvc("c"), claim_pod("p", "c"))
     assert result.unschedulable["default/p"] == "pod has unbound immediate PersistentVolumeClaims"
-
-
-@pytest.mark.parametrize("source", IN_TREE_DISKS)
-def test_a_claim_bound_to_an_in_tree_volume_is_refused_by_name(source: str) -> None:
-    # Upstream counts it against its migrated CSI driver's attach limit; we cannot yet.
-    volume = pv("v", **{source: {"volumeID": "vol-1"}})
-    result = schedule(node("n1"), volume, pvc("c", "v"), claim_pod("p", "c"))
-    assert result.bindings == []
-    assert result.unschedulable["default/p"] == (
-        f'pod uses persistentvolumeclaim "c" bound to persistentvolume "v" (in-tree '
-        f"spec.{source}), which batchsched does not support yet"
-    )
-
-
-def test_an_unbound_claim_is_refused_only_if_an_in_tree_volume_could_serve_it() -> None:
-    wffc = wffc_class("local", "kubernetes.io/no-provisioner")
-    small_disk = pv(
-        "a-disk", storageClassName="local", capacity={"storage": "1Gi"}, cinder={"volumeID": "x"}
-    )
-    big_csi = pv(
-        "b-csi",
-        storageClassName="local",
-        capacity={"storage": "5Gi"},
-        csi={"driver": "d", "volumeHandle": "h"},
-    )
-    small = pvc("small", storageClassName="local", resources={"requests": {"storage": "1Gi"}})
-    big = pvc("big", storageClassName="local", resources={"requests": {"storage": "5Gi"}})
-    pods = [claim_pod("p-small", "small"), claim_pod("p-big", "big")]
-    result = schedule(node("n1"), wffc, small_disk, big_csi, small, big, *pods)
-    assert [(b.claim, b.volume) for b in result.volume_bindings] == [("default/big", "b-csi")]
-    assert result.unschedulable["default/p-small"] == (
-        'pod uses persistentvolumeclaim "small" which may bind to persistentvolume "a-disk" '
-        "(in-tree spec.cinder), which batchsched does not support yet"
-    )
 
 
 def test_pods_placed_earlier_in_the_pass_count_against_the_attach_limit() -> None:

@@ -1,11 +1,12 @@
-"""A pod's volumes that use a PersistentVolumeClaim, and its inline iSCSI and RBD disks, as
-the volume plugins see them."""
+"""A pod's volumes that use a PersistentVolumeClaim, and the disks it mounts inline (iSCSI,
+RBD, CSI-migrated in-tree disks), as the volume plugins see them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from batchsched.objects.csi_migration import MIGRATIONS, TranslationError, inline_handle
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.volumes import InlineDisk, PodVolume
 
@@ -29,9 +30,11 @@ def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[Pod
 
 
 def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
-    """Inline iSCSI and RBD volumes (VolumeRestrictions: one writer per disk per node)."""
-    out = []
+    """Inline iSCSI, RBD and migrated in-tree disks (VolumeRestrictions: one writer per disk
+    per node; NodeVolumeLimits: the migrated ones count against their CSI driver's limit)."""
+    out: list[InlineDisk] = []
     for i, volume in _volumes(spec):
+        out.extend(_migrated(label, i, volume))
         for kind in ("iscsi", "rbd"):
             source = volume.get(kind)
             if not isinstance(source, Mapping):
@@ -49,6 +52,21 @@ def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
             ident = (str(pool), image)
             out.append(InlineDisk(kind, ident, read_only, frozenset(map(str, monitors))))
     return tuple(out)
+
+
+def _migrated(label: str, i: int, volume: Mapping[str, Any]) -> Iterator[InlineDisk]:
+    for kind, migration in MIGRATIONS.items():
+        source = volume.get(kind)
+        if not isinstance(source, Mapping) or not migration.counted:
+            continue
+        ident = _required(source, migration.ident, label, f"spec.volumes[{i}].{kind}")
+        handle, why = ident, ""
+        try:
+            handle = inline_handle(kind, source)
+        except TranslationError as err:  # upstream's message, for the pods it keeps off nodes
+            why = f"converting volume({volume.get('name') or ''}) from inline to csi: {err}"
+        read_only = source.get("readOnly") is True
+        yield InlineDisk(kind, (ident,), read_only, frozenset(), migration.driver, handle, why)
 
 
 def _volumes(spec: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:

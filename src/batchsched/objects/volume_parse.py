@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from batchsched.objects.csi_migration import MIGRATIONS, TranslationError, pv_handle
 from batchsched.objects.numbers import INT32_MAX
 from batchsched.objects.parse import (
     Json,
@@ -15,7 +16,6 @@ from batchsched.objects.records import NodeSelectorTerm, Requirement
 from batchsched.objects.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED_ANNOTATION,
-    IN_TREE_DISKS,
     SELECTED_NODE_ANNOTATION,
     WAIT_FOR_FIRST_CONSUMER,
     CSIDriver,
@@ -75,9 +75,14 @@ def read_pv(obj: Json) -> PersistentVolume:
     claim_ref = sp.get(spec, "claimRef", dict, {})
     ref = r.at("spec.claimRef")
     annotations = r.string_map(obj, "metadata.annotations")
+    labels = r.string_map(obj, "metadata.labels")
+    driver = r.at("spec.csi").get(csi, "driver", str, "")
+    handle = r.at("spec.csi").get(csi, "volumeHandle", str, "")
+    if not csi:
+        driver, handle = _migrated(sp, spec, labels)
     return PersistentVolume(
         name=r.name,
-        labels=r.string_map(obj, "metadata.labels"),
+        labels=labels,
         node_affinity=terms,
         capacity=sp.resources(spec, "capacity").get("storage", 0),
         access_modes=tuple(str(m) for m in sp.items(spec, "accessModes")),
@@ -92,10 +97,23 @@ def read_pv(obj: Json) -> PersistentVolume:
         ),
         phase=r.get(obj, "status.phase", str, "") or "Available",
         deleting=r.time(obj, "metadata.deletionTimestamp") is not None,
-        csi_driver=r.at("spec.csi").get(csi, "driver", str, ""),
-        csi_handle=r.at("spec.csi").get(csi, "volumeHandle", str, ""),
-        in_tree=next((source for source in IN_TREE_DISKS if spec.get(source) is not None), ""),
+        csi_driver=driver,
+        csi_handle=handle,
     )
+
+
+def _migrated(sp: _Reader, spec: Json, labels: dict[str, str]) -> tuple[str, str]:
+    """The CSI driver and handle an in-tree source is counted as; nothing when it is not
+    counted, or (as upstream, which logs it) when its handle cannot be derived."""
+    for kind, migration in MIGRATIONS.items():
+        source = spec.get(kind)
+        if isinstance(source, dict) and migration.counted:
+            sp.at(kind).required_str(source, migration.ident)
+            try:
+                return migration.driver, pv_handle(kind, source, labels)
+            except TranslationError:
+                return "", ""
+    return "", ""
 
 
 def read_storage_class(obj: Json) -> StorageClass:

@@ -20,19 +20,6 @@ BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 # kube-controller-manager's mark for classes whose volumes are made by hand (local PVs).
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-# The CSI-migrated in-tree volume sources: upstream's NodeVolumeLimits (and, for the first
-# two, VolumeRestrictions) judges them as the CSI volumes they translate to, which batchsched
-# does not do yet, so pods using them, inline or through a PV, are refused (docs/support.md).
-# iSCSI and RBD disks are not migrated: VolumeRestrictions' conflicts are all they need.
-IN_TREE_DISKS = (
-    "awsElasticBlockStore",
-    "gcePersistentDisk",
-    "azureDisk",
-    "azureFile",
-    "cinder",
-    "portworxVolume",
-    "vsphereVolume",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,24 +31,39 @@ class PodVolume:
     ephemeral: bool
 
 
+# The inline disks VolumeRestrictions keeps apart on a node, as upstream.
+RESTRICTED_DISKS = frozenset({"iscsi", "rbd", "gcePersistentDisk", "awsElasticBlockStore"})
+
+
 @dataclass(frozen=True, slots=True)
 class InlineDisk:
-    """An in-tree disk a pod mounts directly (spec.volumes[*].iscsi or .rbd), as
-    VolumeRestrictions compares them: one disk is `kind` and `ident` (iSCSI: the IQN; RBD: the
-    pool and image, with any shared Ceph monitor)."""
+    """A disk a pod mounts directly (spec.volumes[*].<kind>): iSCSI, RBD, or a CSI-migrated
+    in-tree disk (objects/csi_migration.py). One disk is `kind` and `ident` (iSCSI: the IQN;
+    RBD: the pool and image, with any shared Ceph monitor; GCE PD: the pdName; the others:
+    their volume ID or disk URI)."""
 
     kind: str
     ident: tuple[str, ...]
     read_only: bool
     monitors: frozenset[str] = frozenset()
+    # For a migrated disk NodeVolumeLimits counts: its CSI driver and volume handle. When the
+    # handle cannot be derived, `untranslatable` says why and `handle` is the disk's own ID.
+    driver: str = ""
+    handle: str = ""
+    untranslatable: str = ""
 
     @property
     def key(self) -> tuple[str, ...]:
         return (self.kind, *self.ident)
 
     def conflicts(self, other: InlineDisk) -> bool:
-        """Both mount it and one writes (RBD: on a shared monitor), as upstream."""
-        if self.key != other.key or (self.read_only and other.read_only):
+        """Both mount it and one writes (RBD: on a shared monitor), as upstream; an EBS
+        volume conflicts even read-only."""
+        if self.key != other.key or self.kind not in RESTRICTED_DISKS:
+            return False
+        if self.kind == "awsElasticBlockStore":
+            return True
+        if self.read_only and other.read_only:
             return False
         return self.kind != "rbd" or bool(self.monitors & other.monitors)
 
@@ -99,9 +101,10 @@ class PersistentVolume:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
     node_affinity: tuple[NodeSelectorTerm, ...] = ()  # empty: every node
+    # spec.csi's driver and volumeHandle, or what a CSI-migrated in-tree source translates
+    # to (objects/csi_migration.py; empty when NodeVolumeLimits does not count it).
     csi_driver: str = ""
     csi_handle: str = ""
-    in_tree: str = ""  # which of IN_TREE_DISKS its spec uses, if any
     capacity: int = 0  # spec.capacity.storage, bytes
     access_modes: tuple[str, ...] = ()
     storage_class: str = ""

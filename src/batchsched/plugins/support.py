@@ -10,13 +10,12 @@ is read, so pods that use none of these fields pay nothing per attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.objects.volumes import IN_TREE_DISKS
 
 # Finds the first use of a field family in a pod's spec: the path used, or None.
 Detector = Callable[[Mapping[str, Any]], str | None]
@@ -40,13 +39,6 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            if isinstance(item, Mapping):
-                yield i, item
-
-
 def _present(value: Any) -> bool:
     return value is not None and value != {} and value != []
 
@@ -66,26 +58,12 @@ def _keyed(field: str, plugin: str, *paths: str) -> Refused:
     return Refused(field, plugin, find, tuple(p.split(".")[0] for p in paths))
 
 
-def _volumes(field: str, plugin: str, *sources: str) -> Refused:
-    def find(spec: Mapping[str, Any]) -> str | None:
-        for i, volume in _items(spec.get("volumes")):
-            for source in sources:
-                if volume.get(source) is not None:
-                    return f"spec.volumes[{i}].{source}"
-        return None
-
-    return Refused(field, plugin, find, ("volumes",))
-
-
 # Not only a pod field: an extended resource that a DeviceClass maps (through
 # spec.extendedResourceName, or the implicit name) is allocated by DynamicResources, not
 # counted by NodeResourcesFit, where claims can be allocated; refused elsewhere (`refusal`).
 DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
 
 REFUSED: tuple[Refused, ...] = (
-    _volumes(
-        "spec.volumes[*] in-tree disks", "VolumeRestrictions, NodeVolumeLimits", *IN_TREE_DISKS
-    ),
     # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
     _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
 )

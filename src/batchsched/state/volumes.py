@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.objects.csi_migration import provisioner_driver
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import (
     CSIDriver,
@@ -169,9 +170,13 @@ class VolumeObjects:
 
     def attachments(self, pod: Pod) -> dict[str, str]:
         """The pod's attachable volumes, `driver/handle` -> driver, as NodeVolumeLimits counts
-        them: a bound claim as its PV's CSI driver and handle (nothing for an in-tree PV), an
-        unbound one as its class's provisioner and the claim (a volume to be provisioned)."""
-        out: dict[str, str] = {}
+        them: a bound claim as its PV's CSI driver and handle (an in-tree PV's as it
+        translates), an unbound one as its class's provisioner (or the CSI driver an in-tree
+        one migrated to) and the claim (a volume to be provisioned), an inline migrated disk
+        as it translates (one that does not, under its own ID: never less than a volume)."""
+        out: dict[str, str] = {
+            f"{disk.driver}/{disk.handle}": disk.driver for disk in pod.disks if disk.driver
+        }
         for volume in pod.volumes:
             claim = self.claims.get(claim_key(pod, volume.claim))
             if claim is None:
@@ -181,7 +186,8 @@ class VolumeObjects:
             if pv is not None:
                 driver, handle = pv.csi_driver, pv.csi_handle
             elif storage_class is not None:  # to be provisioned, or its PV is not seen yet
-                driver, handle = storage_class.provisioner, f"{claim.namespace}-{claim.name}"
+                driver = provisioner_driver(storage_class.provisioner)
+                handle = f"{claim.namespace}-{claim.name}"
             else:
                 continue
             if driver and handle:

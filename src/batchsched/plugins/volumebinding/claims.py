@@ -3,8 +3,6 @@
 The checks and their messages follow upstream VolumeBinding's PreFilter: a claim that is
 missing, lost, being deleted or (generic ephemeral) not owned by the pod makes the pod wait;
 so does an unbound claim of an Immediate class, which the PV controller binds by itself.
-A claim bound to a PV with a CSI-migrated in-tree source, or unbound with such a PV among
-those it could bind to, is refused (support.py): NodeVolumeLimits cannot count it yet.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ from batchsched.objects.volumes import (
     PersistentVolumeClaim,
 )
 from batchsched.plugins.base import ClusterChange, ClusterEvent, Cycle, QueueingHint
-from batchsched.plugins.support import message
-from batchsched.plugins.volumebinding.matching import serves
 
 _SCRATCH = "volumebinding.claims"
 
@@ -90,11 +86,7 @@ def _resolve(cycle: Cycle) -> PodClaims:
             out.error = f"PVC {claim.key} was not created for pod {pod.key} (pod is not owner)"
             return out
         if claim.bound:
-            pv = volumes.volumes.get(claim.volume_name)
-            if pv is not None and pv.in_tree:
-                out.error = _in_tree(claim, "bound to", pv)
-                return out
-            out.bound.append((claim, pv))
+            out.bound.append((claim, volumes.volumes.get(claim.volume_name)))
             continue
         delayed = False
         if claim.storage_class:
@@ -104,24 +96,9 @@ def _resolve(cycle: Cycle) -> PodClaims:
                 return out
             delayed = storage_class.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER
         if delayed and not claim.volume_name:
-            if not claim.selected_node:  # else it is being provisioned: no PV is matched
-                in_tree = [
-                    pv for pv in volumes.volumes.values() if pv.in_tree and serves(pv, claim)
-                ]
-                if in_tree:  # named by the first name, whatever order they came in
-                    pv = min(in_tree, key=lambda pv: pv.name)
-                    out.error = _in_tree(claim, "which may bind to", pv)
-                    return out
             out.unbound.append(claim)
         else:
             immediate = True  # a pre-bound claim waits for the PV controller like these
     if immediate:
         out.error = "pod has unbound immediate PersistentVolumeClaims"
     return out
-
-
-def _in_tree(claim: PersistentVolumeClaim, how: str, pv: PersistentVolume) -> str:
-    return message(
-        f'persistentvolumeclaim "{claim.name}" {how} persistentvolume "{pv.name}" '
-        f"(in-tree spec.{pv.in_tree})"
-    )

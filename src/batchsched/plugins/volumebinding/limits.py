@@ -3,10 +3,11 @@ volumes per CSI driver.
 
 A volume counts once per node however many pods there use it (state/volumes.py keeps the
 count of distinct volumes per driver and node). Nodes without a CSINode, or drivers without a
-count, have no limit. As upstream, preemption may free attach slots: a node over the limit
-fits once the victims there take enough volumes with them. In-tree volumes, which upstream
-counts through CSI migration, are refused (claims.py); VolumeAttachments are not read
-(docs/volumes.md).
+count, have no limit. CSI-migrated in-tree disks, inline or through a PV, count under the
+driver and handle they translate to (objects/csi_migration.py), so they share a limit with
+the driver's CSI volumes. As upstream, preemption may free attach slots: a node over the
+limit fits once the victims there take enough volumes with them. VolumeAttachments are not
+read (docs/volumes.md).
 """
 
 from __future__ import annotations
@@ -28,24 +29,31 @@ class NodeVolumeLimits(FilterPlugin):
 
     def __init__(self) -> None:
         self._limits: dict[str, IntArray] = {}  # driver -> limit per row, -1 for none
+        self._csi_rows: BoolArray = np.zeros(0, dtype=np.bool_)  # rows with a CSINode
         self._limits_at: tuple[int, int, int] | None = None
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
-        return not pod.volumes
+        return not pod.volumes and not any(disk.driver for disk in pod.disks)
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return volume_events()
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
-        return claims_read(pod)
+        return claims_read(pod), pod.disks
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         state = cycle.state
         volumes = state.volumes
+        limits = self._driver_limits(state)
+        for disk in cycle.pod.disks:
+            if disk.untranslatable:
+                # Upstream's translation fails on every node with a CSINode (elsewhere
+                # migration is off there and the disk is not looked at).
+                rows = self._csi_rows[: candidates.shape[0]]
+                return [Rejection(disk.untranslatable, rows & candidates, resolvable=False)]
         wanted = volumes.attachments(cycle.pod)
         if not wanted:
             return []
-        limits = self._driver_limits(state)
         rows = candidates.shape[0]
         rejected = np.zeros(rows, dtype=np.bool_)
         drivers = sorted(d for d in set(wanted.values()) if d in limits)
@@ -87,10 +95,12 @@ class NodeVolumeLimits(FilterPlugin):
         at = (state.volumes.csi_version, state.node_generation, state.rows)
         if at != self._limits_at:
             limits: dict[str, IntArray] = {}
+            self._csi_rows = np.zeros(state.rows, dtype=np.bool_)
             for name, csi_node in state.volumes.csi_nodes.items():
                 row = state.node_index.get(name)
                 if row is None:
                     continue
+                self._csi_rows[row] = True
                 for driver, count in csi_node.limits.items():
                     if driver not in limits:
                         limits[driver] = np.full(state.rows, -1, dtype=np.int64)

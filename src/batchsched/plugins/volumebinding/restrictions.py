@@ -1,11 +1,13 @@
 """VolumeRestrictions (Filter): a ReadWriteOncePod claim serves one pod at a time, and an
-inline iSCSI or RBD disk one writer per node.
+inline iSCSI, RBD or GCE PD disk one writer per node, an inline EBS volume one pod per node.
 
 While another pod on a node uses such a claim, the pod fits no node. As upstream, preemption
 may free the claim: on the node of the pods holding it, evicting them lifts the conflict
 (elsewhere it stays: they are not victims there). A pod mounting an iSCSI disk (same IQN) or
-an RBD image (same pool and image, a shared monitor) that a pod on a node mounts does not fit
-there unless both mount it read-only; evicting those pods lifts it, as upstream.
+an RBD image (same pool and image, a shared monitor) or a GCE PD (same pdName) that a pod on a
+node mounts does not fit there unless both mount it read-only; an EBS volume (same volumeID)
+not even then. Evicting those pods lifts it, as upstream. Disks reached through claims are
+not compared (upstream compares only inline volumes).
 """
 
 from __future__ import annotations
