@@ -1,6 +1,6 @@
 """CSI-migrated in-tree disks: the handles they translate to, their count against the
-migrated driver's attach limit (NodeVolumeLimits), and VolumeRestrictions' GCE PD and EBS
-rules. One rule per test."""
+migrated driver's attach limit (NodeVolumeLimits), VolumeRestrictions' GCE PD and EBS
+rules, and VolumeBinding's translated node affinity. One rule per test."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from batchsched.objects.csi_migration import (
     TranslationError,
     inline_handle,
     provisioner_driver,
+    pv_affinity,
     pv_handle,
 )
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import read_pod
+from batchsched.objects.records import NodeSelectorTerm, Requirement
 from tests.builders import node, pod
 from tests.conftest import objects_of, schedule
 from tests.unit.test_volumes import claim_pod, pv, pvc, wffc_class
@@ -290,3 +292,101 @@ def test_other_migrated_disks_have_no_conflict_rule() -> None:
         disk_pod("ours", "cinder", {"volumeID": "c1"}),
     )
     assert [b.pod for b in result.bindings] == ["default/ours"]
+
+
+# --- VolumeBinding: an in-tree PV's node affinity where its plugin is migrated -----------
+
+GKE_ZONE = "topology.gke.io/zone"
+MIGRATED = {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/gce-pd"}
+
+
+def named(name: str, **labels: str) -> dict[str, Any]:
+    return node(name, labels={"kubernetes.io/hostname": name, **labels})
+
+
+def zone_term(key: str, *zones: str) -> NodeSelectorTerm:
+    return NodeSelectorTerm((Requirement(key, "In", zones),), ())
+
+
+def test_a_zone_label_becomes_a_requirement_on_the_driver_s_zone_key() -> None:
+    labels = {"topology.kubernetes.io/zone": "us-east1-b__us-east1-c"}
+    assert pv_affinity("gcePersistentDisk", (), labels) == (
+        zone_term(GKE_ZONE, "us-east1-b", "us-east1-c"),
+    )
+
+
+def test_zone_requirements_are_rekeyed_and_the_beta_region_becomes_ga() -> None:
+    terms = (
+        NodeSelectorTerm(
+            (
+                Requirement("failure-domain.beta.kubernetes.io/zone", "In", ("z1",)),
+                Requirement("failure-domain.beta.kubernetes.io/region", "In", ("r1",)),
+            ),
+            (),
+        ),
+    )
+    assert pv_affinity("awsElasticBlockStore", terms, {}) == (
+        NodeSelectorTerm(
+            (
+                Requirement("topology.ebs.csi.aws.com/zone", "In", ("z1",)),
+                Requirement("topology.kubernetes.io/region", "In", ("r1",)),
+            ),
+            (),
+        ),
+    )
+
+
+def test_azure_disk_and_portworx_pvs_keep_their_affinity() -> None:
+    labels = {"topology.kubernetes.io/zone": "z1"}
+    assert pv_affinity("azureDisk", (), labels) == ()
+    assert pv_affinity("portworxVolume", (), labels) == ()
+
+
+def test_the_migrated_plugins_annotation_is_read() -> None:
+    manifest = csi_node()
+    manifest["metadata"]["annotations"] = {
+        "storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/gce-pd,kubernetes.io/cinder"
+    }
+    [read] = objects_of(manifest).csi_nodes
+    assert read.migrated_plugins == {"kubernetes.io/gce-pd", "kubernetes.io/cinder"}
+
+
+def test_a_bound_in_tree_pv_needs_the_driver_s_zone_label_only_on_migrated_nodes() -> None:
+    zone = {"topology.kubernetes.io/zone": "us-east1-b"}
+    migrated = [csi_node(name) for name in ("bare", "gke")]
+    for manifest in migrated:
+        manifest["metadata"]["annotations"] = MIGRATED
+    volume = pv("v", gcePersistentDisk={"pdName": "d1"})
+    volume["metadata"]["labels"] = zone
+    nodes = [
+        named("bare", **zone),  # migrated, without the driver's zone label
+        named("gke", **zone, **{GKE_ZONE: "us-east1-b"}),
+        named("old", **zone),  # not migrated: the PV's own (empty) affinity
+    ]
+    pinned = [
+        claim_pod(f"to-{n}", "c", node_selector={"kubernetes.io/hostname": n})
+        for n in ("bare", "gke", "old")
+    ]
+    result = schedule(*nodes, *migrated, volume, pvc("c", "v"), *pinned)
+    assert sorted(b.node for b in result.bindings) == ["gke", "old"]
+    assert (
+        "1 node(s) didn't match PersistentVolume's node affinity"
+        in (result.unschedulable["default/to-bare"])
+    )
+
+
+def test_an_untranslatable_bound_pv_fails_only_on_migrated_nodes() -> None:
+    migrated = csi_node("n1")
+    migrated["metadata"]["annotations"] = {
+        "storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"
+    }
+    volume = pv("v", awsElasticBlockStore={"volumeID": "aws://z/bad"})
+    pods = [
+        claim_pod(f"to-{n}", "c", node_selector={"kubernetes.io/hostname": n}) for n in ("n1", "n2")
+    ]
+    result = schedule(named("n1"), named("n2"), migrated, volume, pvc("c", "v"), *pods)
+    assert [b.node for b in result.bindings] == ["n2"]
+    assert (
+        "1 could not translate pv: failed to translate Kubernetes ID"
+        in (result.unschedulable["default/to-n1"])
+    )

@@ -2,19 +2,22 @@
 driver and volume handle each becomes, as kube-scheduler's NodeVolumeLimits counts them.
 
 Upstream derives these with Kubernetes' csi-translation-lib; the rules here are the parts of
-it the count depends on: which driver a source (or an in-tree provisioner name) migrated to,
-and how a disk's handle is formed, so that a disk counts once per node whether it is mounted
-inline, through an in-tree PV, or (same handle) through a CSI PV. Upstream's NodeVolumeLimits
-treats migration as on for five plugins only (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx):
-Azure File and vSphere volumes are not counted at all, as there.
+it the scheduler depends on: which driver a source (or an in-tree provisioner name) migrated
+to, how a disk's handle is formed, so that a disk counts once per node whether it is mounted
+inline, through an in-tree PV, or (same handle) through a CSI PV, and the node affinity an
+in-tree PV takes on where its plugin is migrated (which VolumeBinding checks). Upstream's
+scheduler treats migration as on for five plugins only (AWS EBS, GCE PD, Azure Disk, Cinder,
+Portworx): Azure File and vSphere volumes are not counted at all, as there.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from batchsched.objects.records import NodeSelectorTerm, Requirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +127,64 @@ def _ebs_volume_id(kubernetes_id: str) -> str:
             f"({kubernetes_id})"
         )
     return volume_id
+
+
+# The zone key of the CSI driver's topology, for the plugins whose PV translation rewrites
+# node affinity (Azure Disk and Portworx PVs keep theirs).
+_CSI_ZONE_KEYS = {
+    "gcePersistentDisk": "topology.gke.io/zone",
+    "awsElasticBlockStore": "topology.ebs.csi.aws.com/zone",
+    "cinder": "topology.cinder.csi.openstack.org/zone",
+}
+_GA_ZONE, _BETA_ZONE = "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"
+_GA_REGION = "topology.kubernetes.io/region"
+_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
+
+def pv_affinity(
+    kind: str, terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str]
+) -> tuple[NodeSelectorTerm, ...]:
+    """The node affinity of the PV as translated to CSI, which VolumeBinding checks on nodes
+    where the plugin is migrated: its zone requirements (or, without any, its zone label)
+    become requirements on the CSI driver's zone key, and the beta region key the GA one."""
+    csi_key = _CSI_ZONE_KEYS.get(kind)
+    if csi_key is None:
+        return terms
+    # The GA keys unless the PV uses only the beta zone key (in its affinity, else labels).
+    keys = {r.key for term in terms for r in term.match_expressions}
+    if keys & {_GA_ZONE, _BETA_ZONE}:
+        beta = _GA_ZONE not in keys
+    else:
+        beta = _GA_ZONE not in labels and _BETA_ZONE in labels
+    zone_key, region_key = (_BETA_ZONE, _BETA_REGION) if beta else (_GA_ZONE, _GA_REGION)
+    if _values(terms, zone_key):
+        terms = _rekeyed(terms, zone_key, csi_key)
+    elif zone_key in labels:
+        zones = tuple(sorted({z.strip() for z in labels[zone_key].split("__") if z.strip()}))
+        if zones:
+            added = Requirement(csi_key, "In", zones)
+            terms = tuple(
+                replace(term, match_expressions=(*term.match_expressions, added))
+                for term in terms or (NodeSelectorTerm((), ()),)
+            )
+    if region_key == _BETA_REGION and _values(terms, _BETA_REGION):
+        terms = _rekeyed(terms, _BETA_REGION, _GA_REGION)
+    return terms
+
+
+def _values(terms: tuple[NodeSelectorTerm, ...], key: str) -> bool:
+    return any(r.values for term in terms for r in term.match_expressions if r.key == key)
+
+
+def _rekeyed(
+    terms: tuple[NodeSelectorTerm, ...], old: str, new: str
+) -> tuple[NodeSelectorTerm, ...]:
+    return tuple(
+        replace(
+            term,
+            match_expressions=tuple(
+                replace(r, key=new) if r.key == old else r for r in term.match_expressions
+            ),
+        )
+        for term in terms
+    )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from batchsched.objects.csi_migration import MIGRATIONS, TranslationError, pv_handle
+from batchsched.objects.csi_migration import (
+    MIGRATIONS,
+    TranslationError,
+    pv_affinity,
+    pv_handle,
+)
 from batchsched.objects.numbers import INT32_MAX
 from batchsched.objects.parse import (
     Json,
@@ -27,6 +32,7 @@ from batchsched.objects.volumes import (
 )
 
 _BINDING_MODES = ("Immediate", WAIT_FOR_FIRST_CONSUMER)
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 
 
 def read_pvc(obj: Json) -> PersistentVolumeClaim:
@@ -76,11 +82,7 @@ def read_pv(obj: Json) -> PersistentVolume:
     ref = r.at("spec.claimRef")
     annotations = r.string_map(obj, "metadata.annotations")
     labels = r.string_map(obj, "metadata.labels")
-    driver = r.at("spec.csi").get(csi, "driver", str, "")
-    handle = r.at("spec.csi").get(csi, "volumeHandle", str, "")
-    if not csi:
-        driver, handle = _migrated(sp, spec, labels)
-    return PersistentVolume(
+    pv = PersistentVolume(
         name=r.name,
         labels=labels,
         node_affinity=terms,
@@ -97,23 +99,29 @@ def read_pv(obj: Json) -> PersistentVolume:
         ),
         phase=r.get(obj, "status.phase", str, "") or "Available",
         deleting=r.time(obj, "metadata.deletionTimestamp") is not None,
-        csi_driver=driver,
-        csi_handle=handle,
+        csi_driver=r.at("spec.csi").get(csi, "driver", str, ""),
+        csi_handle=r.at("spec.csi").get(csi, "volumeHandle", str, ""),
     )
+    return pv if csi else _migrated(sp, spec, pv)
 
 
-def _migrated(sp: _Reader, spec: Json, labels: dict[str, str]) -> tuple[str, str]:
-    """The CSI driver and handle an in-tree source is counted as; nothing when it is not
-    counted, or (as upstream, which logs it) when its handle cannot be derived."""
+def _migrated(sp: _Reader, spec: Json, pv: PersistentVolume) -> PersistentVolume:
+    """A PV with a migrated in-tree source, as the scheduler sees it translated: counted
+    under the CSI driver and handle (not at all when the handle cannot be derived: upstream
+    logs it), with the node affinity it takes on where its plugin is migrated."""
     for kind, migration in MIGRATIONS.items():
         source = spec.get(kind)
         if isinstance(source, dict) and migration.counted:
             sp.at(kind).required_str(source, migration.ident)
+            pv.migrated_plugin = migration.plugin
             try:
-                return migration.driver, pv_handle(kind, source, labels)
-            except TranslationError:
-                return "", ""
-    return "", ""
+                pv.csi_handle = pv_handle(kind, source, pv.labels)
+            except TranslationError as err:
+                pv.untranslatable = f"could not translate pv: {err}"
+                return pv
+            pv.csi_driver = migration.driver
+            pv.migrated_affinity = pv_affinity(kind, pv.node_affinity, pv.labels)
+    return pv
 
 
 def read_storage_class(obj: Json) -> StorageClass:
@@ -152,7 +160,8 @@ def read_csi_node(obj: Json) -> CSINode:
         driver = d.required_str(raw, "name")
         if d.get(raw, "allocatable", dict, {}).get("count") is not None:
             limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
-    return CSINode(name=r.name, limits=limits)
+    migrated = r.string_map(obj, "metadata.annotations").get(MIGRATED_PLUGINS_ANNOTATION, "")
+    return CSINode(r.name, frozenset(filter(None, migrated.split(","))), limits)
 
 
 def read_csi_driver(obj: Json) -> CSIDriver:

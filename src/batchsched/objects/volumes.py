@@ -105,6 +105,11 @@ class PersistentVolume:
     # to (objects/csi_migration.py; empty when NodeVolumeLimits does not count it).
     csi_driver: str = ""
     csi_handle: str = ""
+    # For a CSI-migrated source: its in-tree plugin's name, the node affinity it takes on
+    # where that plugin is migrated (VolumeBinding), and why it cannot be translated, if so.
+    migrated_plugin: str = ""
+    migrated_affinity: tuple[NodeSelectorTerm, ...] = ()
+    untranslatable: str = ""
     capacity: int = 0  # spec.capacity.storage, bytes
     access_modes: tuple[str, ...] = ()
     storage_class: str = ""
@@ -126,6 +131,9 @@ class StorageClass:
 @dataclass(slots=True)
 class CSINode:
     name: str
+    # The in-tree plugins the node's kubelet serves through CSI (the annotation
+    # storage.alpha.kubernetes.io/migrated-plugins).
+    migrated_plugins: frozenset[str] = frozenset()
     # Attach limits per driver: spec.drivers[].allocatable.count, where given.
     limits: dict[str, int] = field(default_factory=dict)
 

@@ -3,7 +3,9 @@
 Local PVs name their node (`kubernetes.io/hostname In [n]`): a term made only of `In`
 expressions is answered from an index of rows per label value, built once per label key
 until nodes change, instead of a scan of every node per pod. Other terms are matched as
-NodeAffinity matches them.
+NodeAffinity matches them. A CSI-migrated in-tree PV is checked, on the nodes whose CSINode
+lists its plugin as migrated, against the node affinity it translates to (as upstream's
+binder does).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from batchsched.objects.records import NodeSelectorTerm
+from batchsched.objects.volumes import PersistentVolume
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
 
@@ -21,6 +24,41 @@ class AffinityIndex:
     def __init__(self) -> None:
         self._generation = -1
         self._rows: dict[str, dict[str, list[int]]] = {}  # key -> value -> node rows
+        self._migrated: dict[str, BoolArray] = {}  # in-tree plugin -> rows migrating it
+        self._migrated_at: tuple[int, int, int] | None = None
+
+    def volume_mask(self, state: ClusterState, pv: PersistentVolume) -> BoolArray | None:
+        """Node rows the PV's node affinity admits (None: every node)."""
+        plain = self.mask(state, pv.node_affinity) if pv.node_affinity else None
+        if not pv.migrated_plugin or pv.untranslatable:
+            return plain
+        migrated = self.migrated_rows(state, pv.migrated_plugin)
+        if not migrated.any():
+            return plain
+        translated = self.mask(state, pv.migrated_affinity) if pv.migrated_affinity else None
+        if plain is None and translated is None:
+            return None
+        everywhere = np.ones(state.rows, dtype=np.bool_)
+        return np.where(
+            migrated,
+            everywhere if translated is None else translated,
+            everywhere if plain is None else plain,
+        )
+
+    def migrated_rows(self, state: ClusterState, plugin: str) -> BoolArray:
+        """Node rows whose CSINode lists the in-tree plugin as migrated."""
+        at = (state.volumes.csi_version, state.node_generation, state.rows)
+        if at != self._migrated_at:
+            self._migrated, self._migrated_at = {}, at
+        rows = self._migrated.get(plugin)
+        if rows is None:
+            rows = np.zeros(state.rows, dtype=np.bool_)
+            for name, csi_node in state.volumes.csi_nodes.items():
+                row = state.node_index.get(name)
+                if row is not None and plugin in csi_node.migrated_plugins:
+                    rows[row] = True
+            self._migrated[plugin] = rows
+        return rows
 
     def mask(self, state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolArray:
         """Node rows matching any of the terms."""

@@ -3,7 +3,8 @@ node.
 
 PreFilter: a missing, lost or deleting claim, or an unbound claim of an Immediate class, keeps
 the pod pending with upstream's message (preemption cannot help). Filter: every bound claim's
-PersistentVolume must exist and its `nodeAffinity` must match the node; every unbound claim of
+PersistentVolume must exist and its `nodeAffinity` must match the node (a CSI-migrated in-tree
+PV's as translated, on nodes that migrated its plugin: affinity.py); every unbound claim of
 a WaitForFirstConsumer class must be matched to an available PV there or be provisionable
 there (matching.py). Reserve: the chosen PVs are assumed bound to their claims (or the claims
 marked for provisioning on the node), so pods placed later do not take them, and the Binding
@@ -90,10 +91,20 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
         if any(volume is None for _, volume in claims.bound):
             return [Rejection(PV_NOT_EXIST, candidates, resolvable=False)]
         fits = candidates.copy()
+        rejections = []
         for _, volume in claims.bound:
-            if volume is not None and volume.node_affinity:
-                fits &= self._affinity.mask(cycle.state, volume.node_affinity)
-        rejections = [Rejection(NODE_CONFLICT, candidates & ~fits, resolvable=False)]
+            assert volume is not None
+            if volume.untranslatable:  # upstream's binder fails where it would translate
+                rows = self._affinity.migrated_rows(cycle.state, volume.migrated_plugin)
+                rejections.append(Rejection(volume.untranslatable, fits & rows, False))
+                fits &= ~rows
+            admitted = self._affinity.volume_mask(cycle.state, volume)
+            if admitted is not None:
+                fits &= admitted
+        rows_out = candidates & ~fits
+        for rejection in rejections:
+            rows_out &= ~rejection.nodes
+        rejections.append(Rejection(NODE_CONFLICT, rows_out, resolvable=False))
         if claims.unbound:
             found = self._options(cycle)
             matched = feasible(found, fits)
