@@ -166,6 +166,7 @@ def build_state(objects: Objects) -> ClusterState:
         *objects.volumes,
         *objects.claims,
         *objects.csi_nodes,
+        *objects.attachments,
         *objects.csi_drivers,
         *objects.capacities,
     ]

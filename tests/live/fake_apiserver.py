@@ -72,6 +72,7 @@ RESOURCES = {
         Resource("", "v1", "persistentvolumes", "PersistentVolume", False),
         Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
         Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+        Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
         Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
         Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
         Resource("events.k8s.io", "v1", "events", "Event", True),

@@ -1,5 +1,6 @@
 """No node over its attach limits, nor with two writers on one inline disk, over random
-clusters mixing inline in-tree disks, in-tree PVs and CSI PVs of the same drivers."""
+clusters mixing inline in-tree disks, in-tree PVs, CSI PVs of the same drivers and
+VolumeAttachments still holding volumes."""
 
 from __future__ import annotations
 
@@ -62,12 +63,23 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, list[Use]
                     "spec": {"storageClassName": "", "volumeName": f"{kind}-{disk}"},
                 }
             )
+    # Volumes still attached to n0 (VolumeAttachments), within its limit.
+    held = sorted(draw(st.sets(st.sampled_from(["d0", "d1", "d2"]), max_size=limits[f"n0/{GCE}"])))
+    for disk in held:
+        spec = {
+            "attacher": GCE,
+            "nodeName": "n0",
+            "source": {"persistentVolumeName": f"csi-{disk}"},
+        }
+        manifests.append(
+            {"kind": "VolumeAttachment", "metadata": {"name": f"va-{disk}"}, "spec": spec}
+        )
+    pods: dict[str, list[Use]] = {"": [("csi-pv", disk, True) for disk in held]}
     uses = st.tuples(
         st.sampled_from(["gce", "ebs", "gce-pv", "csi-pv"]),
         st.sampled_from(["d0", "d1", "d2"]),
         st.booleans(),
     )
-    pods: dict[str, list[Use]] = {}
     for j in range(draw(st.integers(1, 10))):
         chosen: list[Use] = draw(st.lists(uses, min_size=1, max_size=3, unique_by=lambda u: u[1]))
         chosen = [
@@ -76,9 +88,9 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, list[Use]
             else (kind, ident, ro)
             for kind, ident, ro in chosen
         ]
-        running = draw(st.booleans()) and not pods  # at most one placed pod: it fits alone
+        running = draw(st.booleans()) and len(pods) == 1  # one placed pod at most, on n0
         name = f"run-{j}" if running else f"p-{j}"
-        on = "n0" if running and _fits(chosen, limits, "n0") else ""
+        on = "n0" if running and _fits([*chosen, *pods[""]], limits, "n0") else ""
         pods[name] = chosen
         manifests.append(
             pod(
@@ -129,6 +141,7 @@ def test_no_node_exceeds_an_attach_limit_or_shares_a_disk_with_a_writer(
         if m["kind"] == "Pod"
     }
     placed.update({b.pod.split("/")[1]: b.node for b in result.bindings})
+    placed[""] = "n0"  # the attachments: counted, never evicted
     per_node: dict[str, list[str]] = {}
     for name, on in placed.items():
         if on and name not in evicted:

@@ -199,6 +199,11 @@ KINDS: tuple[Kind, ...] = (
             ("PersistentVolume", "/api/v1/persistentvolumes", volume_parse.read_pv),
             ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", volume_parse.read_pvc),
             ("CSINode", "/apis/storage.k8s.io/v1/csinodes", volume_parse.read_csi_node),
+            (
+                "VolumeAttachment",
+                "/apis/storage.k8s.io/v1/volumeattachments",
+                volume_parse.read_volume_attachment,
+            ),
             ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", volume_parse.read_csi_driver),
             (
                 "CSIStorageCapacity",

@@ -62,6 +62,7 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
         "volumes",
         "storage_classes",
         "csi_nodes",
+        "attachments",
         "csi_drivers",
         "capacities",
         "resource_slices",

@@ -45,6 +45,7 @@ from batchsched.objects.volume_parse import (
     read_pv,
     read_pvc,
     read_storage_class,
+    read_volume_attachment,
 )
 from batchsched.objects.volumes import (
     CSIDriver,
@@ -53,6 +54,7 @@ from batchsched.objects.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 from batchsched.objects.workload_api import is_upstream, read_any_pod_group, read_workload
 
@@ -73,6 +75,7 @@ class Objects:
     volumes: list[PersistentVolume] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
+    attachments: list[VolumeAttachment] = field(default_factory=list)
     csi_drivers: list[CSIDriver] = field(default_factory=list)
     capacities: list[CSIStorageCapacity] = field(default_factory=list)
     resource_slices: list[ResourceSlice] = field(default_factory=list)
@@ -110,6 +113,8 @@ class Objects:
             self.storage_classes.append(read_storage_class(obj))
         elif kind == "CSINode":
             self.csi_nodes.append(read_csi_node(obj))
+        elif kind == "VolumeAttachment":
+            self.attachments.append(read_volume_attachment(obj))
         elif kind == "CSIDriver":
             self.csi_drivers.append(read_csi_driver(obj))
         elif kind == "CSIStorageCapacity":
@@ -136,6 +141,7 @@ class Objects:
             ("PersistentVolume", [v.name for v in self.volumes]),
             ("StorageClass", [c.name for c in self.storage_classes]),
             ("CSINode", [n.name for n in self.csi_nodes]),
+            ("VolumeAttachment", [a.name for a in self.attachments]),
             ("CSIDriver", [d.name for d in self.csi_drivers]),
             ("CSIStorageCapacity", [c.key for c in self.capacities]),
             ("ResourceSlice", [s.name for s in self.resource_slices]),

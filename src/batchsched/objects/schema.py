@@ -226,6 +226,8 @@ KINDS: dict[str, Schema] = {
         spec={"drivers": Each(_free("allocatable", "name", "nodeID", "topologyKeys"))}
     ),
     "CSIDriver": _object(spec=None),
+    # spec.source may hold an inline volume's whole PV spec: only the top level is checked.
+    "VolumeAttachment": _object(spec=_free("attacher", "nodeName", "source"), status=None),
     "CSIStorageCapacity": _object(
         **_free("capacity", "maximumVolumeSize", "storageClassName"), nodeTopology=LABEL_SELECTOR
     ),

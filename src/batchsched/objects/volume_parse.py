@@ -29,6 +29,7 @@ from batchsched.objects.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 _BINDING_MODES = ("Immediate", WAIT_FOR_FIRST_CONSUMER)
@@ -162,6 +163,17 @@ def read_csi_node(obj: Json) -> CSINode:
             limits[driver] = d.integer(raw, "allocatable.count", 0, 0, INT32_MAX)
     migrated = r.string_map(obj, "metadata.annotations").get(MIGRATED_PLUGINS_ANNOTATION, "")
     return CSINode(r.name, frozenset(filter(None, migrated.split(","))), limits)
+
+
+def read_volume_attachment(obj: Json) -> VolumeAttachment:
+    r = _Reader("VolumeAttachment", obj)
+    r.require_name()
+    return VolumeAttachment(
+        name=r.name,
+        attacher=r.required_str(obj, "spec.attacher"),
+        node_name=r.required_str(obj, "spec.nodeName"),
+        pv_name=r.get(obj, "spec.source.persistentVolumeName", str, ""),
+    )
 
 
 def read_csi_driver(obj: Json) -> CSIDriver:

@@ -1,5 +1,5 @@
 """Records for the storage objects the volume plugins read (PVCs, PVs, StorageClasses,
-CSINodes, CSIDrivers, CSIStorageCapacities) and for a pod's volumes.
+CSINodes, VolumeAttachments, CSIDrivers, CSIStorageCapacities) and for a pod's volumes.
 
 Only what VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits read is kept.
 """
@@ -136,6 +136,17 @@ class CSINode:
     migrated_plugins: frozenset[str] = frozenset()
     # Attach limits per driver: spec.drivers[].allocatable.count, where given.
     limits: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class VolumeAttachment:
+    """A volume the attach/detach controller attached (or is attaching or detaching) to a
+    node; NodeVolumeLimits counts it until the object is gone, as upstream."""
+
+    name: str
+    attacher: str  # the CSI driver
+    node_name: str
+    pv_name: str  # spec.source.persistentVolumeName; "" for an inline volume's attachment
 
 
 @dataclass(slots=True)

@@ -138,7 +138,7 @@ class ClusterState:
         # Bound pods told to go (deletion timestamp set): their room comes free.
         self.terminating_bound: set[str] = set()
         self._counted_at: dict[str, int] = {}
-        self.volumes = VolumeObjects()
+        self.volumes = VolumeObjects(self.node_index)
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -192,6 +192,7 @@ class ClusterState:
             self.nodes.append(node)
             self.node_pods.append({})
             self.node_index[node.name] = idx
+            self.volumes.node_changed(node.name)
             self.valid[idx] = True
             self.allocatable[idx] = alloc
             self.free[idx] = alloc
@@ -225,6 +226,7 @@ class ClusterState:
             return
         for key in list(self.node_pods[idx]):
             self._unbind(key)
+        self.volumes.node_changed(name)
         reservation = self.reservations.get(idx)
         if reservation is not None:
             self.release(reservation.pod)

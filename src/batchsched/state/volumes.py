@@ -1,5 +1,5 @@
 """The storage objects ClusterState holds, which running pods use which claims, and which
-volumes are attached where.
+volumes are attached where (by the pods there and by VolumeAttachments).
 
 The volume plugins (plugins/volumebinding/) read these. The claim and attachment indexes
 follow the pods ClusterState binds and unbinds; a pod's attachments are taken as they are when
@@ -8,7 +8,7 @@ it lands on its node (a bound volume's driver and handle do not change).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -24,6 +24,7 @@ from batchsched.objects.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 VolumeObject = (
@@ -31,6 +32,7 @@ VolumeObject = (
     | PersistentVolume
     | StorageClass
     | CSINode
+    | VolumeAttachment
     | CSIDriver
     | CSIStorageCapacity
 )
@@ -53,7 +55,8 @@ def claim_key(pod: Pod, claim: str) -> str:
 
 
 class VolumeObjects:
-    def __init__(self) -> None:
+    def __init__(self, node_index: Mapping[str, int] | None = None) -> None:
+        self._node_index: Mapping[str, int] = {} if node_index is None else node_index
         self.claims: dict[str, PersistentVolumeClaim] = {}  # "namespace/name"
         self.volumes: dict[str, PersistentVolume] = {}
         self.classes: dict[str, StorageClass] = {}
@@ -72,6 +75,12 @@ class VolumeObjects:
         self.attach_counts: dict[str, CountArray] = {}
         self._attachments: dict[str, dict[str, str]] = {}  # pod key -> what it attached
         self._rows: dict[str, int] = {}  # pod key -> the node row it attached them on
+        # VolumeAttachments, by name and by the PV and node they name (counted once both
+        # are known), and what each counts (`driver/handle`, driver, node row).
+        self.volume_attachments: dict[str, VolumeAttachment] = {}
+        self._va_by_pv: dict[str, set[str]] = {}
+        self._va_by_node: dict[str, set[str]] = {}
+        self._va_counted: dict[str, tuple[str, str, int]] = {}
         # Bindings assumed for pods whose PreBind the world has not finished (upstream's
         # assume cache): the claims and PVs as last reported, which the assumption covers
         # until a report shows it carried out, or the pod's bind fails (`revert`).
@@ -100,6 +109,13 @@ class VolumeObjects:
                     assumed_pv = self.volumes[obj.name]
                     obj = replace(obj, claim_ref=assumed_pv.claim_ref, phase=assumed_pv.phase)
             self.volumes[obj.name] = obj
+            self._recount(self._va_by_pv.get(obj.name, ()))
+        elif isinstance(obj, VolumeAttachment):
+            self._unindex(obj.name)
+            self.volume_attachments[obj.name] = obj
+            self._va_by_pv.setdefault(obj.pv_name, set()).add(obj.name)
+            self._va_by_node.setdefault(obj.node_name, set()).add(obj.name)
+            self._recount((obj.name,))
         elif isinstance(obj, StorageClass):
             self.classes[obj.name] = obj
         elif isinstance(obj, CSIDriver):
@@ -118,6 +134,10 @@ class VolumeObjects:
         elif kind == "PersistentVolume":
             self.volumes.pop(key, None)
             self._reported_volumes.pop(key, None)
+            self._recount(self._va_by_pv.get(key, ()))
+        elif kind == "VolumeAttachment":
+            self._unindex(key)
+            self._recount((key,))
         elif kind == "StorageClass":
             self.classes.pop(key, None)
         elif kind == "CSIDriver":
@@ -128,6 +148,33 @@ class VolumeObjects:
         else:
             self.csi_nodes.pop(key, None)
             self.csi_version += 1
+
+    def node_changed(self, name: str) -> None:
+        """A node came or went: the VolumeAttachments naming it count on its row, or not."""
+        self._recount(self._va_by_node.get(name, ()))
+
+    def _unindex(self, name: str) -> None:
+        old = self.volume_attachments.pop(name, None)
+        if old is not None:
+            self._va_by_pv[old.pv_name].discard(name)
+            self._va_by_node[old.node_name].discard(name)
+
+    def _recount(self, names: Collection[str]) -> None:
+        """Count each VolumeAttachment as upstream's NodeVolumeLimits does: one naming a
+        CSI PersistentVolume holds `attacher/volumeHandle` on its node, shared with the pods
+        there using that volume (an inline volume's, or an in-tree PV's, is not counted)."""
+        for name in list(names):
+            counted = self._va_counted.pop(name, None)
+            if counted is not None:
+                self._attach(*counted, -1)
+            va = self.volume_attachments.get(name)
+            pv = self.volumes.get(va.pv_name) if va is not None and va.pv_name else None
+            row = self._node_index.get(va.node_name) if va is not None else None
+            if va is None or pv is None or row is None or pv.migrated_plugin:
+                continue
+            counted = (f"{va.attacher}/{pv.csi_handle}", va.attacher, row)
+            self._va_counted[name] = counted
+            self._attach(*counted, 1)
 
     def bind(self, pod: str, claim: PersistentVolumeClaim, volume: str, node: str) -> ClaimBinding:
         """Assume the claim bound to the volume, or marked for provisioning on the node, as
@@ -217,10 +264,7 @@ class VolumeObjects:
         self._attachments[pod.key] = attached
         self._rows[pod.key] = row
         for name, driver in attached.items():
-            rows = self.volume_rows.setdefault(name, {})
-            rows[row] = rows.get(row, 0) + 1
-            if rows[row] == 1:
-                self._count(driver, row, 1)
+            self._attach(name, driver, row, 1)
 
     def unplace(self, pod: Pod, row: int) -> None:
         for volume in pod.volumes:
@@ -238,13 +282,21 @@ class VolumeObjects:
                     del self.disk_users[disk.key]
         self._rows.pop(pod.key, None)
         for name, driver in self._attachments.pop(pod.key, {}).items():
-            rows = self.volume_rows[name]
-            rows[row] -= 1
-            if rows[row] == 0:
-                del rows[row]
-                self._count(driver, row, -1)
-                if not rows:
-                    del self.volume_rows[name]
+            self._attach(name, driver, row, -1)
+
+    def _attach(self, name: str, driver: str, row: int, step: int) -> None:
+        """One more (or one fewer) user of the volume on node `row`: a pod or a
+        VolumeAttachment. The node's count for the driver moves with the first and last."""
+        rows = self.volume_rows.setdefault(name, {})
+        users = rows.get(row, 0) + step
+        if users:
+            rows[row] = users
+        else:
+            del rows[row]
+            if not rows:
+                del self.volume_rows[name]
+        if users == (1 if step > 0 else 0):
+            self._count(driver, row, step)
 
     def _count(self, driver: str, row: int, step: int) -> None:
         counts = self.attach_counts.get(driver)

@@ -6,8 +6,8 @@ count of distinct volumes per driver and node). Nodes without a CSINode, or driv
 count, have no limit. CSI-migrated in-tree disks, inline or through a PV, count under the
 driver and handle they translate to (objects/csi_migration.py), so they share a limit with
 the driver's CSI volumes. As upstream, preemption may free attach slots: a node over the
-limit fits once the victims there take enough volumes with them. VolumeAttachments are not
-read (docs/volumes.md).
+limit fits once the victims there take enough volumes with them. A VolumeAttachment holds its
+volume's slot like a pod using it (state/volumes.py), so evicting pods does not free that.
 """
 
 from __future__ import annotations
