@@ -15,8 +15,9 @@ from batchsched.live.client import KubeClient
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from tests.live.fake_apiserver import FakeApiServer
 
-# Short enough for quick failovers, with room for a renewal delayed by a loaded machine (a
-# leader that misses its renew deadline stops writing, which tests would see as lost writes).
+# Quick retries for quick failovers. The lease is timed on the launcher's FakeClock, so a
+# leader never misses its renew deadline however slowly a loaded machine runs it, and a
+# standby takes a crashed leader's lease only when the test moves the clock.
 FAST_LEASE = {
     "leaderElect": True,
     "leaseDuration": "3s",
@@ -70,6 +71,20 @@ def api() -> Iterator[FakeApiServer]:
     server.stop()
 
 
+class FakeClock:
+    """Monotonic seconds that pass only when the test says so (the schedulers' lease and
+    heartbeat clock): nothing a test checks depends on how long the machine took."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @dataclass
 class Running:
     scheduler: LiveScheduler
@@ -88,6 +103,7 @@ class Launcher:
     def __init__(self, api: FakeApiServer) -> None:
         self.api = api
         self.running: list[Running] = []
+        self.clock = FakeClock()  # shared by the replicas a test launches
 
     def __call__(
         self, cfg: SchedulerConfig | None = None, dry_run: bool = False, identity: str = ""
@@ -100,7 +116,7 @@ class Launcher:
             informer_backoff=0.02,
             pre_bind_poll=0.05,
         )
-        scheduler = LiveScheduler(client_for(self.api), cfg or config(), options)
+        scheduler = LiveScheduler(client_for(self.api), cfg or config(), options, self.clock)
         stop = threading.Event()
         run = Running(scheduler, stop, threading.Thread(target=lambda: None))
         run.thread = threading.Thread(

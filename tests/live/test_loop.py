@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Iterator
-from typing import Any
+from datetime import datetime
 
 import pytest
 
-from batchsched.decisions import Decision
+from batchsched.decisions import Bind, Decision
 from batchsched.live import runner
+from batchsched.scheduler import Scheduler
 from tests.faults import exploding_for
-from tests.live.conftest import Launcher, condition, config, node, node_of, pod
+from tests.live.conftest import Launcher, Running, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
 
@@ -179,23 +180,33 @@ def test_a_long_pass_keeps_the_loop_healthy(
     api: FakeApiServer, launch: Launcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each pod decided is a heartbeat: a pass longer than /healthz's limit does not fail
-    the probe while it makes progress."""
-    monkeypatch.setattr(runner, "_HEALTHY_WITHIN", 0.5)
+    the probe while it makes progress. Time is the launcher's clock, moved by each pod."""
     api.create("nodes", node("n1", cpu="8"))
-    run = launch()
-    assert run.scheduler.synced.wait(5)
-    healthy: list[bool] = []
-    original = run.scheduler.scheduler.pass_steps
-
-    def slow_steps(now: Any) -> Iterator[list[Decision]]:
-        for step in original(now):
-            time.sleep(0.3)  # a slow pod: two in one pass outlast the limit
-            healthy.append(run.scheduler.healthy())
-            yield step
-
-    monkeypatch.setattr(run.scheduler.scheduler, "pass_steps", slow_steps)
     names = [f"p{i}" for i in range(5)]
     for name in names:
-        api.create("pods", pod(name, cpu="1"))
+        api.create("pods", pod(name, cpu="1"))  # all pending at start: one pass for them
+    launched = threading.Event()
+    runs: list[Running] = []
+    healthy: list[tuple[int, bool]] = []  # (passes done before, healthy) after each pod
+    original = Scheduler.pass_steps
+
+    def slow_steps(self: Scheduler, now: datetime) -> Iterator[list[Decision]]:
+        for step in original(self, now):
+            if any(isinstance(d, Bind) for d in step):
+                # A slow pod: two in one pass outlast the limit.
+                launch.clock.advance(runner._HEALTHY_WITHIN * 0.6)
+                assert launched.wait(10)
+                live = runs[0].scheduler
+                healthy.append((live.passes, live.healthy()))
+            yield step
+
+    monkeypatch.setattr(Scheduler, "pass_steps", slow_steps)
+    runs.append(launch())
+    launched.set()
     assert api.wait_for(lambda s: all(node_of(s, n) for n in names))
-    assert len(healthy) >= len(names) and all(healthy)
+    # All five in the first pass, three limits' worth of clock: healthy after each pod.
+    assert healthy == [(0, True)] * len(names)
+    # The probe does fail when the loop stops coming round.
+    runs[0].halt()
+    launch.clock.advance(runner._HEALTHY_WITHIN)
+    assert not runs[0].scheduler.healthy()

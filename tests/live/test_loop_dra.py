@@ -3,9 +3,16 @@ Binding (PreBind), undone when the Binding fails, template claims awaited."""
 
 from __future__ import annotations
 
+import threading
+from datetime import datetime
 from typing import Any
 
-from tests.live.conftest import Launcher, condition, node, node_of, pod
+import pytest
+
+from batchsched.decisions import Decision
+from batchsched.scheduler import Scheduler
+from batchsched.state.queue import QueuedPod
+from tests.live.conftest import Launcher, condition, config, node, node_of, pod
 from tests.live.dra_objects import (
     claim_pod,
     claim_spec,
@@ -265,4 +272,47 @@ def test_extended_resources_get_a_claim_created_allocated_and_named_in_the_pod(
     assert api.wait_for(lambda s: condition(s, "q") is not None)
     cond = condition(api, "q")
     assert cond is not None and "cannot allocate all claims" in cond["message"]
+    assert run.halt() == 0
+
+
+def test_the_pods_claim_status_written_while_it_is_tried_brings_it_back(
+    api: FakeApiServer, launch: Launcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resourceclaim controller creates the claim, which wakes the pod, and names it in
+    the pod's status a moment later. When that update lands while the pod is being tried
+    (the attempt still sees the pod without it), the update must bring the pod back: it is
+    the only change left, and nothing else would retry the pod before the 5-minute net."""
+    _cluster(api, "gpu-0")
+    api.create("pods", claim_pod("p", template="one-gpu"))
+    made = resource_claim("p-gpu-x7k2q")
+    updated = threading.Event()
+    original = Scheduler._attempt
+
+    def attempt(self: Scheduler, entry: QueuedPod, now: datetime) -> list[Decision]:
+        claim_made = "default/p-gpu-x7k2q" in self.state.devices.claims
+        if entry.pod.key == "default/p" and claim_made and not updated.is_set():
+            # The controller's status write lands now: this attempt still sees the pod
+            # without it, and the loop applies it only after the attempt failed.
+            current = api.get("pods", "p") or {}
+            current.setdefault("status", {})["resourceClaimStatuses"] = [
+                {"name": "gpu", "resourceClaimName": "p-gpu-x7k2q"}
+            ]
+            api.update("pods", current)
+            updated.set()
+        return original(self, entry, now)
+
+    monkeypatch.setattr(Scheduler, "_attempt", attempt)
+    backoff = {"podInitialBackoffSeconds": 0.05, "podMaxBackoffSeconds": 0.1}
+    run = launch(config(**backoff))
+    assert api.wait_for(lambda s: condition(s, "p") is not None)
+    cond = condition(api, "p")
+    assert cond is not None and "waiting for the resourceclaim controller" in cond["message"]
+    current = api.get("pods", "p") or {}
+    made["metadata"]["ownerReferences"] = [
+        {"kind": "Pod", "name": "p", "uid": current["metadata"]["uid"], "controller": True}
+    ]
+    api.create("resourceclaims", made)  # wakes the pod, whose status does not name it yet
+    assert api.wait_for(lambda s: updated.is_set())
+    assert api.wait_for(lambda s: node_of(s, "p") == "n2")
+    assert reserved_for(api, "p-gpu-x7k2q") == ["p"]
     assert run.halt() == 0

@@ -1,6 +1,8 @@
+from collections.abc import Hashable
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from batchsched.objects.records import Pod
+from batchsched.objects.records import Pod, PodCondition
 from batchsched.state.queue import SchedulingQueue
 
 
@@ -77,3 +79,62 @@ def test_flush_makes_everything_active() -> None:
     queue.mark_unschedulable("ns/b", now=0, generation=1)
     queue.flush()
     assert drain(queue) == ["a", "b"]
+
+
+class StillCluster:
+    """Hints for a cluster where nothing happens: no change wakes anyone."""
+
+    def marks(self) -> Hashable:
+        return 0
+
+    def moved(self, since: Hashable) -> bool:
+        return False
+
+    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
+        return None
+
+    def failed_as_is(self, pod_key: str) -> bool:
+        return False
+
+
+def test_a_new_version_of_a_waiting_pod_backs_off_then_is_tried_however_it_was_filed() -> None:
+    """Upstream's unschedulable-pod update: more than the status changed, so the pod may fit
+    now; it waits out its backoff from its failure, not the next cluster change."""
+    queue = SchedulingQueue()
+    queue.hints = StillCluster()
+    for name in ("alone", "grouped", "twin"):
+        queue.add(p(name), now=0)
+    drain(queue)
+    queue.mark_unschedulable("ns/alone", now=10, generation=1)  # no hint group
+    for name in ("grouped", "twin"):
+        queue.mark_unschedulable(f"ns/{name}", now=10, generation=1, group="shape")
+    for name in ("alone", "grouped"):
+        queue.add(replace(p(name), labels={"tier": "gold"}), now=10.5)
+    assert queue.incoming["UnschedulablePodUpdate"] == 2
+    queue.refresh(now=10.5, generation=1)  # nothing else changed, backoff not over yet
+    assert drain(queue) == []
+    assert queue.next_wakeup() == 11
+    queue.refresh(now=11, generation=1)
+    [*tried] = (queue.pop(), queue.pop(), queue.pop())
+    assert [e.pod.name if e else None for e in tried] == ["alone", "grouped", None]
+    assert all(e.pod.labels == {"tier": "gold"} for e in tried if e is not None)
+    assert queue.pending_counts()["unschedulable"] == 1  # the twin, unchanged, still waits
+
+
+def test_a_waiting_pods_new_status_alone_does_not_bring_it_back() -> None:
+    """Its condition, nomination or resourceVersion (our own writes among them) change
+    nothing it is scheduled by."""
+    queue = SchedulingQueue()
+    queue.add(p("x"), now=0)
+    drain(queue)
+    queue.mark_unschedulable("ns/x", now=0, generation=1)
+    written = PodCondition("PodScheduled", "False", None, "Unschedulable", "0/1 nodes")
+    status = {
+        "conditions": (written,),
+        "nominated_node_name": "n1",
+        "resource_version": "42",
+        "phase": "Pending",
+    }
+    queue.add(replace(p("x"), **status), now=5)
+    queue.refresh(now=100, generation=1)
+    assert drain(queue) == [] and "UnschedulablePodUpdate" not in queue.incoming

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import pytest
 
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Decision, Unschedulable
 from batchsched.framework import Framework
-from batchsched.objects.records import Node, Pod, Taint
+from batchsched.objects.records import Node, Pod, PodCondition, Taint, Toleration
 from batchsched.oneshot import build_state
 from batchsched.plugins.base import ClusterChange, ClusterEvent, FilterPlugin
 from batchsched.plugins.registry import REGISTRY
@@ -213,3 +215,38 @@ def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> No
             ClusterEvent.VOLUME
         )
         assert framework.queueing_hint(frozenset({name}), plain_left, plain) is None
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_a_waiting_pods_own_update_brings_it_back_whichever_plugin_rejected_it(
+    hints: bool,
+) -> None:
+    """No cluster change stands for the pod's own: a toleration added, or requests scaled
+    down, retry it (upstream's UpdatePodToleration and UpdatePodScaleDown), with or without
+    hints, while its twins, unchanged, keep waiting."""
+    tainted = Node("tainted", {"cpu": 4000, "memory": 8 * GI, "pods": 10})
+    tainted.taints = (Taint("dedicated", "x", "NoSchedule"),)
+    state = ClusterState()
+    state.upsert_node(tainted)
+    state.upsert_node(Node("small", {"cpu": 1000, "memory": 8 * GI, "pods": 10}))
+    scheduler = Scheduler(state, default_config(), queueing_hints=hints)
+    for name in ("tolerant", "twin", "shrinking"):
+        state.upsert_pod(pod(name, 2000))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 3)
+    toleration = Toleration("dedicated", "Equal", "x", "NoSchedule")
+    state.upsert_pod(replace(pod("tolerant", 2000), tolerations=(toleration,)))
+    state.upsert_pod(pod("shrinking", 1000))
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 0)
+    placed = {key: state.node_name(row) for key, row in state.bound.items()}
+    assert placed == {"ns/tolerant": "tainted", "ns/shrinking": "small"}
+    assert scheduler.queue.incoming["UnschedulablePodUpdate"] == 2
+    assert scheduler.queue.pending_counts()["unschedulable"] == 1  # the twin
+
+
+def test_a_waiting_pods_new_condition_does_not_bring_it_back() -> None:
+    state, scheduler = cluster(Node("n", {"cpu": 1000, "memory": 8 * GI, "pods": 10}))
+    state.upsert_pod(pod("wide", 2000))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    written = PodCondition("PodScheduled", "False", NOW, "Unschedulable", "0/1 nodes")
+    state.upsert_pod(replace(pod("wide", 2000), conditions=(written,), resource_version="7"))
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -58,9 +59,16 @@ def default_identity() -> str:
 
 class LiveScheduler:
     def __init__(
-        self, client: KubeClient, config: SchedulerConfig, options: LiveOptions | None = None
+        self,
+        client: KubeClient,
+        config: SchedulerConfig,
+        options: LiveOptions | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock` (monotonic seconds) times the lease and the loop's heartbeat: tests move
+        it themselves, so neither depends on how fast a loaded machine runs them."""
         options = options or LiveOptions()
+        self._clock = clock
         settings = LiveSettings.from_config(config)
         self.options = options
         self.identity = options.identity or default_identity()
@@ -89,7 +97,9 @@ class LiveScheduler:
             # Lease calls get their own unlimited client with few retries: a renewal stuck
             # behind thousands of binds, or retried for longer than the deadline, is lost.
             lease_client = KubeClient(client.configuration, retries=1)
-            self.elector = LeaderElector(lease_client, settings.leader_election, self.identity)
+            self.elector = LeaderElector(
+                lease_client, settings.leader_election, self.identity, clock=clock
+            )
         # Events get a rate limit of their own (kube-scheduler has a separate events client).
         event_client = client.with_limiter(TokenBucket(settings.client.qps, settings.client.burst))
         self.events = EventRecorder(
@@ -116,7 +126,7 @@ class LiveScheduler:
         self.synced = threading.Event()
         self.passes = 0
         self._pending_since: dict[str, float] = {}
-        self._heartbeat = time.monotonic()
+        self._heartbeat = clock()
 
     # ---- status for probes -------------------------------------------------------------
 
@@ -124,7 +134,7 @@ class LiveScheduler:
         return self.elector is None or self.elector.is_leading()
 
     def healthy(self) -> bool:
-        return time.monotonic() - self._heartbeat < _HEALTHY_WITHIN
+        return self._clock() - self._heartbeat < _HEALTHY_WITHIN
 
     def ready(self) -> bool:
         """Caches synced, and leading or standing by (not a leader that lost its lease)."""
@@ -160,7 +170,7 @@ class LiveScheduler:
 
     def _sync(self, stop: threading.Event) -> bool:
         while not all(i.synced.is_set() for i in self.informers):
-            self._heartbeat = time.monotonic()
+            self._heartbeat = self._clock()
             if stop.wait(0.02):
                 return False
         # Apply the initial lists kind by kind, so pods meet their classes, nodes and groups.
@@ -172,7 +182,7 @@ class LiveScheduler:
 
     def _loop(self, stop: threading.Event) -> int:
         while not stop.is_set():
-            self._heartbeat = time.monotonic()
+            self._heartbeat = self._clock()
             if self.elector is not None:
                 self.metrics.leader.set(1 if self.is_leading() else 0)
                 if self.elector.lost.is_set():
@@ -187,7 +197,7 @@ class LiveScheduler:
                 for step in self.scheduler.pass_steps(now):
                     # A long pass (thousands of pending pods on a big, full cluster) is the
                     # loop at work: /healthz must not fail while it runs.
-                    self._heartbeat = time.monotonic()
+                    self._heartbeat = self._clock()
                     if step:
                         self.metrics.observe_pass(step, self.state)
                         self.actuator.apply(step, self.state, self._pending_since)

@@ -9,6 +9,10 @@ Queueing hints (upstream's QueueingHints): a pod that failed can be filed under 
 (its shape and the plugins that rejected it). Such a pod is retried only when the `Hints` say
 a change since its failure may let it pass; each group is asked once per change, for all its
 pods. Pods filed without a group are retried after any change, as before.
+
+A new version of a waiting pod itself (other than its status) always brings it back after its
+backoff, hints or not: it is the pod's own change (labels, tolerations, smaller requests, the
+claims the resourceclaim controller made for it), which no change of the cluster stands for.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from batchsched.objects.records import Pod
@@ -28,6 +32,22 @@ SortKey = Callable[[Pod, float], SortKeyValue]
 
 def default_sort_key(pod: Pod, enqueued: float) -> tuple[Any, ...]:
     return (-(pod.priority or 0), enqueued, pod.key)
+
+
+# A pod's status as others write it (our own condition and nomination among them): a new
+# version differing only there leaves its chances as they were. `resource_claims` stays in:
+# the claim names the resourceclaim controller writes to the status are read into it, as
+# upstream's isPodUpdated keeps status.resourceClaimStatuses.
+_STATUS_FIELDS = frozenset(
+    {"phase", "conditions", "start_time", "nominated_node_name", "resource_version"}
+)
+_SPEC_FIELDS = tuple(f.name for f in fields(Pod) if f.name not in _STATUS_FIELDS)
+
+
+def spec_changed(old: Pod, new: Pod) -> bool:
+    """Whether a new version of a pending pod may be scheduled differently (upstream's
+    isPodUpdated)."""
+    return old is not new and any(getattr(old, n) != getattr(new, n) for n in _SPEC_FIELDS)
 
 
 @dataclass(slots=True)
@@ -102,7 +122,8 @@ class SchedulingQueue:
         self._parked: list[ShapeGroup] = []
         # Pods entering the active or backoff queue, or leaving for unschedulable, by event
         # (upstream's incoming_pods_total): PodAdd, ScheduleAttemptFailure, a cluster event
-        # (Node, NodeRoom, Policy, Any), UnschedulableTimeout, RetryTime, Flush.
+        # (Node, NodeRoom, Policy, Any), UnschedulablePodUpdate, UnschedulableTimeout,
+        # RetryTime, Flush.
         self.incoming: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -115,12 +136,16 @@ class SchedulingQueue:
         return self._entries.get(key)
 
     def add(self, pod: Pod, now: float) -> None:
-        """A new pending pod, or a new version of one already queued."""
+        """A new pending pod, or a new version of one already queued (an unschedulable one
+        backs off, then is tried again, if more than its status changed)."""
         entry = self._entries.get(pod.key)
         if entry is not None:
+            changed = spec_changed(entry.pod, pod)
             entry.pod = pod
             if entry.where == "active":
                 self._push_active(entry)
+            elif entry.where == "unschedulable" and changed:
+                self._back_off(entry, "UnschedulablePodUpdate")
             return
         enqueued = pod.creation_timestamp.timestamp() if pod.creation_timestamp else now
         entry = QueuedPod(pod=pod, enqueued=enqueued)
@@ -328,13 +353,7 @@ class SchedulingQueue:
             elif now - entry.failed_at >= self.max_unschedulable_seconds:
                 woken.setdefault(key, "UnschedulableTimeout")
         for key, event in sorted(woken.items()):
-            entry = self._entries[key]
-            self._set_aside(entry)
-            self._count(event)
-            entry.where = "backoff"
-            entry.version += 1
-            expiry = entry.failed_at + self.backoff_seconds(entry.attempts)
-            heapq.heappush(self._backoff, (expiry, entry.version, key))
+            self._back_off(self._entries[key], event)
         for group in self._hinted_groups(moved_only=True):
             group.where = "backoff"
             group.version += 1
@@ -350,6 +369,15 @@ class SchedulingQueue:
             if ready is not None and ready.version == version and ready.where == "backoff":
                 ready.after = None
                 self._push_group(ready)
+
+    def _back_off(self, entry: QueuedPod, event: str) -> None:
+        """A waiting pod is woken by `event`: active once its backoff since its failure ends."""
+        self._set_aside(entry)
+        self._count(event)
+        entry.where = "backoff"
+        entry.version += 1
+        expiry = entry.failed_at + self.backoff_seconds(entry.attempts)
+        heapq.heappush(self._backoff, (expiry, entry.version, entry.pod.key))
 
     def _hinted_groups(self, moved_only: bool) -> list[ShapeGroup]:
         """The waiting groups a change since they were last judged may help, as their hint
