@@ -33,6 +33,7 @@ from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
 from batchsched.plugins.coscheduling.status import current_warnings
+from batchsched.plugins.dynamicresources.plugin import release_claims
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import ClaimBinding, VolumeObject
@@ -219,7 +220,9 @@ def settle(
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
     result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
     for key in state.devices.allocated_here:
-        claim = state.devices.claims[key]
+        claim = state.devices.claims.get(key)
+        if claim is None or claim.allocation is None:
+            continue  # allocated for a pod preempted later in the run, and freed with it
         if all(f"{claim.namespace}/{pod}" in result.withdrawn for pod in claim.reserved_for):
             continue  # allocated only for pods the plan withdrew (their devices stay held)
         result.claims[key] = claim_status_json(claim)
@@ -245,7 +248,10 @@ def _apply(
             changed = True
         elif isinstance(decision, Evict):
             result.evict(decision, state)
+            victim = state.pods.get(decision.pod)
             state.remove_pod(decision.pod)
+            if victim is not None:  # its claims go as the resourceclaim controller has it
+                release_claims(state, victim, decision.node)
             changed = True
         elif isinstance(decision, PodGroupUpdate):
             result.pod_groups[decision.group] = decision

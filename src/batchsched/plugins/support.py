@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 
 # Finds the first use of a field family in a pod's spec: the path used, or None.
@@ -98,26 +97,20 @@ def refusal(
     """
     if pod.refused:
         return message(pod.refused)
-    in_gang = group_key_of(pod) is not None
+    if claims_allowed:
+        return None
     if pod.resource_claims:
-        if not claims_allowed:
-            return message(
-                "spec.resourceClaims (allocated by `batchsched schedule` and `batchsched "
-                "run` with the DynamicResources plugin only, not in the simulator)"
-            )
-        if in_gang:
-            return message("spec.resourceClaims in a gang (a PodGroup member)")
-    if device_class_resources and (in_gang or not claims_allowed):
+        return message(
+            "spec.resourceClaims (allocated with the DynamicResources plugin only: "
+            "the profile lacks it at Filter or Reserve)"
+        )
+    if device_class_resources:
         for resource in pod.requests:
             device_class = device_class_resources.get(resource)
             if device_class is not None:
-                where = (
-                    "in a gang (a PodGroup member)"
-                    if claims_allowed
-                    else "allocated by `batchsched schedule` and `batchsched run` only"
-                )
                 return message(
-                    f"extended resource {resource} (mapped by DeviceClass {device_class}; {where})"
+                    f"extended resource {resource} (mapped by DeviceClass {device_class}; "
+                    "allocated with the DynamicResources plugin only)"
                 )
     return None
 

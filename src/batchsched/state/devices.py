@@ -225,6 +225,58 @@ class DeviceState:
         self._in_use = None
         self.changed.append(node)
 
+    def pod_gone(
+        self, namespace: str, pod: str, named: Iterable[str], owned: Iterable[str], node: str
+    ) -> None:
+        """As the resourceclaim controller once a pod on `node` is gone: the claims it owned
+        (made from its templates, or for its extended resources) are deleted, and it leaves
+        the `reservedFor` of the `named` ones, deallocated when no pod is left there."""
+        for key in owned:
+            self.claims.pop(key, None)
+        for key in named:
+            claim = self.claims.get(key)
+            if claim is not None and pod in claim.reserved_for:
+                left = tuple(p for p in claim.reserved_for if p != pod)
+                allocation = claim.allocation if left else None
+                self.claims[key] = replace(claim, allocation=allocation, reserved_for=left)
+        self._in_use = None
+        self.changed.append(node)
+
+    def held_only_by(self, pods: Iterable[str]) -> list[str]:
+        """The allocated claims that only these pods (namespace/name) are reserved for: what
+        the resourceclaim controller deallocates once they are gone."""
+        going = set(pods)
+        if not going or not self.claims:
+            return []
+        return [
+            key
+            for key, claim in self.claims.items()
+            if claim.allocation is not None
+            and claim.reserved_for
+            and all(f"{claim.namespace}/{p}" in going for p in claim.reserved_for)
+        ]
+
+    def release(self, keys: Iterable[str], nodes: Iterable[str]) -> list[ResourceClaim]:
+        """Show these claims deallocated (their devices free on `nodes`) until `put_back`:
+        a preemptor tries the room its victims would leave. The claims as they were."""
+        saved = [self.claims[key] for key in keys]
+        for claim in saved:
+            self.claims[claim.key] = replace(claim, allocation=None, reserved_for=())
+        if saved:
+            self._in_use = None
+            self.changed.extend(nodes)
+        return saved
+
+    def put_back(self, saved: Iterable[ResourceClaim], nodes: Iterable[str]) -> None:
+        """Undo `release`."""
+        restored = False
+        for claim in saved:
+            self.claims[claim.key] = claim
+            restored = True
+        if restored:
+            self._in_use = None
+            self.changed.extend(nodes)
+
     def upsert(self, obj: DraObject) -> None:
         if isinstance(obj, ResourceSlice):
             self.upsert_slice(obj)

@@ -265,10 +265,15 @@ class GroupFit:
         )
         for key, row in gone:
             state.unhold(key, row)
+        # The devices of the claims only the victims hold come free with them.
+        devices = state.devices
+        nodes = sorted({state.node_name(row) for _, row in gone})
+        released = devices.release(devices.held_only_by(key for key, _ in gone), nodes)
         try:
             placed, _ = place_members(placement, self.pending, self.need)
         finally:
             placement.undo()
+            devices.put_back(released, nodes)
             for key, row in gone:
                 state.hold(key, row)
         if len(placed) < self.need:
