@@ -50,6 +50,14 @@ class ReserveClaims:
     extended: ExtendedClaimReservation | None = None
 
 
+def allocated_devices(step: ReserveClaims) -> dict[str, tuple[str, ...]]:
+    """Claim (namespace/name) -> the devices (driver/pool/device) this step allocates."""
+    out = {c.claim: c.allocation for c in step.claims if c.allocation is not None}
+    if step.extended is not None:
+        out[step.extended.claim.key] = step.extended.allocation
+    return {claim: tuple(d.id for d in a.devices) for claim, a in out.items()}
+
+
 # What a world carries out before a pod's Binding (upstream's PreBind), one per plugin.
 PreBind = BindVolumes | ReserveClaims
 

@@ -12,6 +12,7 @@ from batchsched.objects.dra import read_resource_claim
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.oneshot import build_state
 from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
 from batchsched.state.devices import DeviceState
 from tests.builders import node
 from tests.builders import pod_group as group
@@ -54,20 +55,25 @@ def gpus(name: str, count: int) -> dict[str, Any]:
     return slice_(f"{name}-gpus", name, *[{"name": f"gpu-{i}"} for i in range(count)])
 
 
-def test_a_gang_that_fails_gives_back_every_tentative_allocation() -> None:
-    state = build_state(
+def two_gpu_pair(n1: int, n2: int) -> ClusterState:
+    """Two nodes with `n1` and `n2` GPUs; a gang of two members, each asking for two."""
+    return build_state(
         objects_of(
             GPU_CLASS,
             node("n1", cpu="8"),
             node("n2", cpu="8"),
-            gpus("n1", 2),
-            gpus("n2", 1),
+            gpus("n1", n1),
+            gpus("n2", n2),
             template("two", 2),
             group("g", 2, namespace="ml"),
             member("m0", "g", gpus="template:two"),
             member("m1", "g", gpus="template:two"),
         )
     )
+
+
+def test_a_gang_that_fails_gives_back_every_tentative_allocation() -> None:
+    state = two_gpu_pair(2, 1)
     claims_before = dict(state.devices.claims)
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert not [d for d in decisions if isinstance(d, Bind)]
@@ -77,19 +83,7 @@ def test_a_gang_that_fails_gives_back_every_tentative_allocation() -> None:
 
 
 def test_members_are_allocated_against_the_devices_the_members_before_them_left() -> None:
-    state = build_state(
-        objects_of(
-            GPU_CLASS,
-            node("n1", cpu="8"),
-            node("n2", cpu="8"),
-            gpus("n1", 3),
-            gpus("n2", 2),
-            template("two", 2),
-            group("g", 2, namespace="ml"),
-            member("m0", "g", gpus="template:two"),
-            member("m1", "g", gpus="template:two"),
-        )
-    )
+    state = two_gpu_pair(3, 2)
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     binds = {d.pod: d for d in decisions if isinstance(d, Bind)}
     assert {p: b.node for p, b in binds.items()} in (

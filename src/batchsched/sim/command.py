@@ -85,6 +85,7 @@ def simulate(run: Run, seed: int | None, until: float | None, console: Console |
         seed=chosen_seed,
         until=horizon,
         storage=scenario.storage,
+        devices=scenario.devices,
     )
     total = horizon if horizon is not None else max((j.submit for j in jobs), default=0.0)
     with _progress(console, run.name, total) as hook:

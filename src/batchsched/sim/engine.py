@@ -27,15 +27,19 @@ from batchsched.decisions import (
     Nominate,
     PodGroupUpdate,
     Reserve,
+    ReserveClaims,
     Unschedulable,
     Warn,
+    allocated_devices,
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
 from batchsched.objects.volumes import PodVolume
 from batchsched.plugins.coscheduling.status import current_warnings
+from batchsched.plugins.dynamicresources.plugin import release_claims
 from batchsched.plugins.preemption.reasons import HELD_BY_TOLERATION
 from batchsched.plugins.preemption.toleration_policy import parse_policy
 from batchsched.scheduler import Scheduler
+from batchsched.sim.devices import ScenarioDevices
 from batchsched.sim.metrics import (
     JobRecord,
     RunResult,
@@ -97,6 +101,7 @@ class Simulation:
         seed: int = 0,
         until: float | None = None,
         storage: Iterable[VolumeObject] = (),
+        devices: ScenarioDevices | None = None,
     ) -> None:
         self.name = name
         self.seed = seed
@@ -109,6 +114,7 @@ class Simulation:
             self.state.upsert_node(node)
         for obj in storage:
             self.state.upsert_volume_object(obj)  # never changed in place: shared by runs
+        self._add_devices(devices or ScenarioDevices())
         self.scheduler = Scheduler(self.state, config)
         # A pod that failed is retried after max_unschedulable_seconds even if no change
         # helps it (as kube-scheduler does). Only a rule that reads the clock can then decide
@@ -286,6 +292,17 @@ class Simulation:
         for unit in job.units:
             self._create_pods(unit)
 
+    def _add_devices(self, devices: ScenarioDevices) -> None:
+        """The scenario's DRA objects; this world allocates claims itself and plays the
+        resourceclaim controller (`_remove`)."""
+        for device_class in devices.classes:
+            self.state.upsert_device_class(device_class)
+        for resource_slice in devices.slices:
+            self.state.devices.upsert_slice(resource_slice)
+        for template in devices.templates:
+            self.state.devices.upsert_template(template)
+        self.state.devices.allocating = True
+
     def _create_pods(self, unit: Unit) -> None:
         spec = unit.job.spec
         created = self._clock(self.now)
@@ -309,6 +326,7 @@ class Simulation:
                 spread_constraints=spec.spread_constraints,
                 creation_timestamp=created,
                 termination_grace_period_seconds=spec.grace_seconds,
+                resource_claims=spec.device_claims,
             )
             self._create_claims(spec, pod)
             unit.pods.append(pod.key)
@@ -375,6 +393,7 @@ class Simulation:
             self._count_pending(unit, -1)
         if key in self.state.bound:
             self._account(pod, -1)
+            release_claims(self.state, pod, pod.node_name)
         self.state.remove_pod(key)
         self._delete_claims(pod)
         self._unit_of.pop(key, None)
@@ -440,6 +459,8 @@ class Simulation:
         for step in decision.pre_bind:
             if isinstance(step, BindVolumes):
                 record.volume_bindings.update((b.claim, b.volume) for b in step.bindings)
+            elif isinstance(step, ReserveClaims):
+                record.device_allocations.update(allocated_devices(step))
         if record.first_bind is None:
             record.first_bind = self.now
         if unit.running_since is None and not unit.restarting and len(unit.bound) >= unit.needed:

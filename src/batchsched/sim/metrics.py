@@ -33,6 +33,9 @@ class JobRecord:
     # claim (namespace/name) -> the PV VolumeBinding bound it to ("" when it asked for
     # provisioning), for every run of the job: the one-shot `volumeBindings`, per job
     volume_bindings: dict[str, str] = field(default_factory=dict)
+    # claim (namespace/name) -> the devices DynamicResources allocated it, for every run of
+    # the job (the one-shot `claims`, per job)
+    device_allocations: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def wait(self) -> float | None:

@@ -64,6 +64,7 @@ JOB_COLUMNS = (
     "fruitless_preemptions",
     "lost_gpu_hours",
     "volume_bindings",
+    "device_allocations",
 )
 
 
@@ -95,6 +96,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         job.fruitless_preemptions,
                         f"{job.lost_gpu_seconds / 3600:.4f}",
                         _bindings_cell(job.volume_bindings),
+                        _devices_cell(job.device_allocations),
                     ]
                 )
 
@@ -102,6 +104,13 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
 def _bindings_cell(bindings: dict[str, str]) -> str:
     """`claim=pv` pairs by claim, `;`-separated; a claim left to a provisioner shows no PV."""
     return ";".join(f"{claim}={volume}" for claim, volume in sorted(bindings.items()))
+
+
+def _devices_cell(allocations: dict[str, tuple[str, ...]]) -> str:
+    """`claim=driver/pool/device ...` by claim, `;`-separated."""
+    return ";".join(
+        f"{claim}={' '.join(devices)}" for claim, devices in sorted(allocations.items())
+    )
 
 
 # ---- plots -------------------------------------------------------------------------------

@@ -10,10 +10,13 @@ seeds: 5                          # run on seeds seed..seed+4 (default 1; --seed
 config: scheduler.yaml            # optional KubeSchedulerConfiguration (relative to this file)
 cluster:
   nodes: [Node manifests]
-  pools: [{name, count, allocatable, labels, taints}]
+  pools: [{name, count, allocatable, labels, taints, devices}]   # devices: sim/devices.py
+  deviceClasses: [DeviceClass manifests]
+  storage: [StorageClass, PersistentVolume, CSINode, ... manifests]
 priorityClasses: [PriorityClass manifests]
 work:
-  jobs: [{name, submit, pods, requests, class, duration, gang | minMember, ...}]
+  jobs: [{name, submit, pods, requests, class, duration, gang | minMember, volumes,
+          resourceClaims, ...}]
   generators: [{name, arrivalsPerHour, from, to | count, duration, pods, requests, class, ...}]
   trace: {format: philly | openb, path, ...importer options}
 variants: [{name, classes: {old: new}, config}]   # the same work, run several ways
@@ -42,6 +45,7 @@ from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.records import (
     Node,
     PodAffinity,
+    PodClaim,
     PriorityClass,
     SpreadConstraint,
     Toleration,
@@ -52,6 +56,13 @@ from batchsched.objects.volumes import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolumeClaim,
     StorageClass,
+)
+from batchsched.sim.devices import (
+    ScenarioDevices,
+    check_templates,
+    device_classes,
+    job_claims,
+    pool_slices,
 )
 from batchsched.sim.distributions import Distribution
 from batchsched.sim.fields import (
@@ -73,6 +84,7 @@ from batchsched.sim.traces.common import Trace
 from batchsched.sim.workload import JobSpec, parse_duration
 from batchsched.state.volumes import VolumeObject
 
+_CLUSTER = ("nodes", "pools", "storage", "deviceClasses")
 # The storage objects a scenario's cluster may carry.
 STORAGE_KINDS = ("StorageClass", "PersistentVolume", "CSINode", "CSIDriver", "CSIStorageCapacity")
 
@@ -107,6 +119,7 @@ _TEMPLATE = (
     "affinity",
     "topologySpreadConstraints",
     "volumes",
+    "resourceClaims",
 )
 _JOB = (*_TEMPLATE, "submit")
 _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
@@ -130,6 +143,7 @@ class Scenario:
     nodes: list[Node]
     priority_classes: list[PriorityClass]
     storage: list[VolumeObject]
+    devices: ScenarioDevices
     sources: list[Callable[[random.Random], list[JobSpec]]]
     variants: list[Variant]
     # Unknown fields in the Node and PriorityClass manifests, `FILE: path: unknown field "x"`.
@@ -184,7 +198,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     seed = top.value("seed", non_negative_int, 0)
     seeds = top.value("seeds", positive_int, 1)
     config = top.value("config", lambda v: base / string(v))
-    nodes = _cluster(path, raw.get("cluster"))
+    nodes, devices = _cluster(path, raw.get("cluster"))
     storage = _storage(path, raw.get("cluster"))
     classes = _priority_classes(path, top.items("priorityClasses"))
     work = raw.get("work")
@@ -193,10 +207,12 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     w = Fields(path, work, "work", ("jobs", "generators", "trace"))
     sources: list[Callable[[random.Random], list[JobSpec]]] = []
     for i, job in enumerate(w.items("jobs")):
-        sources.append(_explicit_job(Fields(path, job, f"work.jobs[{i}]", _JOB), storage))
+        job_fields = Fields(path, job, f"work.jobs[{i}]", _JOB)
+        sources.append(_explicit_job(job_fields, storage, devices))
     for i, gen in enumerate(w.items("generators")):
         gen_fields = Fields(path, gen, f"work.generators[{i}]", _GENERATOR)
-        sources.append(_generator(gen_fields, storage))
+        sources.append(_generator(gen_fields, storage, devices))
+    check_templates(path, devices.templates)
     if w.has("trace"):
         trace = _trace(path, w.raw["trace"], trace_search(traces))
         nodes.extend(trace.nodes)
@@ -234,6 +250,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         nodes,
         classes,
         storage,
+        devices,
         sources,
         variants,
         warnings=warnings,
@@ -271,10 +288,12 @@ def _time(value: Any) -> datetime:
     return parse_time(value)
 
 
-def _cluster(path: Path, raw: Any) -> list[Node]:
+def _cluster(path: Path, raw: Any) -> tuple[list[Node], ScenarioDevices]:
+    devices = ScenarioDevices()
     if raw is None:
-        return []
-    c = Fields(path, raw, "cluster", ("nodes", "pools", "storage"))
+        return [], devices
+    c = Fields(path, raw, "cluster", _CLUSTER)
+    devices.classes = device_classes(c)
     nodes: list[Node] = []
     for i, manifest in enumerate(c.items("nodes")):
         try:
@@ -286,13 +305,15 @@ def _cluster(path: Path, raw: Any) -> list[Node]:
             path,
             pool_raw,
             f"cluster.pools[{i}]",
-            ("name", "count", "allocatable", "labels", "taints"),
+            ("name", "count", "allocatable", "labels", "taints", "devices"),
         )
         name = pool.value("name", string, REQUIRED)
         count = pool.value("count", positive_int, REQUIRED)
         if not isinstance(pool.raw.get("allocatable"), Mapping):
             raise pool.fail("allocatable", "is required: a mapping of resource to quantity")
         width = max(3, len(str(count - 1)))
+        names = [f"{name}-{n:0{width}d}" for n in range(count)]
+        devices.slices.extend(pool_slices(pool, names))
         for n in range(count):
             manifest = {
                 "metadata": {
@@ -306,7 +327,7 @@ def _cluster(path: Path, raw: Any) -> list[Node]:
                 nodes.append(read_node(manifest))
             except ManifestError as err:
                 raise pool.fail(err.field, err.what) from None
-    return nodes
+    return nodes, devices
 
 
 def _storage(path: Path, raw: Any) -> list[VolumeObject]:
@@ -314,7 +335,7 @@ def _storage(path: Path, raw: Any) -> list[VolumeObject]:
     CSIStorageCapacities, as manifests (the jobs' claims come from their `volumes`)."""
     if raw is None:
         return []
-    c = Fields(path, raw, "cluster", ("nodes", "pools", "storage"))
+    c = Fields(path, raw, "cluster", _CLUSTER)
     objects = Objects()
     for i, manifest in enumerate(c.items("storage")):
         kind = manifest.get("kind") if isinstance(manifest, Mapping) else None
@@ -401,6 +422,7 @@ class _Template:
     pod_affinity: PodAffinity | None
     spread_constraints: tuple[SpreadConstraint, ...]
     claim_templates: tuple[tuple[str, PersistentVolumeClaim], ...]
+    device_claims: tuple[PodClaim, ...]
 
     def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
         pods = self.pods.draw(rng)
@@ -430,10 +452,11 @@ class _Template:
             pod_affinity=self.pod_affinity,
             spread_constraints=self.spread_constraints,
             claim_templates=self.claim_templates,
+            device_claims=self.device_claims,
         )
 
 
-def _template(f: Fields, storage: list[VolumeObject]) -> _Template:
+def _template(f: Fields, storage: list[VolumeObject], devices: ScenarioDevices) -> _Template:
     requests_raw = f.raw.get("requests")
     if not isinstance(requests_raw, Mapping) or not requests_raw:
         raise f.fail("requests", "is required: a mapping of resource to quantity (or distribution)")
@@ -454,6 +477,9 @@ def _template(f: Fields, storage: list[VolumeObject]) -> _Template:
         raise f.fail(field_name, err.what) from None
     min_member = f.value("minMember", positive_int)
     namespace = f.value("namespace", string, "default")
+    name = f.value("name", string, REQUIRED)
+    device_claims, templates = job_claims(f, name, namespace, devices.classes)
+    devices.templates.extend(templates)
     return _Template(
         pods=f.dist("pods", positive_int, 1),
         requests=requests,
@@ -472,21 +498,24 @@ def _template(f: Fields, storage: list[VolumeObject]) -> _Template:
         pod_affinity=shape.pod_affinity,
         spread_constraints=shape.spread_constraints,
         claim_templates=_claim_templates(f, namespace, storage),
+        device_claims=device_claims,
     )
 
 
 def _explicit_job(
-    f: Fields, storage: list[VolumeObject]
+    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices
 ) -> Callable[[random.Random], list[JobSpec]]:
     name = f.value("name", string, REQUIRED)
-    template = _template(f, storage)
+    template = _template(f, storage, devices)
     submit = f.dist("submit", parse_duration, 0.0)
     return lambda rng: [template.make(rng, name, submit.draw(rng))]
 
 
-def _generator(f: Fields, storage: list[VolumeObject]) -> Callable[[random.Random], list[JobSpec]]:
+def _generator(
+    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices
+) -> Callable[[random.Random], list[JobSpec]]:
     prefix = f.value("name", string, REQUIRED)
-    template = _template(f, storage)
+    template = _template(f, storage, devices)
     rate = f.value("arrivalsPerHour", positive_number, REQUIRED) / 3600.0
     begin = f.value("from", parse_duration, 0.0)
     end = f.value("to", parse_duration, math.inf)

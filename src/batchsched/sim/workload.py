@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from batchsched.objects.errors import shown
-from batchsched.objects.records import PodAffinity, SpreadConstraint, Toleration
+from batchsched.objects.records import PodAffinity, PodClaim, SpreadConstraint, Toleration
 from batchsched.objects.volumes import PersistentVolumeClaim
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -49,6 +49,8 @@ class JobSpec:
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     # Generic ephemeral volumes: (volume name, the claim each pod gets, named `<pod>-<volume>`).
     claim_templates: tuple[tuple[str, PersistentVolumeClaim], ...] = ()
+    # DRA: each pod's spec.resourceClaims, from templates (its claims `<pod>-<entry>`).
+    device_claims: tuple[PodClaim, ...] = ()
     # The class the workload gave the job, when a scenario variant renamed it: results are
     # compared across variants by this name.
     workload_class: str = ""
