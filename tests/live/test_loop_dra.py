@@ -316,3 +316,39 @@ def test_the_pods_claim_status_written_while_it_is_tried_brings_it_back(
     assert api.wait_for(lambda s: node_of(s, "p") == "n2")
     assert reserved_for(api, "p-gpu-x7k2q") == ["p"]
     assert run.halt() == 0
+
+
+def test_a_gang_members_failed_prebind_is_undone_and_the_member_retried_alone(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    # Two GPUs on n2 and a gang of two members, one GPU each: both are placed together, each
+    # member's PreBind writes its own claim. The first status write of b's claim is refused
+    # (403): a's binding stands, b's allocation is given back, b is tried again after
+    # its backoff, alone (a counts towards minMember now), and gets a device again.
+    _cluster(api, "gpu-0", "gpu-1")
+    api.create(
+        "podgroups", {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 2}}
+    )
+    for name in ("a", "b"):
+        api.create("resourceclaims", resource_claim(f"{name}-gpu"))
+        member = claim_pod(name, claim=f"{name}-gpu")
+        member["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "job"}
+        api.create("pods", member)
+    api.inject(403, count=1, method="PATCH", path="/resourceclaims/b-gpu/status")
+    run = launch()
+    assert api.wait_for(lambda s: node_of(s, "a") == "n2" and node_of(s, "b") == "n2", timeout=20)
+    run.scheduler.actuator.wait()
+    assert reserved_for(api, "a-gpu") == ["a"] and reserved_for(api, "b-gpu") == ["b"]
+    assert sorted(devices_of(api, "a-gpu") + devices_of(api, "b-gpu")) == ["gpu-0", "gpu-1"]
+    failed = [
+        e["regarding"]["name"]
+        for e in api.objects("events")
+        if e.get("reason") == "FailedScheduling" and "running PreBind" in e.get("note", "")
+    ]
+    assert failed == ["b"]
+    states: list[tuple[bool, list[str]]] = []
+    for state in _claim_history(api, "b-gpu"):
+        if not states or states[-1] != state:
+            states.append(state)
+    assert states == [(False, []), (True, ["b"])]  # the failed write left nothing behind
+    assert run.halt() == 0

@@ -60,7 +60,7 @@ def test_device_class_mapping_refuses_the_resource_where_claims_cannot_be_alloca
     record = read_pod(pod("p", extra_requests={"example.com/gpu": "1"}))
     assert refusal(record, {}) is None
     mapped = {"example.com/gpu": "gpu.example.com"}
-    message = refusal(record, mapped)  # the simulator, or a profile without DynamicResources
+    message = refusal(record, mapped)  # a profile without DynamicResources
     assert message is not None and "extended resource example.com/gpu" in message
     assert "DeviceClass gpu.example.com" in message
     assert refusal(record, mapped, claims_allowed=True) is None
