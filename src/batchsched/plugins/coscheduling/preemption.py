@@ -267,8 +267,9 @@ class GroupFit:
             state.unhold(key, row)
         # The devices of the claims only the victims hold come free with them.
         devices = state.devices
-        nodes = sorted({state.node_name(row) for _, row in gone})
-        released = devices.release(devices.held_only_by(key for key, _ in gone), nodes)
+        held = devices.held_only_by(key for key, _ in gone)
+        nodes = sorted({state.node_name(row) for _, row in gone}) if held else []
+        released = devices.release(held, nodes)
         try:
             placed, _ = place_members(placement, self.pending, self.need)
         finally:
