@@ -4,7 +4,8 @@ batchsched (PreBind writes status.allocation and reservedFor) and the pod bound;
 extended resource a DeviceClass maps, served by devices on a node that does not advertise it
 (PreBind creates the pod's claim for it and names it in the pod's status); and a claim
 allocated from a pool published for the nodes of a selector, whose allocation records that
-selector, so a second pod sharing it binds to another of those nodes."""
+selector, so a second pod sharing it binds to another of those nodes; and a gang whose members' claims
+are allocated on two nodes together."""
 
 from __future__ import annotations
 
@@ -27,24 +28,28 @@ def _publish(
     """A DeviceClass (`spec`) and the ResourceSlice a DRA driver's kubelet plugin would
     publish for its node; their paths, to delete after the test."""
     cluster.create(f"{RESOURCE}/deviceclasses", {"metadata": {"name": name}, "spec": spec})
-    driver = f"{name}.e2e.example.com"
+    return f"{RESOURCE}/deviceclasses/{name}", _slice(cluster, name, node, devices)
+
+
+def _slice(cluster: Cluster, name: str, node: str, devices: list[dict[str, Any]]) -> str:
+    """The ResourceSlice of class `name`'s driver for a node; its path."""
     cluster.create(
         f"{RESOURCE}/resourceslices",
         {
             "metadata": {"name": f"{node}-{name}"},
             "spec": {
-                "driver": driver,
+                "driver": f"{name}.e2e.example.com",
                 "nodeName": node,
                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                 "devices": devices,
             },
         },
     )
-    return f"{RESOURCE}/deviceclasses/{name}", f"{RESOURCE}/resourceslices/{node}-{name}"
+    return f"{RESOURCE}/resourceslices/{node}-{name}"
 
 
 def _delete(cluster: Cluster, paths: tuple[str, str]) -> None:
-    for path in paths:
+    for path in filter(None, paths):
         with contextlib.suppress(ApiError):
             cluster.admin.request("DELETE", path)
 
@@ -221,3 +226,52 @@ def test_a_claim_from_a_node_selector_pool_records_the_selector_and_is_shared_ac
         cluster.stop_schedulers()  # and checks that RBAC refused nothing
     finally:
         _delete(cluster, (f"{RESOURCE}/deviceclasses/{device_class}", slice_path))
+
+
+def test_a_gangs_members_get_devices_on_two_nodes_and_bind_together(cluster: Cluster) -> None:
+    # Two nodes with one GPU each and a gang of two members, each with its own claim: CPU
+    # would fit both on one node, the devices do not; both claims are allocated and written
+    # before the members' Bindings, one per node.
+    suffix = cluster.namespace[-6:]
+    device_class = f"gg-{suffix}"
+    driver = f"{device_class}.e2e.example.com"
+    nodes = [f"ga-{suffix}", f"gb-{suffix}"]
+    spec = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+    published = [_publish(cluster, device_class, nodes[0], spec, [{"name": "gpu-0"}])]
+    for node in nodes:
+        cluster.node(node, cpu="8")
+    published.append((_slice(cluster, device_class, nodes[1], [{"name": "gpu-0"}]), ""))
+    ns = cluster.namespace
+    request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+    for i in range(2):
+        cluster.create(
+            f"{RESOURCE}/namespaces/{ns}/resourceclaims",
+            {"metadata": {"name": f"m{i}-gpu"}, "spec": {"devices": {"requests": [request]}}},
+        )
+    try:
+        cluster.run_scheduler()  # applies deploy/, the PodGroup CRD with it
+        cluster.create(
+            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "pair"},
+                "spec": {"minMember": 2},
+            },
+        )
+        for i in range(2):
+            body = cluster.pod_body(f"m{i}", labels={"scheduling.x-k8s.io/pod-group": "pair"})
+            body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"m{i}-gpu"}]
+            body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+            cluster.create(f"/api/v1/namespaces/{ns}/pods", body)
+        wait(lambda: all(cluster.node_of(f"m{i}") for i in range(2)), timeout=90, what="bound")
+        assert sorted(cluster.node_of(f"m{i}") for i in range(2)) == sorted(nodes)
+        for i in range(2):
+            claim = cluster.admin.json("GET", f"{RESOURCE}/namespaces/{ns}/resourceclaims/m{i}-gpu")
+            [result] = claim["status"]["allocation"]["devices"]["results"]
+            assert result["pool"] == cluster.node_of(f"m{i}")
+            assert [r["name"] for r in claim["status"]["reservedFor"]] == [f"m{i}"]
+        cluster.stop_schedulers()
+    finally:
+        for paths in published:
+            _delete(cluster, paths)
