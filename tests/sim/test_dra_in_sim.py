@@ -195,3 +195,32 @@ def test_the_mig_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             devices = claim.split("=")[1].split()
             # Two whole GPUs of one node and one NVLink island each.
             assert len(devices) == 2 and len({d.rsplit("-", 1)[0] for d in devices}) == 1
+
+
+def test_a_gang_preempts_the_pods_holding_its_devices(tmp_path: Path) -> None:
+    # Both whole GPUs are held by low-priority jobs; a high-priority gang of two pods, one GPU
+    # each, evicts them (their claims' devices come free once they are gone) and runs.
+    jobs = [
+        _job("low-a", resourceClaims=_claim("full"), **{"class": "low"}),
+        _job("low-b", resourceClaims=_claim("full"), **{"class": "low"}),
+        _job(
+            "gang",
+            submit="10m",
+            pods=2,
+            gang=True,
+            resourceClaims=_claim("full"),
+            **{"class": "high", "terminationGracePeriodSeconds": 30},
+        ),
+    ]
+    path = _scenario(tmp_path, jobs)
+    raw = yaml.safe_load(path.read_text())
+    raw["priorityClasses"] = [
+        {"kind": "PriorityClass", "metadata": {"name": "low"}, "value": 10},
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+    ]
+    path.write_text(yaml.safe_dump(raw))
+    sim = _simulation(path)
+    runs = {j.name.removeprefix("default/"): j for j in sim.run().jobs}
+    assert runs["low-a"].preemptions == 1 and runs["low-b"].preemptions == 1
+    assert runs["gang"].start == 630  # submitted at 10m, the victims gone 30 s later
+    assert len({d for ds in runs["gang"].device_allocations.values() for d in ds}) == 2
