@@ -34,7 +34,6 @@ def _pods(state: ClusterState, first: int, count: int) -> None:
 
 def run(nodes: int, init: int, measured: int) -> Metrics:
     state = ClusterState()
-    state.devices.allocating = True
     state.upsert_device_class(
         DeviceClass("test-class", selectors=(f"device.driver == '{DRIVER}'",))
     )

@@ -179,7 +179,6 @@ def build_state(objects: Objects) -> ClusterState:
         state.devices.upsert_claim(claim)
     for template in objects.claim_templates:
         state.devices.upsert_template(template)
-    state.devices.allocating = True  # the report carries the allocations out
     for pod in objects.pods:
         state.upsert_pod(pod)
     return state

@@ -215,7 +215,7 @@ class Scheduler:
         return key in self.queue and pod is not None and self._refusal(pod) is None
 
     def _refusal(self, pod: Pod) -> str | None:
-        claims_allowed = self.state.devices.allocating and self.framework_for(pod).allocates_claims
+        claims_allowed = self.framework_for(pod).allocates_claims
         return refusal(pod, self.state.device_class_resources, claims_allowed)
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:

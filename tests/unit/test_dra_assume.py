@@ -12,7 +12,7 @@ GPU = AllocatedDevice("gpu", "gpu.example.com", "n1", "gpu-0")
 
 
 def _live(*claims: ResourceClaim) -> DeviceState:
-    devices = DeviceState(allocating=True, live=True)
+    devices = DeviceState(live=True)
     for claim in claims:
         devices.upsert_claim(claim)
     return devices
@@ -62,7 +62,7 @@ def test_a_confirmed_pod_keeps_its_assumption_until_the_claim_is_reported() -> N
 
 def test_one_shot_records_allocations_and_assumes_nothing() -> None:
     reported = ResourceClaim("ml", "c", ())
-    devices = DeviceState(allocating=True)
+    devices = DeviceState()
     devices.upsert_claim(reported)
     devices.allocate(reported, Allocation((GPU,), ()), "p", "n1")
     assert devices.allocated_here == ["ml/c"]

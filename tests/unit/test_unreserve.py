@@ -108,7 +108,6 @@ def test_what_bad_held_is_as_before_in_the_state(monkeypatch: pytest.MonkeyPatch
     objects = objects_of(*_cluster(_user("bad", 0)))
     state = build_state(objects)
     state.volumes.binds_at_scheduling = True
-    state.devices.allocating = True
     decisions = Scheduler(state, config).schedule_pass(NOW)
     assert [d.pod for d in decisions if isinstance(d, InternalError)] == ["default/bad"]
     volumes, devices = state.volumes, state.devices
@@ -131,7 +130,6 @@ def test_a_raise_while_assuming_unreserves_and_keeps_the_pod_pending(
     objects = objects_of(*_cluster(_user("p", 0)))
     state = build_state(objects)
     state.volumes.binds_at_scheduling = True
-    state.devices.allocating = True
     calls: list[str] = []
     unreserve = type(Scheduler(state, default_config()).default_framework).unreserve
 

@@ -79,7 +79,6 @@ class LiveScheduler:
         self.facts: queue.Queue[Fact] = queue.Queue()
         self.state = ClusterState()
         # Claims are allocated here and written by the actuator's PreBind (live/claims.py).
-        self.state.devices.allocating = True
         self.state.devices.live = True
         self.scheduler = Scheduler(self.state, config)
         self.informers = [

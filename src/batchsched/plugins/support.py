@@ -57,11 +57,6 @@ def _keyed(field: str, plugin: str, *paths: str) -> Refused:
     return Refused(field, plugin, find, tuple(p.split(".")[0] for p in paths))
 
 
-# Not only a pod field: an extended resource that a DeviceClass maps (through
-# spec.extendedResourceName, or the implicit name) is allocated by DynamicResources, not
-# counted by NodeResourcesFit, where claims can be allocated; refused elsewhere (`refusal`).
-DEVICE_CLASS_ROW = "extended resources mapped by a DeviceClass"
-
 REFUSED: tuple[Refused, ...] = (
     # spec.schedulingGroup (1.36+) is read (Coscheduling); 1.35's alpha name is not.
     _keyed("spec.workloadRef", "GangScheduling (the Workload API of 1.35)", "workloadRef"),
@@ -82,9 +77,10 @@ def refused_field(spec: Mapping[str, Any]) -> str:
     return ""
 
 
-# Not in REFUSED: claims are honoured where the world can carry out allocations (one-shot and
-# live mode) by a profile with DynamicResources, and refused elsewhere (`refusal`).
-CLAIMS_ROW = "spec.resourceClaims"
+# Not in REFUSED: spec.resourceClaims, and extended resources that a DeviceClass maps
+# (through spec.extendedResourceName, or the implicit name), are allocated by DynamicResources
+# (not counted by NodeResourcesFit) in every world, by a profile that has the plugin at
+# Filter and Reserve; refused under other profiles (`refusal`).
 
 
 def refusal(
@@ -93,7 +89,8 @@ def refusal(
     """Why the pod must not be scheduled by batchsched yet, or None.
 
     `device_class_resources` maps an extended resource to the DeviceClass that claims it;
-    `claims_allowed` says whether DRA claims can be allocated and carried out here.
+    `claims_allowed` says whether the pod's profile allocates DRA claims (DynamicResources at
+    Filter and Reserve).
     """
     if pod.refused:
         return message(pod.refused)

@@ -293,15 +293,14 @@ class Simulation:
             self._create_pods(unit)
 
     def _add_devices(self, devices: ScenarioDevices) -> None:
-        """The scenario's DRA objects; this world allocates claims itself and plays the
-        resourceclaim controller (`_remove`)."""
+        """The scenario's DRA objects; this world plays the resourceclaim controller too
+        (`_remove`)."""
         for device_class in devices.classes:
             self.state.upsert_device_class(device_class)
         for resource_slice in devices.slices:
             self.state.devices.upsert_slice(resource_slice)
         for template in devices.templates:
             self.state.devices.upsert_template(template)
-        self.state.devices.allocating = True
 
     def _create_pods(self, unit: Unit) -> None:
         spec = unit.job.spec

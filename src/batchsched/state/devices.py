@@ -43,9 +43,6 @@ class DeviceState:
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)  # by namespace/name
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
-    # Whether the world carries out allocations (one-shot and live mode do; elsewhere pods
-    # with claims are refused: plugins/support.py).
-    allocating: bool = False
     # Live mode: a template's claim is the one the resourceclaim controller creates (the
     # pod waits for it), and allocations are assumed until reported. Elsewhere templates are
     # instantiated here and the allocations recorded in `allocated_here`.
