@@ -4,8 +4,8 @@ batchsched (PreBind writes status.allocation and reservedFor) and the pod bound;
 extended resource a DeviceClass maps, served by devices on a node that does not advertise it
 (PreBind creates the pod's claim for it and names it in the pod's status); and a claim
 allocated from a pool published for the nodes of a selector, whose allocation records that
-selector, so a second pod sharing it binds to another of those nodes; and a gang whose members' claims
-are allocated on two nodes together."""
+selector, so a second pod sharing it binds to another of those nodes; and a gang whose members'
+claims are allocated on two nodes together."""
 
 from __future__ import annotations
 
