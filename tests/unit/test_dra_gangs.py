@@ -8,12 +8,12 @@ from typing import Any
 
 from batchsched.config import default_config
 from batchsched.decisions import Bind, ReserveClaims
-from batchsched.objects.dra import read_resource_claim
+from batchsched.objects.dra import read_resource_claim, read_resource_slice
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.oneshot import build_state
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from batchsched.state.devices import DeviceState
+from batchsched.state.devices import EVERY_NODE, DeviceState
 from tests.builders import node
 from tests.builders import pod_group as group
 from tests.conftest import NOW, objects_of
@@ -172,3 +172,18 @@ def test_a_pod_gone_deletes_its_own_claims_and_leaves_the_shared_ones() -> None:
     named = devices.claims["ml/named"]
     assert named.reserved_for == () and named.allocation is None  # deallocated, not deleted
     assert devices.in_use() == {"gpu.example.com/n2/gpu-0"}
+
+
+def test_releasing_a_device_of_a_shared_pool_concerns_every_node() -> None:
+    shared = slice_("rack", "", {"name": "gpu-0"}, pool="rack")
+    del shared["spec"]["nodeName"]
+    shared["spec"]["allNodes"] = True
+    devices = DeviceState()
+    devices.upsert_slice(read_resource_slice(shared))
+    devices.upsert_claim(read_resource_claim(_allocated("alone", "rack", "a")))
+    saved = devices.release(devices.held_only_by(["ml/a"]), ["n1"])
+    assert devices.changed[-1] == EVERY_NODE and devices.in_use() == set()
+    devices.put_back(saved, ["n1"])
+    assert devices.changed[-1] == EVERY_NODE and devices.in_use() == {"gpu.example.com/rack/gpu-0"}
+    devices.pod_gone("ml", "a", ["ml/alone"], [], "n1")
+    assert devices.changed[-1] == EVERY_NODE and devices.in_use() == set()

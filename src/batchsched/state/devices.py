@@ -228,6 +228,9 @@ class DeviceState:
         """As the resourceclaim controller once a pod on `node` is gone: the claims it owned
         (made from its templates, or for its extended resources) are deleted, and it leaves
         the `reservedFor` of the `named` ones, deallocated when no pod is left there."""
+        owned, named = list(owned), list(named)
+        if self._wide([*owned, *named]):
+            node = EVERY_NODE
         for key in owned:
             self.claims.pop(key, None)
         for key in named:
@@ -257,22 +260,25 @@ class DeviceState:
         """Show these claims deallocated (their devices free on `nodes`) until `put_back`:
         a preemptor tries the room its victims would leave. The claims as they were."""
         saved = [self.claims[key] for key in keys]
+        self._log_freed([c.key for c in saved], nodes)
         for claim in saved:
             self.claims[claim.key] = replace(claim, allocation=None, reserved_for=())
-        if saved:
-            self._in_use = None
-            self.changed.extend(nodes)
         return saved
 
     def put_back(self, saved: Iterable[ResourceClaim], nodes: Iterable[str]) -> None:
         """Undo `release`."""
-        restored = False
+        keys = []
         for claim in saved:
             self.claims[claim.key] = claim
-            restored = True
-        if restored:
+            keys.append(claim.key)
+        self._log_freed(keys, nodes)
+
+    def _log_freed(self, keys: list[str], nodes: Iterable[str]) -> None:
+        """The devices of these allocated claims change hands on `nodes` (every node for a
+        shared device)."""
+        if keys:
             self._in_use = None
-            self.changed.extend(nodes)
+            self.changed.extend([EVERY_NODE] if self._wide(keys) else nodes)
 
     def upsert(self, obj: DraObject) -> None:
         if isinstance(obj, ResourceSlice):
