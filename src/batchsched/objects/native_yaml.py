@@ -10,6 +10,8 @@ here only when none of that can matter, and otherwise (None) by the PyYAML path:
 
 - no anchor, alias, tag or directive (their limits and errors are the PyYAML path's), no byte
   order mark and none of YAML 1.1's extra line breaks (NEL, U+2028, U+2029);
+- no plain scalar starting with `:` or `?` and no `:` just before `,`, `]` or `}`, where the
+  two grammars differ (YAML 1.2 reads `[a:, b]` and `- :`; PyYAML refuses them);
 - every plain scalar that either YAML version could read as something other than a string
   resolves alike in both: each distinct such word is read by both parsers in one small
   document, and any difference sends the whole text to the PyYAML path;
@@ -30,7 +32,8 @@ import fast_yaml
 
 # A plain scalar starts after a space, a tab, a line break, a flow indicator or a JSON-like
 # key's `:`. Of those that start with a character some YAML version types (a digit, sign,
-# dot, `<`, `=`, `~`, or y/n/o of yes/no/on/off), the word up to where a scalar may end.
+# dot, `<`, `=`, `~`, or y/n/o of yes/no/on/off), the word up to where a scalar may end; and
+# any node that starts with an anchor, alias, tag, directive, `:` or `?` (left to libyaml).
 # Words of both versions (true, false, null and their spellings) resolve alike in both
 # (tests/unit/test_native_yaml.py checks every spelling), so they are not looked for.
 # The search runs over the whole text, quoted strings and comments included, so it finds a
