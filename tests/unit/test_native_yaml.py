@@ -1,0 +1,267 @@
+"""YAML read natively by fast_yaml gives what the libyaml path gives, or is left to it.
+
+`yaml_documents` is the reader; `_libyaml_documents` is the path it had alone before, kept as
+the reference and the fallback. Each case checks both the value (or error message) and which
+path read it, so a case that silently stopped taking the fast path would show.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from batchsched.objects.documents import (
+    MAX_DEPTH,
+    DocumentError,
+    _libyaml_documents,
+    _probe,
+    yaml_documents,
+)
+from batchsched.objects.native_yaml import native_documents, plain_words
+
+
+def native(text: str) -> list[Any] | None:
+    return native_documents(text, MAX_DEPTH, _probe)
+
+
+def outcome(read: Any, text: str) -> str:
+    """The repr of what a reader gives (repr tells True from 1 and 1 from 1.0), or its error."""
+    try:
+        return repr(list(read(text, "f.yaml")))
+    except DocumentError as err:
+        return f"error: {err}"
+
+
+def assert_same(text: str) -> str:
+    ours = outcome(yaml_documents, text)
+    assert ours == outcome(_libyaml_documents, text)
+    return ours
+
+
+KUBECTL = """\
+apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: "2026-11-22T09:00:00Z"
+    labels:
+      app: trainer
+    name: job-1
+    namespace: ml
+    ownerReferences:
+    - apiVersion: batch/v1
+      controller: true
+      kind: Job
+      name: job-1
+    resourceVersion: "1001"
+    uid: 10000000-0000-0000-0000-000000000001
+  spec:
+    containers:
+    - args: ["--epochs=10", --batch-size=64]
+      image: registry.example.com/ml/trainer:v1.2.3
+      name: trainer
+      resources:
+        requests: {cpu: 100m, memory: 128Mi}
+    nodeName: node-1
+    terminationGracePeriodSeconds: 30
+    tolerations:
+    - effect: NoExecute
+      key: node.kubernetes.io/not-ready
+      operator: Exists
+      tolerationSeconds: 300
+  status:
+    startTime: 2026-11-22T09:00:00Z
+    ratio: 0.5
+    nothing: null
+    empty:
+kind: List
+metadata:
+  resourceVersion: ""
+"""
+
+
+def test_a_kubectl_snapshot_is_read_natively_as_libyaml_reads_it() -> None:
+    docs = native(KUBECTL)
+    assert docs is not None
+    assert repr(docs) == outcome(_libyaml_documents, KUBECTL)
+    pod = docs[0]["items"][0]
+    assert pod["status"]["startTime"] == "2026-11-22T09:00:00Z"  # a timestamp stays text
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 30
+
+
+# Plain scalars YAML 1.1 (PyYAML, our reference) and YAML 1.2 (fast_yaml) type differently.
+YAML_11 = {
+    "yes": True,
+    "No": False,
+    "ON": True,
+    "off": False,
+    "0755": 493,
+    "+0755": 493,
+    "0b101": 5,
+    "0x_1F": 31,
+    "1_000": 1000,
+    "1:30": 90,
+    "1:30.5": 90.5,
+    "1e3": "1e3",
+    "1.5e3": "1.5e3",
+    "12e+3": "12e+3",
+    "09": "09",
+    "0o17": "0o17",
+}
+PLACES = [
+    "v: {}\n",
+    "{}: v\n",
+    "- {}\n",
+    "- a\n- {}\n",
+    "{}\n",
+    "v: [a, {}]\n",
+    "v: {{a: {}}}\n",
+    '{{"a":{}}}\n',
+    "v:\t{}\n",
+    "v: {}  # why\n",
+    "v: x\r\nw: {}\r\n",
+    "v: x\rw: {}\r",
+    "v:\n  - [\n    {}\n  ]\n",
+    "a: 1\n---\nv: {}\n",
+    "--- {}\n",
+]
+
+
+@pytest.mark.parametrize(("word", "place"), list(itertools.product(YAML_11, PLACES)))
+def test_yaml_11_scalars_resolve_as_pyyaml_does(word: str, place: str) -> None:
+    text = place.format(word)
+    assert_same(text)
+    assert native(text) is None  # the probe found the word and left the text to libyaml
+
+
+@pytest.mark.parametrize(("word", "value"), YAML_11.items())
+def test_yaml_11_values(word: str, value: Any) -> None:
+    assert list(yaml_documents(f"v: {word}\n", "f")) == [{"v": value}]
+
+
+def spellings(word: str) -> list[str]:
+    return ["".join(c) for c in itertools.product(*[(ch.lower(), ch.upper()) for ch in word])]
+
+
+# Words and numbers both versions read alike; the fast path reads them without a probe.
+ALIKE = [
+    *spellings("true"),
+    *spellings("false"),
+    *spellings("null"),
+    "~",
+    "",
+    "0",
+    "-0",
+    "+12",
+    "12",
+    "1.0",
+    "-0.0",
+    "0.",
+    "3.25",
+    "99999999999999999999999",
+    "2026-11-22",
+    "2026-11-22T09:00:00Z",
+    "2026-11-22 09:00:00.5 +01:00",
+    "y",
+    "N",
+    "100m",
+    "v1.2.3",
+    "10.0.0.0/24",
+    "a:b",
+]
+
+
+@pytest.mark.parametrize("word", ALIKE)
+def test_words_alike_in_both_versions_are_read_natively(word: str) -> None:
+    text = f"v: {word}\nw: [{word or '~'}]\n"
+    docs = native(text)
+    assert docs is not None
+    assert repr(docs) == outcome(_libyaml_documents, text)
+
+
+@pytest.mark.parametrize(
+    "number", ["1.5e+3", "1.2E-3", ".5", "-.inf", ".Inf", ".NaN", "1.0e+999", "0x1F"]
+)
+def test_numbers_in_notations_both_read_alike_pass_the_probe(number: str) -> None:
+    text = f"v: {number}\n"
+    assert number in plain_words(text)
+    assert native(text) is not None
+    assert_same(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x [1]\nb: *x\n",
+        "a: !!str 12\n",
+        "a: !custom x\n",
+        "%YAML 1.1\n---\na: 1\n",
+        "base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n",
+        "\ufeffa: 1\n",
+        "a: b\x85c\n",
+        "a: b\u2028c\n",
+        "# only a comment\n",
+    ],
+)
+def test_anchors_tags_directives_and_yaml_11_breaks_are_left_to_libyaml(text: str) -> None:
+    assert native(text) is None
+    assert_same(text)
+
+
+def test_merge_keys_keep_their_order() -> None:
+    text = "base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n"
+    [doc] = yaml_documents(text, "f")
+    assert list(doc["d"].items()) == [("y", 3), ("x", 1)]
+
+
+def test_an_alias_bomb_is_refused_by_the_alias_limit() -> None:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev, name = chr(96 + i), chr(97 + i)
+        lines.append(f"{name}: &{name} [{', '.join(['*' + prev] * 10)}]")
+    text = "\n".join(lines) + "\n"
+    assert native(text) is None
+    assert "aliases expand the document" in assert_same(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\n---\nb: [1, 2]\n---\n",
+        "---\na: 1\n...\n---\n# nothing\n---\nb: 2\n",
+        "# head\n---\n- a\n---\n- b\n",
+        "",
+        "a: 1\nb: 2\na: 3\n",  # a duplicate key: the last value, in the first key's place
+    ],
+)
+def test_streams_are_read_natively_as_libyaml_reads_them(text: str) -> None:
+    assert native(text) is not None
+    assert_same(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a:\n  b: 1\n c: 2\n", "line 3"),
+        ("a: [1, 2\n", "line 2"),
+        ("a: 1\n---\nb: {\n", "line 4"),
+        ("a:\n\tb: 1\n", "line 2"),
+        ("? [a]\n: b\n", "line 1, column 5: a mapping key must be a scalar"),
+        ("a: 1\nb: \x01\n", "position 8"),
+        ("v: " + "9" * 5000 + "\n", "line 1, column 4"),
+    ],
+)
+def test_errors_are_libyamls_with_file_and_line(text: str, where: str) -> None:
+    message = assert_same(text)
+    assert message.startswith("error: f.yaml: ") and where in message
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 1000])
+def test_nesting_is_refused_at_the_same_depth(depth: int) -> None:
+    flow = "[" * depth + "]" * depth + "\n"
+    block = "".join("  " * i + "k:\n" for i in range(depth)) + "  " * depth + "x: 1\n"
+    for text, levels in ((flow, depth), (block, depth + 1)):
+        assert ("deeper than" in assert_same(text)) == (levels > MAX_DEPTH)
