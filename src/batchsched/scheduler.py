@@ -7,9 +7,11 @@ carry out.
 
 from __future__ import annotations
 
+import math
 import traceback
 from collections.abc import Hashable, Iterator
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,6 +45,15 @@ _OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPA
 _CHANGES_KEPT = 64  # changes since distinct marks kept in one refresh (each holds its rows)
 
 
+class _Failure(NamedTuple):
+    """A pod shape's failed attempt: what it was told, by which plugins, and the time from
+    which the answer may differ with the cluster unchanged (`Cycle.holds_until`)."""
+
+    message: str
+    rejected_by: frozenset[str]
+    until: float
+
+
 class Scheduler:
     def __init__(
         self, state: ClusterState, config: SchedulerConfig, queueing_hints: bool = True
@@ -61,11 +72,12 @@ class Scheduler:
         if queueing_hints:
             self.queue.hints = self
         self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
-        # Within a pass: pod shapes that found no way, the plugins that said so, and the state
-        # version they saw. A twin of such a pod against the same state would be told the
-        # same, so it is told at once.
-        self._failed_shapes: dict[Hashable, tuple[str, frozenset[str]]] = {}
-        self._failed_at: tuple[int, int, int] | None = None
+        # Pod shapes that found no way, for the cluster as of `_failed_at`. A twin of such a
+        # pod would be told the same, so it is told at once, in this pass or a later one,
+        # until the cluster moves or the answer's time runs out (a rule reading the clock).
+        self._failed_shapes: dict[Hashable, _Failure] = {}
+        self._failed_at: Hashable = None
+        self._instant = -math.inf  # the time of the current pass, in seconds
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
         self._changes: dict[Hashable, ClusterChange] = {}  # by mark, as of `_changes_at`
         self._changes_at: Hashable = None
@@ -129,7 +141,7 @@ class Scheduler:
         The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
         self.queue.refresh(now.timestamp(), self.state.generation)
-        self._failed_shapes.clear()
+        self._instant = now.timestamp()
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
             try:
@@ -223,10 +235,9 @@ class Scheduler:
         state = self.state
         framework = self.framework_for(pod)
         twin = self._twin_key(framework, pod)
-        failed = self._failed_in_this_state()
-        if twin is not None and twin in failed:
-            message, rejected_by = failed[twin]
-            return self._unschedulable(pod, message, now, rejected_by)
+        failed = self._failed_twin(twin, now.timestamp())
+        if failed is not None:
+            return self._unschedulable(pod, failed.message, now, failed.rejected_by)
         cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
@@ -263,17 +274,29 @@ class Scheduler:
         decisions.extend(self._unschedulable(pod, message, now, rejected_by))
         if result.retry_at is not None:
             self.queue.wake_at(pod.key, result.retry_at.timestamp())
-        elif twin is not None and len(decisions) == 1:  # only the Unschedulable itself
-            self._failed_in_this_state()[twin] = (message, rejected_by)
+        elif (
+            twin is not None
+            and len(decisions) == 1  # only the Unschedulable itself
+            and cycle.holds_until > now.timestamp()
+        ):
+            self._failed_in_this_state()[twin] = _Failure(message, rejected_by, cycle.holds_until)
         return decisions
 
-    def _failed_in_this_state(self) -> dict[Hashable, tuple[str, frozenset[str]]]:
-        """The failed shapes remembered for the state as it is now (forgotten when it moves)."""
-        version = self.state.version()
-        if version != self._failed_at:
+    def _failed_in_this_state(self) -> dict[Hashable, _Failure]:
+        """The failed shapes remembered for the cluster as it is now: forgotten when it
+        moves (rows, generation, any object the hints follow, or the nominations)."""
+        at = (self.marks(), self.state.nominations.version)
+        if at != self._failed_at:
             self._failed_shapes.clear()
-            self._failed_at = version
+            self._failed_at = at
         return self._failed_shapes
+
+    def _failed_twin(self, twin: Hashable | None, now: float) -> _Failure | None:
+        """The failure of a twin whose answer still holds now, if any."""
+        if twin is None:
+            return None
+        failed = self._failed_in_this_state().get(twin)
+        return failed if failed is not None and now < failed.until else None
 
     def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
         """A key shared by pods that must get the same answer in the current state.
@@ -336,7 +359,7 @@ class Scheduler:
         if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
             return False
         twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
-        return twin is not None and twin in self._failed_in_this_state()
+        return self._failed_twin(twin, self._instant) is not None
 
     def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
         assert isinstance(group, tuple)

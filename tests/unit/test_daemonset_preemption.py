@@ -20,6 +20,7 @@ from batchsched.objects.records import (
     NodeSelectorTerm,
     OwnerReference,
     Pod,
+    PodCondition,
     PriorityClass,
     Requirement,
 )
@@ -156,6 +157,34 @@ def test_order_lower_priority_then_younger_then_larger() -> None:
     ]
     ordered = sorted(pods, key=lambda p: victim_order(p, agent, room))
     assert [p.name for p in ordered] == ["p0-young", "p0-old-large", "p0-old-small", "p1-young"]
+
+
+def test_a_choice_says_when_a_toleration_that_protected_a_pod_ends() -> None:
+    state = ClusterState()
+    state.upsert_node(Node("n1", {"cpu": 1000, "memory": 1000, "pods": 10}))
+    state.upsert_priority_class(
+        PriorityClass(
+            "tolerant",
+            0,
+            annotations={
+                "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "200",
+                "preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "600",
+            },
+        )
+    )
+    scheduled = (PodCondition("PodScheduled", "True", NOW - timedelta(minutes=1)),)
+    victim = pod("v", 1000, 1000, node_name="n1", priority_class_name="tolerant")
+    victim.conditions = scheduled
+    state.upsert_pod(victim)
+    agent = pod("agent", 1000, 1000, priority=100, owner_references=DS_OWNER)
+    chooser = VictimChooser(VictimSettings())
+    room = {"cpu": 0, "memory": 0, "pods": 9}
+    now = chooser.choose(state, agent, [victim], {"cpu": 1000, "memory": 1000}, room, NOW)
+    assert now.victims == []
+    assert now.protection_ends == (NOW + timedelta(minutes=9)).timestamp()
+    later = NOW + timedelta(minutes=9)
+    then = chooser.choose(state, agent, [victim], {"cpu": 1000, "memory": 1000}, room, later)
+    assert [p.name for p in then.victims] == ["v"]
 
 
 def test_unparsable_toleration_policy_is_reported_once_and_grants_nothing() -> None:

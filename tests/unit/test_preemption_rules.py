@@ -20,6 +20,7 @@ from batchsched.objects.records import (
 )
 from batchsched.oneshot import run
 from batchsched.plugins.args import ConfigError
+from batchsched.plugins.base import Cycle, Diagnosis
 from batchsched.plugins.default_preemption import DefaultPreemption
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.scheduler import Scheduler
@@ -411,3 +412,37 @@ def test_kept_results_follow_a_pod_swapped_for_one_of_the_same_size() -> None:
     scheduler.queue.flush()
     taken = {d.pod for d in scheduler.schedule_pass(NOW) if isinstance(d, Evict)}
     assert taken == {"default/small", "default/victim"}
+
+
+@pytest.mark.parametrize(
+    ("post_filter", "holds"), [("PreemptionToleration", 2), ("DefaultPreemption", None)]
+)
+def test_a_search_says_until_when_the_clock_leaves_its_answer_alone(
+    post_filter: str, holds: int | None
+) -> None:
+    """The first end of a time-limited toleration of the preemptor, on any node (forever and
+    higher-priority pods aside); DefaultPreemption reads no toleration, so never."""
+    state = state_of(
+        node("n1"),
+        node("n2"),
+        *classes(guarded(seconds="600")),
+        priority_class("forever", 8000, "10000", "-1"),
+        pod("a", 3000, on="n1", klass="guarded", scheduled=timedelta(minutes=5)),
+        pod("b", 3000, on="n2", klass="guarded", scheduled=timedelta(minutes=8)),
+        pod("c", 1000, on="n2", klass="forever"),
+        pod("d", 1000, on="n1", klass="system-critical", scheduled=timedelta(minutes=9)),
+        pod("p", 4000, klass="high"),
+    )
+    config = default_config()
+    config.profiles[0].plugins["postFilter"] = [(post_filter, 0)]
+    framework = Scheduler(state, config).default_framework
+    preemptor = state.pods["default/p"]
+    cycle = Cycle(state, preemptor, NOW, state.demand(preemptor), state.free_for(preemptor))
+    diagnosis = framework.place(cycle)
+    assert isinstance(diagnosis, Diagnosis)
+    result = framework.post_filter(cycle, diagnosis)
+    if holds is None:
+        assert result.decisions and cycle.holds_until == float("inf")
+    else:
+        assert not result.decisions
+        assert cycle.holds_until == (NOW + timedelta(minutes=holds)).timestamp()

@@ -8,6 +8,7 @@ Statuses say whether removing pods could help (`resolvable`), which is what Post
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,10 +42,19 @@ class Cycle:
     demand: Demand
     free: IntArray  # room per node as this pod sees it (nominations of others counted)
     scratch: dict[str, Any] = field(default_factory=dict)
+    # Seconds since the epoch: the answer of this attempt holds, while the cluster stays as
+    # it is, at every time before this one (`changes_at`).
+    holds_until: float = math.inf
 
     @property
     def priority(self) -> int:
         return self.pod.priority or 0
+
+    def changes_at(self, when: float) -> None:
+        """A plugin whose answer reads the clock (a toleration running out, a backoff or a
+        reservation ending) says when that answer may change with the cluster unchanged:
+        the scheduler tells a twin of a failed pod the same answer only before then."""
+        self.holds_until = min(self.holds_until, when)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +156,10 @@ QueueingHint = Callable[[ClusterChange, Pod], bool]
 
 
 class Plugin:
+    """An extension point's plugin. A PreFilter, Filter or PostFilter whose answer reads the
+    clock (`Cycle.now`) must say when that answer can change (`Cycle.changes_at`): the
+    scheduler keeps a failed shape's answer for as long as the cluster does not change."""
+
     name: ClassVar[str]
 
     def attach(self, state: ClusterState) -> None:

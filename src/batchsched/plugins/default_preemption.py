@@ -130,6 +130,7 @@ class DefaultPreemption(PostFilterPlugin):
             diagnosis.clashes,
             cycle.scratch.get(PREEMPTION_GUARDS, ()),
         )
+        cycle.changes_at(search.protection_ends(rule))
         if found.row is None:
             return self._no_way(state, pod, diagnosis, dict(found.reasons), decisions)
         node = state.node_name(found.row)

@@ -251,11 +251,6 @@ class ClusterState:
         self._changed_rows.append(idx)
         self._changed_pods.append(pod)
 
-    def version(self) -> tuple[int, int, int]:
-        """Moves whenever anything a scheduling attempt reads may have changed: room on a
-        node, the generation (pods gone, nodes, policies) or the nominations."""
-        return (self.change_mark(), self.generation, self.nominations.version)
-
     def change_mark(self) -> int:
         """A position in the log of changed node rows."""
         return self._changed_base + len(self._changed_rows)

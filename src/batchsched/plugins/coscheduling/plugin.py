@@ -128,6 +128,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             return None
         members = _members(cycle.state, group)
         message = self._admission(cycle.state, group, cycle.pod, members, cycle.now)
+        until = self._backoff_until.get(group)
+        if until is not None and cycle.now.timestamp() < until:
+            cycle.changes_at(until)  # the group's backoff ends then: admission may change
         return PreFilterResult(reject=f"PodGroup {group}: {message}") if message else None
 
     def _admission(

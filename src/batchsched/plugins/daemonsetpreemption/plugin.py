@@ -185,6 +185,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
                 decisions,
             )
             waiting.retry_at = start  # nothing else may change by then
+            cycle.changes_at(start.timestamp())
             return waiting
         if pod.preemption_policy == "Never":
             return _said(
@@ -222,6 +223,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             state, pod, running, node_obj.allocatable, room, cycle.now, check
         )
         decisions.extend(selection.warnings)
+        cycle.changes_at(selection.protection_ends)
         if not selection.victims:
             return _said(f"node {node}: {selection.why_none}", decisions)
         reason = (

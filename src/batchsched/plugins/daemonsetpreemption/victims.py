@@ -71,6 +71,9 @@ class Selection:
     victims: list[Pod] = field(default_factory=list)
     why_none: str = ""
     warnings: list[Warn] = field(default_factory=list)
+    # When the first time-limited toleration that protected a pod ends (seconds since the
+    # epoch; inf: none did): the choice may differ from then on.
+    protection_ends: float = math.inf
 
 
 def victim_class(state: ClusterState, pod: Pod) -> int:
@@ -168,20 +171,23 @@ class VictimChooser:
         return policy
 
     def _protection(
-        self, state: ClusterState, preemptor: Pod, pod: Pod, now: datetime, warnings: list[Warn]
+        self, state: ClusterState, preemptor: Pod, pod: Pod, now: datetime, into: Selection
     ) -> str | None:
-        """Why `pod` may not be a victim of `preemptor`, or None if it may."""
+        """Why `pod` may not be a victim of `preemptor`, or None if it may (the problems
+        found and when a toleration that protects it ends go `into` the selection)."""
         priority = preemptor.priority or 0
         if daemonset_node(pod) is not None:
             return "DaemonSet pod(s)"
         if (pod.priority or 0) > priority:
             return f"pod(s) of higher priority than {priority}"
-        policy = self._policy(state, pod, warnings)
+        policy = self._policy(state, pod, into.warnings)
         if isinstance(policy, str):
             return policy
         if is_exempt(pod, policy, preemptor, priority, now):
             assert policy is not None
             until = protected_until(pod, policy, priority)
+            if until is not None:
+                into.protection_ends = min(into.protection_ends, until.timestamp())
             detail = f", until {format_time(until)}" if until is not None else ""
             return f"pod(s) tolerating preemption ({pod.priority_class_name}{detail})"
         return None
@@ -193,17 +199,17 @@ class VictimChooser:
         pods: list[Pod],
         allocatable: Resources,
         now: datetime,
-    ) -> tuple[list[Candidate], dict[str, int], list[Warn]]:
+        into: Selection,
+    ) -> tuple[list[Candidate], dict[str, int]]:
         """Eligible victims in victim order, and counts of the protected pods by reason."""
         eligible: list[Candidate] = []
         protected: dict[str, int] = {}
-        warnings: list[Warn] = []
         for pod in pods:
-            reason = self._protection(state, preemptor, pod, now, warnings)
+            reason = self._protection(state, preemptor, pod, now, into)
             if reason is None:
                 # Gang as victim (SPEC section 4): the whole running group goes, or none of it.
                 others = [m for m in running_members(state, pod) if m.key != pod.key]
-                if any(self._protection(state, preemptor, m, now, warnings) for m in others):
+                if any(self._protection(state, preemptor, m, now, into) for m in others):
                     reason = "member(s) of a running PodGroup with protected members"
             if reason is not None:
                 protected[reason] = protected.get(reason, 0) + 1
@@ -211,7 +217,7 @@ class VictimChooser:
             klass = victim_class(state, pod)
             eligible.append(Candidate(pod, klass, victim_order(pod, preemptor, allocatable)))
         eligible.sort(key=lambda c: (c.klass, c.order))
-        return eligible, protected, warnings
+        return eligible, protected
 
     def choose(
         self,
@@ -225,8 +231,8 @@ class VictimChooser:
     ) -> Selection:
         """Victims among `pods` (the node's running pods) so that `preemptor` fits in `room`
         plus what they free, and no longer clashes with the pods that stay."""
-        eligible, protected, warnings = self.candidates(state, preemptor, pods, allocatable, now)
-        selection = Selection(warnings=warnings)
+        selection = Selection()
+        eligible, protected = self.candidates(state, preemptor, pods, allocatable, now, selection)
         need = preemptor.requests
 
         def works(victims: list[Pod]) -> bool:

@@ -77,14 +77,11 @@ class Slots:
     ) -> Slots:
         """`base`: the rows' room as the preemptor sees it, for the demanded resources."""
         now = rule.now.timestamp()
-        klass = table.klass[rows]
-        klass = np.where(klass < 0, len(table.class_names), klass)
+        klass = _class_ids(table, rows)
         priority = table.priority[rows]
         lower = (priority < rule.priority) & ~table.terminating[rows]
-        since = table.since[rows]
-        timed = classes.timed[klass] & (np.isnan(since) | (since + classes.seconds[klass] > now))
+        timed, ends = _timed(classes, klass, table.since[rows], lower, now)
         exempt = lower & (classes.forever[klass] | timed)
-        ends = np.where(timed & exempt & ~np.isnan(since), since + classes.seconds[klass], math.inf)
         missing = lower & classes.missing[klass]
         missing_row: BoolArray = np.asarray(missing.any(axis=1))
         take = lower & ~exempt & ~missing_row[:, None]
@@ -98,6 +95,41 @@ class Slots:
     def protection_ends(self) -> float:
         """The first time one of these rows' time-limited tolerations ends (inf: none)."""
         return float(self.ends.min(initial=math.inf))
+
+
+def _class_ids(table: VictimTable, rows: IndexArray | slice) -> npt.NDArray[np.int32]:
+    """The class id of every slot of `rows`, the last id (no class) for empty slots."""
+    klass = table.klass[rows]
+    return np.where(klass < 0, len(table.class_names), klass)
+
+
+def _timed(
+    classes: ClassArrays,
+    klass: npt.NDArray[np.int32],
+    since: FloatArray,
+    lower: BoolArray,
+    now: float,
+) -> tuple[BoolArray, FloatArray]:
+    """Slots whose class tolerates the preemptor for a time not over at `now` (or from an
+    unknown start), and when that time ends for the lower ones (inf: not time-limited or
+    from an unknown start, which only a change of the pod can end)."""
+    seconds = classes.seconds[klass]
+    timed = classes.timed[klass] & (np.isnan(since) | (since + seconds > now))
+    ends = np.where(timed & lower & ~np.isnan(since), since + seconds, math.inf)
+    return timed, ends
+
+
+def protection_ends(table: VictimTable, rule: VictimRule, classes: ClassArrays) -> float:
+    """The first time a lower-priority pod on any node stops tolerating the rule's preemptor
+    (inf: none tolerates it for a limited time): until then the clock changes none of the
+    rule's verdicts, so a search with the cluster unchanged gives the same answer."""
+    if not classes.timed.any():
+        return math.inf
+    rows = slice(0, table.state.rows)
+    lower = (table.priority[rows] < rule.priority) & ~table.terminating[rows]
+    now = rule.now.timestamp()
+    _, ends = _timed(classes, _class_ids(table, rows), table.since[rows], lower, now)
+    return float(ends.min(initial=math.inf))
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from batchsched.plugins.preemption.nodes import (
     Ranking,
     RowResults,
     Slots,
+    protection_ends,
     row_results,
 )
 from batchsched.plugins.preemption.reasons import Reasons
@@ -86,6 +87,12 @@ class PreemptionSearch:
             victims=[table.pods[best][int(s)] for s in victims],
             pdb_violations=int(shape.results.violations[best]),
         )
+
+    def protection_ends(self, rule: VictimRule) -> float:
+        """When the clock may first change an answer of `rule`'s preemptor with the cluster
+        unchanged (a toleration runs out), for gang units and clashes too (inf: never)."""
+        self.table.sync()
+        return protection_ends(self.table, rule, ClassArrays.of(self.table, rule))
 
     def _refresh(
         self, rule: VictimRule, demand: Demand, classes: ClassArrays, base: IntArray
