@@ -29,6 +29,7 @@ from batchsched.plugins.base import (
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     QueueSortPlugin,
     Rejection,
     ReservePlugin,
@@ -53,6 +54,8 @@ _EVENT_ORDER = [
     ClusterEvent.ANY,
 ]
 _SKIPPING = "framework.skipping"  # Cycle.scratch: the plugins that skip the pod
+# Per event, the hints to ask (queueing_hint).
+_Plan = tuple[tuple[ClusterEvent, tuple[QueueingHint | None, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,7 @@ class Framework:
         self._readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
+        self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
         self._shapes_memo: tuple[Pod, tuple[Hashable, ...] | None] | None = None
         self._memo: tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, int] | None = (
@@ -612,17 +616,34 @@ class Framework:
     ) -> ClusterEvent | None:
         """An event in `change` after which a plugin that rejected the pod may let it pass,
         or None if none may (the pod would be told the same again)."""
-        for event in sorted(change.events, key=_EVENT_ORDER.index):
-            for name in sorted(rejected_by):
-                registered = self._events[name]
-                if registered is None:
-                    return event
-                if event not in registered:
-                    continue
-                hint = registered[event]
+        for event, hints in self._hint_plan(rejected_by, change.events):
+            for hint in hints:
                 if hint is None or hint(change, pod):
                     return event
         return None
+
+    def _hint_plan(self, rejected_by: frozenset[str], events: frozenset[ClusterEvent]) -> _Plan:
+        """Per event in `events`, in order, the hints of the plugins in `rejected_by` that
+        can lift their rejection after it (None: may, unasked), in name order; made once per
+        pair of sets, as the hint groups asked each pass mostly share them."""
+        key = (rejected_by, events)
+        plan = self._plans.get(key)
+        if plan is None:
+            steps = []
+            for event in sorted(events, key=_EVENT_ORDER.index):
+                hints: list[QueueingHint | None] = []
+                for name in sorted(rejected_by):
+                    registered = self._events[name]
+                    if registered is None:  # no hints: any event may
+                        hints.append(None)
+                    elif event in registered:
+                        hints.append(registered[event])
+                if hints:
+                    steps.append((event, tuple(hints)))
+            if len(self._plans) >= _CACHE_LIMIT:
+                self._plans.clear()
+            plan = self._plans[key] = tuple(steps)
+        return plan
 
 
 def _run_static(

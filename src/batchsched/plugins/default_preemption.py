@@ -85,10 +85,10 @@ class DefaultPreemption(PostFilterPlugin):
         """Whether a lower-priority pod runs anywhere (a victim may now do, e.g. as its
         toleration ran out or its gang shrank), for a pod this plugin acts for."""
         state = change.state
-        if daemonset_node(pod) is not None or state.preemption_policy_of(pod) == "Never":
+        lowest = state.lowest_bound_priority()  # first: the cheapest, and mostly the answer
+        if lowest is None or lowest >= state.priority_of(pod):
             return False
-        lowest = state.lowest_bound_priority()
-        return lowest is not None and lowest < state.priority_of(pod)
+        return daemonset_node(pod) is None and state.preemption_policy_of(pod) != "Never"
 
     def search(self, state: ClusterState) -> PreemptionSearch:
         if self._search is None or self._search.state is not state:

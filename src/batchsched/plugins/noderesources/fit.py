@@ -112,16 +112,16 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         """
         state = change.state
         demand = state.demand(pod)
-        ok = np.ones(change.rows.shape[0], dtype=np.bool_)
-        names = state.resources.names
-        mapped = state.device_class_resources
-        for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True):
-            if names[col] not in self.ignored:
-                fits = state.free[change.rows, col] >= amount
-                if names[col] in mapped:
-                    fits |= state.allocatable[change.rows, col] == 0
-                ok &= fits
-        return bool(ok.any())
+        fits = state.free[change.rows][:, demand.cols] >= demand.amounts
+        if self.ignored or state.device_class_resources:
+            names = state.resources.names
+            mapped = state.device_class_resources
+            for j, col in enumerate(demand.cols.tolist()):
+                if names[col] in self.ignored:
+                    fits[:, j] = True
+                elif names[col] in mapped:
+                    fits[:, j] |= state.allocatable[change.rows, col] == 0
+        return bool(fits.all(axis=1).any())
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         names = cycle.state.resources.names
