@@ -46,11 +46,13 @@ _CHANGES_KEPT = 64  # changes since distinct marks kept in one refresh (each hol
 
 
 class _Failure(NamedTuple):
-    """A pod shape's failed attempt: what it was told, by which plugins, and the time from
-    which the answer may differ with the cluster unchanged (`Cycle.holds_until`)."""
+    """A pod shape's failed attempt: what it was told, by which plugins, and the times
+    between which the answer holds with the cluster unchanged: from the attempt (a clock
+    going back may change it too) to `Cycle.holds_until`."""
 
     message: str
     rejected_by: frozenset[str]
+    since: float
     until: float
 
 
@@ -279,7 +281,8 @@ class Scheduler:
             and len(decisions) == 1  # only the Unschedulable itself
             and cycle.holds_until > now.timestamp()
         ):
-            self._failed_in_this_state()[twin] = _Failure(message, rejected_by, cycle.holds_until)
+            failure = _Failure(message, rejected_by, now.timestamp(), cycle.holds_until)
+            self._failed_in_this_state()[twin] = failure
         return decisions
 
     def _failed_in_this_state(self) -> dict[Hashable, _Failure]:
@@ -296,7 +299,7 @@ class Scheduler:
         if twin is None:
             return None
         failed = self._failed_in_this_state().get(twin)
-        return failed if failed is not None and now < failed.until else None
+        return failed if failed is not None and failed.since <= now < failed.until else None
 
     def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
         """A key shared by pods that must get the same answer in the current state.
