@@ -311,6 +311,75 @@ def test_a_deleting_or_released_volume_is_not_matched() -> None:
     assert "didn't find available persistent volumes to bind" in result.unschedulable["default/p"]
 
 
+@pytest.mark.parametrize(
+    ("claim_class", "volume_class", "matches"),
+    [
+        (None, None, True),
+        (None, "", True),  # unset and "" both mean no VolumeAttributesClass, as upstream
+        ("", None, True),
+        ("fast", "fast", True),
+        ("fast", None, False),
+        (None, "fast", False),
+        ("", "fast", False),
+        ("fast", "slow", False),
+    ],
+)
+@pytest.mark.parametrize("pre_bound", [False, True])
+def test_a_volume_serves_a_claim_only_of_the_same_attributes_class(
+    claim_class: str | None, volume_class: str | None, matches: bool, pre_bound: bool
+) -> None:
+    from batchsched.objects.volume_parse import read_pv, read_pvc
+    from batchsched.plugins.volumebinding.matching import serves
+
+    volume = pv("v", storageClassName="local", capacity={"storage": "1Gi"})
+    claim = pvc("c", storageClassName="local", resources={"requests": {"storage": "1Gi"}})
+    if pre_bound:  # a PV pre-bound to the claim is passed over too, as upstream
+        volume["spec"]["claimRef"] = {"namespace": "default", "name": "c"}
+    if volume_class is not None:
+        volume["spec"]["volumeAttributesClassName"] = volume_class
+    if claim_class is not None:
+        claim["spec"]["volumeAttributesClassName"] = claim_class
+    assert serves(read_pv(volume), read_pvc(claim)) is matches
+
+
+def test_a_volume_pre_bound_to_the_claim_must_still_be_large_enough() -> None:
+    from batchsched.objects.volume_parse import read_pv, read_pvc
+    from batchsched.plugins.volumebinding.matching import serves
+
+    small = pv("v", capacity={"storage": "1Gi"}, claimRef={"namespace": "default", "name": "c"})
+    claim = pvc("c", storageClassName="other", resources={"requests": {"storage": "2Gi"}})
+    assert not serves(read_pv(small), read_pvc(claim))
+    claim["spec"]["resources"]["requests"]["storage"] = "1Gi"
+    assert serves(read_pv(small), read_pvc(claim))  # class is not asked of a pre-bound PV
+
+
+def test_an_attributes_class_that_is_not_a_string_is_an_error() -> None:
+    from batchsched.objects.volume_parse import read_pv, read_pvc
+
+    with pytest.raises(ManifestError, match=r"spec\.volumeAttributesClassName"):
+        read_pvc(pvc("c", volumeAttributesClassName=3))
+    with pytest.raises(ManifestError, match=r"PersistentVolume v: spec\.volumeAttributesClassName"):
+        read_pv(pv("v", volumeAttributesClassName=["fast"]))
+
+
+def test_an_unbound_claim_waits_for_a_volume_of_its_attributes_class() -> None:
+    wffc = wffc_class("local", "kubernetes.io/no-provisioner")
+    slow = pv("slow", "n1", storageClassName="local", capacity={"storage": "1Gi"})
+    slow["spec"]["volumeAttributesClassName"] = "slow"
+    fast = pv("fast", "n2", storageClassName="local", capacity={"storage": "1Gi"})
+    fast["spec"]["volumeAttributesClassName"] = "fast"
+    claim = pvc(
+        "c",
+        storageClassName="local",
+        volumeAttributesClassName="fast",
+        resources={"requests": {"storage": "1Gi"}},
+    )
+    nodes = [node(n, labels={"kubernetes.io/hostname": n}) for n in ("n1", "n2")]
+    result = schedule(*nodes, wffc, slow, fast, claim, claim_pod("p", "c"))
+    assert {b.pod: b.node for b in result.bindings} == {"default/p": "n2"}
+    assert [(b.claim, b.volume) for b in result.volume_bindings] == [("default/c", "fast")]
+
+
 def test_an_assumed_binding_outlives_stale_reports_until_reverted() -> None:
     from batchsched.objects.volumes import PersistentVolume, PersistentVolumeClaim
     from batchsched.state.volumes import VolumeObjects

@@ -63,6 +63,7 @@ def read_pvc(obj: Json) -> PersistentVolumeClaim:
         request=sp.resources(spec, "resources.requests").get("storage", 0),
         selector=read_label_selector(sp, spec, "selector") if spec.get("selector") else None,
         volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),
+        attributes_class=sp.get(spec, "volumeAttributesClassName", str, ""),
         selected_node=annotations.get(SELECTED_NODE_ANNOTATION, ""),
     )
 
@@ -92,6 +93,7 @@ def read_pv(obj: Json) -> PersistentVolume:
         storage_class=annotations.get(BETA_CLASS_ANNOTATION)
         or sp.get(spec, "storageClassName", str, ""),
         volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),
+        attributes_class=sp.get(spec, "volumeAttributesClassName", str, ""),
         claim_ref=(
             f"{ref.get(claim_ref, 'namespace', str, '') or 'default'}/"
             f"{ref.get(claim_ref, 'name', str, '')}"

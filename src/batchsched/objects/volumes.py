@@ -84,6 +84,9 @@ class PersistentVolumeClaim:
     request: int = 0  # spec.resources.requests.storage, bytes
     selector: LabelSelector | None = None
     volume_mode: str = "Filesystem"
+    # spec.volumeAttributesClassName; "" when unset or empty (upstream's matching treats
+    # both as "no class").
+    attributes_class: str = ""
     # volume.kubernetes.io/selected-node: where the scheduler asked for it to be provisioned.
     selected_node: str = ""
 
@@ -114,6 +117,7 @@ class PersistentVolume:
     access_modes: tuple[str, ...] = ()
     storage_class: str = ""
     volume_mode: str = "Filesystem"
+    attributes_class: str = ""  # spec.volumeAttributesClassName, "" when unset
     claim_ref: str = ""  # "namespace/name" of the claim it is bound or pre-bound to
     # status.phase; a PV written by hand without status is taken as Available.
     phase: str = "Available"

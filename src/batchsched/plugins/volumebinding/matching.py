@@ -1,11 +1,11 @@
 """Matching a pod's unbound WaitForFirstConsumer claims to nodes, as upstream's binder does.
 
 On a node, claims are taken smallest request first; each gets the smallest available PV of
-its class that fits there (capacity, access modes, volume mode, selector, node affinity; a
-PV pre-bound to the claim first), not chosen for an earlier claim. A claim with no such PV is
-provisioned if its class has a provisioner and its `allowedTopologies` admit the node, and
-the driver's published capacity has room there (capacity.py; a claim whose provisioning node
-was already chosen stays with that node).
+its class that fits there (capacity, access modes, volume mode, VolumeAttributesClass,
+selector, node affinity; a PV pre-bound to the claim first), not chosen for an earlier
+claim. A claim with no such PV is provisioned if its class has a provisioner and its
+`allowedTopologies` admit the node, and the driver's published capacity has room there
+(capacity.py; a claim whose provisioning node was already chosen stays with that node).
 """
 
 from __future__ import annotations
@@ -47,15 +47,22 @@ class ClaimOptions:
 
 
 def serves(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
-    if pv.deleting or pv.volume_mode != claim.volume_mode:
+    # As upstream's FindMatchingVolume, a PV pre-bound to the claim must still be large
+    # enough, of its volume mode and of its VolumeAttributesClass (unset and "" are alike);
+    # class, phase, selector and access modes are asked of the others only.
+    if pv.claim_ref and pv.claim_ref != claim.key:
         return False
-    if pv.claim_ref == claim.key:
+    if pv.deleting or pv.capacity < claim.request or pv.volume_mode != claim.volume_mode:
+        return False
+    if pv.attributes_class != claim.attributes_class:
+        return False
+    if pv.claim_ref:
         return True
-    if pv.claim_ref or pv.phase != "Available" or pv.storage_class != claim.storage_class:
+    if pv.phase != "Available" or pv.storage_class != claim.storage_class:
         return False
     if claim.selector is not None and not claim.selector.matches(pv.labels):
         return False
-    return pv.capacity >= claim.request and set(claim.access_modes) <= set(pv.access_modes)
+    return set(claim.access_modes) <= set(pv.access_modes)
 
 
 def options(
