@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from batchsched.objects.dra import Allocation, ResourceClaim
-from batchsched.objects.records import PodGroupStatus
+from batchsched.objects.records import Node, PodGroupStatus
 from batchsched.state.volumes import ClaimBinding
 
 
@@ -14,10 +14,14 @@ from batchsched.state.volumes import ClaimBinding
 class BindVolumes:
     """VolumeBinding's PreBind: bind each PV to its claim (`volume` set) or ask for the claim
     to be provisioned on the node (`volume` empty), then wait up to `timeout_seconds` for the
-    PV controller to finish; undone, and the pod tried again, if it does not."""
+    PV controller to finish; undone, and the pod tried again, if it does not. A provisioned
+    PV's node affinity is checked then against `node` as it was when the pod was placed
+    (translated if its in-tree plugin is in `migrated_plugins`, the node's CSINode's)."""
 
     bindings: tuple[ClaimBinding, ...]
     timeout_seconds: int
+    node: Node | None = field(default=None, compare=False)
+    migrated_plugins: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,14 @@ class PvController:
     """Binds claims as kube-controller-manager's PV controller does, once `running` is set:
     a PV whose claimRef names an unbound claim gets it; a claim with a selected node gets
     a new local PV there (the provisioner), unless `refuse_provisioning` (then the
-    provisioner drops the annotation, asking the scheduler to choose again)."""
+    provisioner drops the annotation, asking the scheduler to choose again); if
+    `provision_elsewhere`, the new PV is on another node than the one selected."""
 
     def __init__(self, api: FakeApiServer) -> None:
         self.api = api
         self.running = threading.Event()
         self.refuse_provisioning = False
+        self.provision_elsewhere = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -58,6 +60,8 @@ class PvController:
                 self.api.update("persistentvolumeclaims", claim)
                 continue
             name = f"pvc-{claim['metadata']['name']}"
+            if self.provision_elsewhere:
+                node = "n1" if node != "n1" else "n2"
             made = _local_pv(name, node)
             made["spec"]["claimRef"] = {"name": claim["metadata"]["name"], "namespace": "default"}
             self._bind(self.api.create("persistentvolumes", made), claim["metadata"]["name"])
@@ -201,6 +205,32 @@ def test_a_provisioner_that_drops_the_node_makes_the_pod_try_again(
     assert node_of(api, "train") == ""
     controller.refuse_provisioning = False
     assert api.wait_for(lambda s: node_of(s, "train") != "")
+    assert run.halt() == 0
+
+
+def test_a_pv_provisioned_on_another_node_fails_the_prebind(
+    api: FakeApiServer, launch: Launcher, controller: PvController
+) -> None:
+    controller.provision_elsewhere = True
+    controller.running.set()
+    _cluster(api, "example.com/local-csi")
+    run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
+
+    def failed(s: FakeApiServer) -> bool:
+        cond = condition(s, "train")
+        return cond is not None and "node affinity" in cond["message"]
+
+    assert api.wait_for(failed)
+    cond = condition(api, "train")
+    assert cond is not None
+    selected = _claim(api)["metadata"]["annotations"][SELECTED]
+    assert cond["message"] == (
+        'running PreBind plugin "VolumeBinding": binding volumes: pv "pvc-data" node affinity '
+        f'doesn\'t match node "{selected}": no matching NodeSelectorTerms'
+    )
+    # The claim stays bound to its PV, so the pod follows the PV when it is tried again.
+    pv_node = "n1" if selected != "n1" else "n2"
+    assert api.wait_for(lambda s: node_of(s, "train") == pv_node)
     assert run.halt() == 0
 
 

@@ -390,3 +390,35 @@ def test_an_untranslatable_bound_pv_fails_only_on_migrated_nodes() -> None:
         "1 could not translate pv: failed to translate Kubernetes ID"
         in (result.unschedulable["default/to-n1"])
     )
+
+
+def test_the_prebind_check_of_one_node_agrees_with_the_filter_s_mask() -> None:
+    from batchsched.objects.parse import read_node
+    from batchsched.objects.volume_parse import read_pv
+    from batchsched.oneshot import build_state
+    from batchsched.plugins.volumebinding.affinity import AffinityIndex, refusal
+
+    zone = {"topology.kubernetes.io/zone": "us-east1-b"}
+    nodes = [named("bare", **zone), named("gke", **zone, **{GKE_ZONE: "us-east1-b"})]
+    nodes.append(named("old", **zone))
+    migrated = [csi_node(name) for name in ("bare", "gke")]
+    for manifest in migrated:
+        manifest["metadata"]["annotations"] = MIGRATED
+    gce = pv("gce", gcePersistentDisk={"pdName": "d1"})
+    gce["metadata"]["labels"] = zone
+    volumes = [read_pv(gce), read_pv(pv("local", "gke"))]
+    state = build_state(objects_of(*nodes, *migrated))
+    index = AffinityIndex()
+    for volume in volumes:
+        mask = index.volume_mask(state, volume)
+        for manifest in nodes:
+            placed = read_node(manifest)
+            csi = state.volumes.csi_nodes.get(placed.name)
+            plugins = csi.migrated_plugins if csi is not None else frozenset()
+            admitted = mask is None or bool(mask[state.node_index[placed.name]])
+            assert (refusal(volume, placed, plugins) == "") == admitted
+    assert refusal(volumes[1], read_node(nodes[0]), frozenset()) == "no matching NodeSelectorTerms"
+    bad = read_pv(pv("bad", awsElasticBlockStore={"volumeID": "aws://z/bad"}))
+    ebs = frozenset({"kubernetes.io/aws-ebs"})
+    assert refusal(bad, read_node(nodes[0]), ebs).startswith("could not translate pv")
+    assert refusal(bad, read_node(nodes[0]), frozenset()) == ""  # not migrated: as written

@@ -4,8 +4,9 @@ For each claim the scheduler matched to a PV, the PV's `spec.claimRef` is set to
 (the PV controller then binds the claim); for each claim to provision, the claim gets the
 `volume.kubernetes.io/selected-node` annotation (the provisioner then makes a PV on that
 node). Then the claims are polled until the PV controller has bound them all, up to the
-plugin's `bindTimeoutSeconds`. It fails early when a PV's claimRef is taken back or a
-provisioner drops the selected node (its way of asking the scheduler to choose again).
+plugin's `bindTimeoutSeconds`. It fails early when a PV's claimRef is taken back, a
+provisioner drops the selected node (its way of asking the scheduler to choose again), or
+a provisioned PV's node affinity does not admit the node (as upstream's checkBindings).
 
 On failure, what was written and not yet acted on is undone (a PV whose claim is not bound
 loses its claimRef, an unbound claim its selected node), each with the version just read as
@@ -24,7 +25,10 @@ from typing import Any
 
 from batchsched.decisions import BindVolumes
 from batchsched.live.client import MERGE_PATCH, ApiError, GuardRefused, KubeClient
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.volume_parse import read_pv
 from batchsched.objects.volumes import BIND_COMPLETED_ANNOTATION, SELECTED_NODE_ANNOTATION
+from batchsched.plugins.volumebinding.affinity import refusal
 from batchsched.state.volumes import ClaimBinding
 
 log = logging.getLogger(__name__)
@@ -81,7 +85,7 @@ class VolumeBinder:
         try:
             for binding in step.bindings:
                 written.append(self._write(binding))
-            self._wait(written, step.timeout_seconds, deadline)
+            self._wait(step, written, deadline)
         except (ApiError, GuardRefused, BindingFailed) as err:
             if not self.stopping.is_set():
                 self._undo(written)
@@ -124,18 +128,18 @@ class VolumeBinder:
 
     # ---- waiting -----------------------------------------------------------------------
 
-    def _wait(self, claims: list[_Claim], timeout: int, deadline: float) -> None:
-        while not self._all_bound(claims):
+    def _wait(self, step: BindVolumes, claims: list[_Claim], deadline: float) -> None:
+        while not self._all_bound(step, claims):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise BindingFailed(
-                    f"timed out after {timeout}s waiting for the PV controller to bind "
-                    "the claims (bindTimeoutSeconds)"
+                    f"timed out after {step.timeout_seconds}s waiting for the PV controller "
+                    "to bind the claims (bindTimeoutSeconds)"
                 )
             if self.stopping.wait(min(self.poll_seconds, left)):
                 raise BindingFailed("the scheduler is shutting down")
 
-    def _all_bound(self, claims: list[_Claim]) -> bool:
+    def _all_bound(self, step: BindVolumes, claims: list[_Claim]) -> bool:
         for claim in claims:
             binding = claim.binding
             current = self.client.json("GET", claim.path)
@@ -151,8 +155,31 @@ class VolumeBinder:
                 raise BindingFailed(
                     f'provisioning failed for persistentvolumeclaim "{binding.claim}"'
                 )
+            elif not self._provisioned_fits(step, current):
+                return False
             if not _bound(current):
                 return False
+        return True
+
+    def _provisioned_fits(self, step: BindVolumes, claim: dict[str, Any]) -> bool:
+        """As upstream's checkBindings: the PV provisioned for a claim must admit the node
+        (translated where the node migrated its in-tree plugin, as the Filter checks it).
+        False while the PV is not seen yet."""
+        name = (claim.get("spec") or {}).get("volumeName")
+        if not name or step.node is None:
+            return True
+        try:
+            pv = read_pv(self.client.json("GET", PV.format(name=name)))
+        except ApiError as err:
+            if err.status == 404:
+                return False  # not seen yet (or deleted: the claim then loses it)
+            raise
+        except ManifestError as err:
+            raise BindingFailed(f"persistentvolume {name}: {err}") from None
+        why = refusal(pv, step.node, step.migrated_plugins)
+        if why:
+            node = step.node.name
+            raise BindingFailed(f'pv "{name}" node affinity doesn\'t match node "{node}": {why}')
         return True
 
     # ---- undoing -----------------------------------------------------------------------

@@ -106,7 +106,7 @@ def _field_holds(req: Requirement, name: str) -> bool:
     return req.operator == "Exists"
 
 
-def _terms_hold(node: Node, terms: tuple[NodeSelectorTerm, ...]) -> bool:
+def terms_hold(node: Node, terms: tuple[NodeSelectorTerm, ...]) -> bool:
     """`term_mask` ORed over `terms`, for one node."""
     return any(
         (term.match_expressions or term.match_fields)
@@ -120,7 +120,7 @@ def node_matches(node: Node, pod: Pod) -> bool:
     """The pod's own node selector and required terms hold on `node`."""
     if not _selector_holds(node, pod.node_selector):
         return False
-    return not pod.required_terms or _terms_hold(node, pod.required_terms)
+    return not pod.required_terms or terms_hold(node, pod.required_terms)
 
 
 class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
@@ -160,7 +160,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         node = state.nodes[row]
         if node is None or not node_matches(node, pod):
             return False
-        return not self.added_required or _terms_hold(node, self.added_required)
+        return not self.added_required or terms_hold(node, self.added_required)
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         own = self._own(state, pod)

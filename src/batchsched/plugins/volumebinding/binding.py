@@ -141,7 +141,12 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
                 continue  # its node was chosen by an earlier pod: it is being provisioned
             volumes = cycle.state.volumes
             bindings.append(volumes.bind(cycle.pod.key, claim, chosen[claim.key], node))
-        return BindVolumes(tuple(bindings), self.bind_timeout) if bindings else None
+        if not bindings:
+            return None
+        csi_node = cycle.state.volumes.csi_nodes.get(node)
+        migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
+        placed = cycle.state.nodes[row]
+        return BindVolumes(tuple(bindings), self.bind_timeout, placed, migrated)
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
         state.volumes.revert(pod.key)
