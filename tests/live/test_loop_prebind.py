@@ -119,6 +119,19 @@ def _claim(api: FakeApiServer) -> dict[str, Any]:
     return claim
 
 
+def _failure(api: FakeApiServer, text: str) -> str:
+    """The message of the pod's PodScheduled condition, once it says `text`."""
+
+    def failed(s: FakeApiServer) -> bool:
+        cond = condition(s, "train")
+        return cond is not None and text in cond["message"]
+
+    assert api.wait_for(failed)
+    cond = condition(api, "train")
+    assert cond is not None
+    return str(cond["message"])
+
+
 def test_a_claim_is_bound_to_the_chosen_nodes_pv_while_the_loop_goes_on(
     api: FakeApiServer, launch: Launcher, controller: PvController
 ) -> None:
@@ -191,14 +204,7 @@ def test_a_provisioner_that_drops_the_node_makes_the_pod_try_again(
     controller.running.set()
     _cluster(api, "example.com/local-csi")
     run = launch()
-
-    def failed(s: FakeApiServer) -> bool:
-        cond = condition(s, "train")
-        return cond is not None and "provisioning failed" in cond["message"]
-
-    assert api.wait_for(failed)
-    cond = condition(api, "train")
-    assert cond is not None and cond["message"] == (
+    assert _failure(api, "provisioning failed") == (
         'running PreBind plugin "VolumeBinding": binding volumes: provisioning failed for '
         'persistentvolumeclaim "default/data"'
     )
@@ -215,16 +221,9 @@ def test_a_pv_provisioned_on_another_node_fails_the_prebind(
     controller.running.set()
     _cluster(api, "example.com/local-csi")
     run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
-
-    def failed(s: FakeApiServer) -> bool:
-        cond = condition(s, "train")
-        return cond is not None and "node affinity" in cond["message"]
-
-    assert api.wait_for(failed)
-    cond = condition(api, "train")
-    assert cond is not None
+    message = _failure(api, "node affinity")
     selected = _claim(api)["metadata"]["annotations"][SELECTED]
-    assert cond["message"] == (
+    assert message == (
         'running PreBind plugin "VolumeBinding": binding volumes: pv "pvc-data" node affinity '
         f'doesn\'t match node "{selected}": no matching NodeSelectorTerms'
     )
