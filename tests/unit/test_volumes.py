@@ -472,3 +472,18 @@ def test_gang_members_see_each_others_read_write_once_pod_claims() -> None:
     result = schedule(node("n1"), node("n2"), pv("v"), claim, group, *gang)
     assert result.bindings == []
     assert "ReadWriteOncePod access mode already in-use" in result.unschedulable["default/m2"]
+
+
+def test_a_pre_bound_volume_outside_the_node_leaves_the_claim_no_other_volume() -> None:
+    # Upstream's FindMatchingVolume returns no match when the PV pre-bound to the claim fails
+    # the node's affinity, even if another available PV would fit there.
+    wffc = wffc_class("local", "kubernetes.io/no-provisioner")
+    pre_bound = pv("pinned", "n1", storageClassName="local", capacity={"storage": "1Gi"})
+    pre_bound["spec"]["claimRef"] = {"namespace": "default", "name": "c"}
+    other = pv("other", "n2", storageClassName="local", capacity={"storage": "1Gi"})
+    claim = pvc("c", storageClassName="local", resources={"requests": {"storage": "1Gi"}})
+    n1 = node("n1", labels={"kubernetes.io/hostname": "n1"}, cpu="0")
+    n2 = node("n2", labels={"kubernetes.io/hostname": "n2"})
+    result = schedule(n1, n2, wffc, pre_bound, other, claim, claim_pod("p", "c"))
+    assert result.bindings == []
+    assert "didn't find available persistent volumes to bind" in result.unschedulable["default/p"]

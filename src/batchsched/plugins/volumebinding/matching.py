@@ -2,10 +2,10 @@
 
 On a node, claims are taken smallest request first; each gets the smallest available PV of
 its class that fits there (capacity, access modes, volume mode, VolumeAttributesClass,
-selector, node affinity; a PV pre-bound to the claim first), not chosen for an earlier
-claim. A claim with no such PV is provisioned if its class has a provisioner and its
-`allowedTopologies` admit the node, and the driver's published capacity has room there
-(capacity.py; a claim whose provisioning node was already chosen stays with that node).
+selector, node affinity; a PV pre-bound to the claim is its only candidate), not chosen
+for an earlier claim. A claim with no such PV is provisioned if its class has a provisioner
+and its `allowedTopologies` admit the node, and the driver's published capacity has room
+there (capacity.py; a claim whose provisioning node was already chosen stays with that node).
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ def options(
     for claim in sorted(claims, key=lambda c: (c.request, c.key)):
         fitting = [pv for pv in volumes.volumes.values() if serves(pv, claim)]
         fitting.sort(key=lambda pv: (pv.claim_ref != claim.key, pv.capacity, pv.name))
+        if fitting and fitting[0].claim_ref == claim.key:
+            # As upstream's FindMatchingVolume: a claim's pre-bound PV is its only PV; on a
+            # node outside that PV's affinity the claim matches nothing (it may still be
+            # provisioned), rather than falling back to another PV.
+            fitting = fitting[:1]
         candidates = [
             (pv.name, index.mask(state, pv.node_affinity) if pv.node_affinity else everywhere)
             for pv in fitting
