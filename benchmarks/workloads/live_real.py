@@ -27,7 +27,8 @@ from typing import Any
 import orjson
 import yaml
 
-from batchsched.live.client import STRATEGIC_PATCH, KubeClient, load_configuration
+from batchsched.live.client import STRATEGIC_PATCH, KubeClient
+from batchsched.live.credentials import load_credentials
 from benchmarks.harness import Metrics, workload
 from testsupport.controlplane import ControlPlane, MissingAssets, assets, terminate
 
@@ -151,7 +152,7 @@ def run(nodes: int, pods: int) -> Metrics:
         work = Path(tmp)
         plane = ControlPlane(work).start()
         try:
-            client = KubeClient(load_configuration(plane.admin_kubeconfig))
+            client = KubeClient(load_credentials(plane.admin_kubeconfig))
             client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": NAMESPACE}})
             _parallel([partial(_add_node, client, i) for i in range(nodes)])
             connection = {"qps": QPS, "burst": QPS}

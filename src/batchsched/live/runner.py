@@ -95,7 +95,7 @@ class LiveScheduler:
         if settings.leader_election.enabled and not options.dry_run:
             # Lease calls get their own unlimited client with few retries: a renewal stuck
             # behind thousands of binds, or retried for longer than the deadline, is lost.
-            lease_client = KubeClient(client.configuration, retries=1)
+            lease_client = KubeClient(client.credentials, retries=1)
             self.elector = LeaderElector(
                 lease_client, settings.leader_election, self.identity, clock=clock
             )
