@@ -148,12 +148,6 @@ class Connections:
             raise
         return Stream(conn, response)
 
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
 
 class Stream:
     """A streamed response: its status, its body chunk by chunk, and a `close()` that another
