@@ -25,7 +25,8 @@ from typing import Any
 import orjson
 import urllib3
 
-from batchsched.live.client import KubeClient, load_configuration
+from batchsched.live.client import KubeClient
+from batchsched.live.credentials import load_credentials
 
 TOKEN = "batchsched-e2e-token"
 REPO = Path(__file__).parents[1]
@@ -225,7 +226,7 @@ class ControlPlane:
     # ---- clients and tools -----------------------------------------------------------
 
     def admin(self) -> KubeClient:
-        return KubeClient(load_configuration(self.admin_kubeconfig))
+        return KubeClient(load_credentials(self.admin_kubeconfig))
 
     def kubectl(self, *args: str) -> str:
         done = subprocess.run(

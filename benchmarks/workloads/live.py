@@ -21,6 +21,7 @@ from typing import Any
 from batchsched.config import parse_config
 from batchsched.live.cli import tune_collector
 from batchsched.live.client import KubeClient
+from batchsched.live.credentials import Credentials
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from benchmarks.harness import Metrics, workload
 
@@ -85,14 +86,10 @@ def _start_synced(
 ) -> tuple[LiveScheduler, threading.Event, threading.Thread, float]:
     """The live loop started against `url`, once its caches have synced, and how long that
     took."""
-    from kubernetes.client import Configuration
-
-    configuration = Configuration()
-    configuration.host = url
     config = parse_config(
         {"leaderElection": {"leaderElect": False}, "clientConnection": {"qps": qps}}
     )
-    scheduler = LiveScheduler(KubeClient(configuration), config, LiveOptions())
+    scheduler = LiveScheduler(KubeClient(Credentials(url)), config, LiveOptions())
     tune_collector()  # as `batchsched run` does
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)

@@ -15,7 +15,7 @@ from batchsched.config import load_config
 from batchsched.explain import explain_pod
 from batchsched.explain_text import render_explanation
 from batchsched.live.cli import add_run_parser, run_command
-from batchsched.live.client import ConnectError
+from batchsched.live.credentials import ConnectError
 from batchsched.live.snapshot import merge_objects, read_cluster
 from batchsched.objects.errors import InputError
 from batchsched.objects.load import STDIN, Objects, expand_paths, load_files

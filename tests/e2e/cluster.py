@@ -22,8 +22,8 @@ from batchsched.live.client import (
     STRATEGIC_PATCH,
     ApiError,
     KubeClient,
-    load_configuration,
 )
+from batchsched.live.credentials import load_credentials
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from testsupport.controlplane import REPO, ControlPlane, MissingAssets
 
@@ -255,7 +255,7 @@ class Cluster:
         **options: Any,
     ) -> LiveScheduler:
         """The scheduler in this process, as deploy/'s ServiceAccount (or `kubeconfig`)."""
-        client = KubeClient(load_configuration(kubeconfig or self.plane.deploy()))
+        client = KubeClient(load_credentials(kubeconfig or self.plane.deploy()))
         scheduler = LiveScheduler(
             client,
             config or shipped_config(),

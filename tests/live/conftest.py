@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from kubernetes.client import Configuration
 
 from batchsched.config import SchedulerConfig, parse_config
 from batchsched.live.client import KubeClient
+from batchsched.live.credentials import Credentials
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from tests.live.fake_apiserver import FakeApiServer
 
@@ -55,9 +55,7 @@ def pod(
 
 
 def client_for(api: FakeApiServer) -> KubeClient:
-    configuration = Configuration()
-    configuration.host = api.url
-    return KubeClient(configuration, backoff=0.01, max_backoff=0.05)
+    return KubeClient(Credentials(api.url), backoff=0.01, max_backoff=0.05)
 
 
 def config(**top: Any) -> SchedulerConfig:

@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.live.client import ConnectError, KubeClient, load_configuration
+from batchsched.live.client import KubeClient
+from batchsched.live.credentials import ConnectError, load_credentials
 from tests.live.conftest import client_for, node
 from tests.live.fake_apiserver import FakeApiServer
 
@@ -44,26 +45,26 @@ def test_kubeconfig_list_merges_files_and_context_picks_one(
     second = _kubeconfig(tmp_path / "b", {"b": "https://b.example:6443"}, "b")
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}:{second}")
     # The first file's current-context wins; the second file's context is there to pick.
-    assert load_configuration(None).host == "https://a.example:6443"
-    picked = load_configuration(None, context="b")
+    assert load_credentials(None).host == "https://a.example:6443"
+    picked = load_credentials(None, context="b")
     assert picked.host == "https://b.example:6443"
-    assert "Bearer token-b" in picked.api_key.values()
+    assert picked.auth_headers() == {"Authorization": "Bearer token-b"}
     # --kubeconfig beats KUBECONFIG.
-    assert load_configuration(second).host == "https://b.example:6443"
+    assert load_credentials(second).host == "https://b.example:6443"
 
 
 @pytest.mark.usefixtures("no_ambient")
 def test_home_kubeconfig_then_in_cluster_then_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConnectError, match="in-cluster config.*set KUBECONFIG"):
-        load_configuration(None)
+        load_credentials(None)
     with pytest.raises(ConnectError, match="--context x: no kubeconfig"):
-        load_configuration(None, context="x")
+        load_credentials(None, context="x")
     home = tmp_path / "home" / ".kube"
     home.mkdir(parents=True)
     _kubeconfig(home / "config", {"h": "https://h.example"}, "h")
-    assert load_configuration(None).host == "https://h.example"
+    assert load_credentials(None).host == "https://h.example"
     with pytest.raises(ConnectError, match="nope"):
-        load_configuration(None, context="nope")
+        load_credentials(None, context="nope")
 
 
 @pytest.mark.usefixtures("no_ambient")
@@ -72,8 +73,8 @@ def test_an_insecure_kubeconfig_warns_once_at_start(
 ) -> None:
     path = _kubeconfig(tmp_path / "k", {"i": "https://i.example"}, "i", insecure=True)
     with caplog.at_level(logging.WARNING):
-        configuration = load_configuration(path)
-    assert not configuration.verify_ssl
+        credentials = load_credentials(path)
+    assert not credentials.verify
     [record] = [r for r in caplog.records if "verification is off" in r.getMessage()]
     assert "https://i.example" in record.getMessage()
 
@@ -81,10 +82,10 @@ def test_an_insecure_kubeconfig_warns_once_at_start(
 @pytest.mark.usefixtures("no_ambient")
 def test_an_unreadable_certificate_authority_is_a_connect_error(tmp_path: Path) -> None:
     path = _kubeconfig(tmp_path / "k", {"c": "https://c.example"}, "c")
-    configuration = load_configuration(path)
-    configuration.ssl_ca_cert = str(tmp_path / "no-such-ca.crt")
+    credentials = load_credentials(path)
+    credentials.ca_file = str(tmp_path / "no-such-ca.crt")
     with pytest.raises(ConnectError, match=r"https://c.example: cannot load the TLS cert"):
-        KubeClient(configuration)
+        KubeClient(credentials)
 
 
 def test_lists_come_in_pages_from_one_snapshot(api: FakeApiServer) -> None:

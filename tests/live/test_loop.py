@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 import pytest
@@ -210,3 +211,58 @@ def test_a_long_pass_keeps_the_loop_healthy(
     runs[0].halt()
     launch.clock.advance(runner._HEALTHY_WITHIN)
     assert not runs[0].scheduler.healthy()
+
+
+def test_initial_lists_are_applied_kind_by_kind_as_they_arrive(api: FakeApiServer) -> None:
+    """Pods wait for every kind before them to be listed whole (their classes, nodes and
+    groups), then go into the state while their own list is still coming; the first pass
+    waits for all lists."""
+    from batchsched.live.client import KubeClient
+    from batchsched.live.credentials import Credentials
+    from batchsched.live.facts import Upsert
+    from batchsched.live.kinds import KINDS
+    from batchsched.live.runner import LiveScheduler
+    from batchsched.objects.parse import read_node, read_pod, read_priority_class
+
+    scheduler = LiveScheduler(KubeClient(Credentials(api.url)), config())
+    informers = {i.kind.name: i for i in scheduler.informers}
+    stop = threading.Event()
+    done = threading.Thread(target=scheduler._sync, args=(stop,), daemon=True)
+    for informer in scheduler.informers[2:-1]:  # all but PriorityClass, Node and Pod
+        informer.synced.set()
+    kinds = {k.name: k for k in KINDS}
+    scheduler.facts.put(Upsert(kinds["Node"], read_node(node("n1"))))
+    waiting = pod("p1")
+    waiting["spec"]["priorityClassName"] = "high"
+    scheduler.facts.put(Upsert(kinds["Pod"], read_pod(waiting)))
+    informers["Node"].synced.set()
+    done.start()
+
+    def settled() -> None:
+        assert _eventually(scheduler.facts.empty)
+        time.sleep(0.1)  # a loop round after the queue was taken
+
+    settled()
+    # PriorityClasses are not listed yet: nodes (listed) and pods wait for them.
+    assert scheduler.state.node_count == 0
+    assert not scheduler.state.pods
+    high = {"metadata": {"name": "high"}, "value": 1000}
+    scheduler.facts.put(Upsert(kinds["PriorityClass"], read_priority_class(high)))
+    informers["PriorityClass"].synced.set()
+    assert _eventually(lambda: "default/p1" in scheduler.state.pods)
+    assert scheduler.state.node_count == 1
+    assert not scheduler.synced.is_set()  # pods applied while their list is not finished
+    informers["Pod"].synced.set()
+    done.join(5)
+    assert scheduler.synced.is_set()
+    assert scheduler.state.pods["default/p1"].priority == 1000
+    stop.set()
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -1,39 +1,31 @@
 """A small JSON client for the Kubernetes API.
 
-The `kubernetes` package is used only to read kubeconfig / in-cluster credentials into its
-Configuration; requests go through urllib3 with those TLS and auth settings, and bodies are
-decoded with orjson into plain dicts (the official client's models are far too slow for a
-5000-pod list). Every request waits for the client-side token bucket, and failures that are
-worth retrying (429, 5xx, a dropped connection) are retried with backoff.
-
-Credentials are found as kubectl finds them: `--kubeconfig`, else the `KUBECONFIG` list of
-files (merged, first one wins), else `~/.kube/config`, else the pod's service account.
+Credentials come from live/credentials.py (kubectl's rules); requests go through keep-alive
+connections (live/http.py) with their TLS and auth settings, and bodies are decoded with
+orjson into plain dicts (the official client's models are far too slow for a 5000-pod list).
+Every request waits for the client-side token bucket, and failures that are worth retrying
+(429, 5xx, a dropped connection) are retried with backoff.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import random
 import ssl
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlencode
 
 import orjson
-import urllib3
-import yaml
-from kubernetes import config as kube_config
-from kubernetes.client import Configuration
-from urllib3.util.ssl_ import create_urllib3_context
 
+from batchsched.live.credentials import ConnectError, Credentials, load_credentials
+from batchsched.live.http import TRANSPORT_ERRORS, Connections, Stream
 from batchsched.live.ratelimit import TokenBucket
-from batchsched.objects.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +65,7 @@ class GuardRefused(Exception):
     """The request's guard said no just before sending (e.g. this replica no longer leads)."""
 
 
-class ConnectError(InputError):
-    """No usable cluster credentials (kubeconfig or in-cluster)."""
-
-
-def _error_from(status: int, body: bytes, headers: Mapping[str, str]) -> ApiError:
+def _error_from(status: int, body: bytes, retry_header: str | None) -> ApiError:
     reason, message = "", body[:200].decode(errors="replace")
     try:
         parsed = orjson.loads(body)
@@ -87,82 +75,58 @@ def _error_from(status: int, body: bytes, headers: Mapping[str, str]) -> ApiErro
     except orjson.JSONDecodeError:
         pass
     retry_after: float | None = None
-    raw = headers.get("Retry-After")
-    if raw is not None and raw.isdigit():
-        retry_after = float(raw)
+    if retry_header is not None and retry_header.isdigit():
+        retry_after = float(retry_header)
     return ApiError(status, reason, message, retry_after)
 
 
 class WatchStream:
     """The lines of one watch response; `close()` from another thread ends the iteration."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
 
     def __iter__(self) -> Iterator[bytes]:
         buffer = b""
         try:
-            for chunk in self._response.stream(65536):
+            for chunk in self._stream.chunks():
                 buffer += chunk
                 while (end := buffer.find(b"\n")) >= 0:
                     line, buffer = buffer[:end], buffer[end + 1 :]
                     if line.strip():
                         yield line
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+        except (*TRANSPORT_ERRORS, ValueError) as err:  # ValueError: closed under the read
             raise ApiError(0, "StreamBroken", str(err)) from None
-        finally:
-            # A watch left early has unread data: its connection cannot be reused.
-            self._response.close()
-            self._response.release_conn()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):  # already closed
-            self._response.shutdown()
+        self._stream.close()
 
 
 class KubeClient:
     def __init__(
         self,
-        configuration: Configuration,
+        credentials: Credentials,
         limiter: TokenBucket | None = None,
         retries: int = 5,
         backoff: float = 0.2,
         max_backoff: float = 5.0,
         pool_size: int = 32,
     ) -> None:
-        self.configuration = configuration
-        self.host = configuration.host.rstrip("/")
+        self.credentials = credentials
+        self.host = credentials.host.rstrip("/")
         self.limiter = limiter or TokenBucket.unlimited()
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.error_hook: ErrorHook | None = None
-        tls: dict[str, Any] = {}
-        if self.host.startswith("https"):
-            if not configuration.verify_ssl:
-                # Said once at start-up (load_configuration), not on every request.
-                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-            tls = {
-                "cert_reqs": _cert_reqs(configuration),
-                "ssl_context": _tls_context(configuration),
-            }
-            if configuration.tls_server_name:
-                tls["server_hostname"] = configuration.tls_server_name
-            if configuration.assert_hostname is not None:
-                tls["assert_hostname"] = configuration.assert_hostname
-        self._pool: urllib3.PoolManager
-        if configuration.proxy:
-            self._pool = urllib3.ProxyManager(
-                configuration.proxy, maxsize=pool_size, retries=False, **tls
-            )
-        else:
-            self._pool = urllib3.PoolManager(maxsize=pool_size, retries=False, **tls)
+        context = _tls_context(credentials) if self.host.startswith("https") else None
+        self._connections = Connections(
+            self.host, context, credentials.tls_server_name, credentials.proxy, keep=pool_size
+        )
 
     def with_limiter(self, limiter: TokenBucket) -> KubeClient:
         """A client sharing these credentials with its own rate limit (e.g. for Events)."""
-        other = KubeClient(
-            self.configuration, limiter, self.retries, self.backoff, self.max_backoff
-        )
+        other = KubeClient(self.credentials, limiter, self.retries, self.backoff, self.max_backoff)
         other.error_hook = self.error_hook
         return other
 
@@ -170,16 +134,13 @@ class KubeClient:
         headers = {"Accept": JSON, "User-Agent": "batchsched"}
         if content_type:
             headers["Content-Type"] = content_type
-        # The configuration's own auth settings (a bearer token, or basic auth as its header).
-        # Reading them calls its refresh hook: rotated in-cluster tokens stay current.
-        settings = cast(Mapping[str, Mapping[str, Any]], self.configuration.auth_settings())
-        for setting in settings.values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"]).title()] = str(setting["value"])
+        # Asked per request: rotated tokens and refreshed exec credentials stay current.
+        headers.update(self.credentials.auth_headers())
         return headers
 
-    def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
-        return f"{self.host}{path}?{urlencode(query)}" if query else f"{self.host}{path}"
+    @staticmethod
+    def _target(path: str, query: Mapping[str, str] | None = None) -> str:
+        return f"{path}?{urlencode(query)}" if query else path
 
     def _once(
         self,
@@ -197,19 +158,18 @@ class KubeClient:
             raise GuardRefused(f"{method} {path}")
         data = orjson.dumps(body) if body is not None else None
         try:
-            response = self._pool.request(
+            answer = self._connections.request(
                 method,
-                self.url(path, query),
-                body=data,
-                headers=self._headers(content_type if data is not None else None),
-                timeout=timeout,
-                preload_content=True,
+                self._target(path, query),
+                data,
+                self._headers(content_type if data is not None else None),
+                timeout,
             )
-        except urllib3.exceptions.HTTPError as err:
-            raise ApiError(0, "Unreachable", str(err)) from None
-        if response.status >= 400:
-            raise _error_from(response.status, response.data, response.headers)
-        return response.data
+        except TRANSPORT_ERRORS as err:
+            raise ApiError(0, "Unreachable", f"{method} {path}: {err!r}") from None
+        if answer.status >= 400:
+            raise _error_from(answer.status, answer.body, answer.retry_after)
+        return answer.body
 
     def request(
         self,
@@ -291,125 +251,54 @@ class KubeClient:
 
     def watch(self, path: str, query: Mapping[str, str], read_timeout: float) -> WatchStream:
         self.limiter.acquire()
+        target = self._target(path, {**query, "watch": "true"})
         try:
-            response = self._pool.request(
-                "GET",
-                self.url(path, {**query, "watch": "true"}),
-                headers=self._headers(None),
-                timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
-                preload_content=False,
-            )
-        except urllib3.exceptions.HTTPError as err:
-            raise ApiError(0, "Unreachable", str(err)) from None
-        if response.status >= 400:
-            error = _error_from(response.status, response.read(), response.headers)
-            response.release_conn()
-            raise error
-        return WatchStream(response)
+            stream = self._connections.stream(target, self._headers(None), 10.0, read_timeout)
+            if stream.status >= 400:
+                raise _error_from(stream.status, stream.read_all(), None)
+        except TRANSPORT_ERRORS as err:
+            raise ApiError(0, "Unreachable", f"watch {path}: {err!r}") from None
+        return WatchStream(stream)
 
 
-def _cert_reqs(configuration: Configuration) -> ssl.VerifyMode:
-    return ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE
-
-
-def _tls_context(configuration: Configuration) -> ssl.SSLContext:
-    """One TLS context for all of a client's connections, its certificates loaded once:
-    urllib3 would otherwise build a context per connection and load the CA bundle into each
-    (tens of milliseconds of CPU apiece, a dozen times over at start-up)."""
-    context = create_urllib3_context(cert_reqs=_cert_reqs(configuration))
+def _tls_context(credentials: Credentials) -> ssl.SSLContext:
+    """One TLS context for all of a client's connections, its certificates loaded once (tens
+    of milliseconds of CPU apiece). The server's name is checked against its certificate
+    unless verification is off."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if not credentials.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     try:
-        if configuration.ssl_ca_cert:
-            context.load_verify_locations(cafile=configuration.ssl_ca_cert)
-        elif configuration.verify_ssl:
+        if credentials.ca_data:
+            context.load_verify_locations(cadata=credentials.ca_data)
+        elif credentials.ca_file:
+            context.load_verify_locations(cafile=credentials.ca_file)
+        elif credentials.verify:
             context.load_default_certs()
-        if configuration.cert_file:
-            context.load_cert_chain(configuration.cert_file, configuration.key_file)
+        if credentials.cert_data is not None and credentials.key_data is not None:
+            _load_chain_data(context, credentials.cert_data, credentials.key_data)
+        elif credentials.cert_file:
+            context.load_cert_chain(credentials.cert_file, credentials.key_file)
     except (OSError, ssl.SSLError) as err:
-        raise ConnectError(
-            f"{configuration.host}: cannot load the TLS certificates: {err}"
-        ) from None
+        raise ConnectError(f"{credentials.host}: cannot load the TLS certificates: {err}") from None
     return context
+
+
+def _load_chain_data(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Inline client certificate and key (kubeconfig `client-*-data`): ssl loads chains only
+    from files, so they pass through a private temporary folder, removed at once."""
+    with tempfile.TemporaryDirectory(prefix="batchsched-tls-") as folder:
+        cert_path, key_path = Path(folder, "client.crt"), Path(folder, "client.key")
+        for path, data in ((cert_path, cert), (key_path, key)):
+            path.touch(mode=0o600)
+            path.write_bytes(data)
+        context.load_cert_chain(cert_path, key_path)
 
 
 def _list_version(body: Mapping[str, Any]) -> str:
     return str((body.get("metadata") or {}).get("resourceVersion", ""))
-
-
-DEFAULT_KUBECONFIG = Path("~/.kube/config")
-
-
-def kubeconfig_source(kubeconfig: Path | None) -> str | None:
-    """The kubeconfig file list to read (kubectl's order), or None for in-cluster config."""
-    if kubeconfig is not None:
-        if not kubeconfig.is_file():
-            raise ConnectError(f"--kubeconfig {kubeconfig}: no such file")
-        return str(kubeconfig)
-    listed = os.environ.get("KUBECONFIG", "")
-    if listed:
-        paths = [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
-        if not any(p.is_file() for p in paths):
-            raise ConnectError(f"KUBECONFIG={listed}: none of these files exists")
-        return listed
-    if DEFAULT_KUBECONFIG.expanduser().is_file():
-        return str(DEFAULT_KUBECONFIG.expanduser())
-    return None
-
-
-def _current_context(source: str) -> str | None:
-    """kubectl's rule for a list of files: the first file that sets current-context wins (the
-    kubernetes package would take the last)."""
-    for raw in source.split(os.pathsep):
-        path = Path(raw).expanduser()
-        if raw and path.is_file():
-            try:
-                current = (yaml.safe_load(path.read_text()) or {}).get("current-context")
-            except yaml.YAMLError as err:
-                raise ConnectError(f"{path}: not a kubeconfig: {err}") from None
-            if current:
-                return str(current)
-    return None
-
-
-def load_configuration(kubeconfig: Path | None, context: str | None = None) -> Configuration:
-    """Credentials as kubectl finds them (see the module's docstring); `context` picks a
-    kubeconfig context other than the current one."""
-    configuration = Configuration()
-    source = kubeconfig_source(kubeconfig)
-    try:
-        if source is not None:
-            context = context or _current_context(source)
-            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=source,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        elif context is not None:
-            raise ConnectError(
-                f"--context {context}: no kubeconfig to find it in "
-                "(pass --kubeconfig PATH or set KUBECONFIG)"
-            )
-        else:
-            kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-    except kube_config.ConfigException as err:
-        where = source if source is not None else "in-cluster config"
-        hint = (
-            ""
-            if source is not None
-            else " (outside a cluster, pass --kubeconfig PATH or set KUBECONFIG)"
-        )
-        raise ConnectError(f"{where}: {err}{hint}") from None
-    except OSError as err:
-        raise ConnectError(f"{source}: cannot read: {err.strerror}") from None
-    if not configuration.verify_ssl and configuration.host.startswith("https"):
-        log.warning(
-            "%s: TLS certificate verification is off (insecure-skip-tls-verify): "
-            "the API server's identity is not checked",
-            configuration.host,
-        )
-    return configuration
 
 
 def connect(
@@ -418,4 +307,4 @@ def connect(
     retries: int = 5,
     context: str | None = None,
 ) -> KubeClient:
-    return KubeClient(load_configuration(kubeconfig, context), limiter, retries=retries)
+    return KubeClient(load_credentials(kubeconfig, context), limiter, retries=retries)

@@ -95,7 +95,7 @@ class LiveScheduler:
         if settings.leader_election.enabled and not options.dry_run:
             # Lease calls get their own unlimited client with few retries: a renewal stuck
             # behind thousands of binds, or retried for longer than the deadline, is lost.
-            lease_client = KubeClient(client.configuration, retries=1)
+            lease_client = KubeClient(client.credentials, retries=1)
             self.elector = LeaderElector(
                 lease_client, settings.leader_election, self.identity, clock=clock
             )
@@ -168,14 +168,28 @@ class LiveScheduler:
             self._shutdown()
 
     def _sync(self, stop: threading.Event) -> bool:
-        while not all(i.synced.is_set() for i in self.informers):
+        """Apply the initial lists as they arrive, kind by kind: a kind's objects go into the
+        state once every kind before it (KINDS' order) has been listed whole, so pods meet
+        their classes, nodes and groups, and the pods of a long list are applied while its
+        later pages are still coming. The first pass waits for every list."""
+        held: list[Fact] = []
+        while True:
             self._heartbeat = self._clock()
-            if stop.wait(0.02):
+            # Flags before facts: a listed kind put all its objects in the queue before its flag.
+            listed = 0
+            while listed < len(self.informers) and self.informers[listed].synced.is_set():
+                listed += 1
+            held.extend(self._take(0.0 if listed == len(self.informers) else 0.02))
+            held.sort(key=_kind_order)  # stable: each kind's facts stay in arrival order
+            ready = len(held)
+            while ready and _kind_order(held[ready - 1]) > listed:
+                ready -= 1
+            self._apply(held[:ready])
+            del held[:ready]
+            if listed == len(self.informers):
+                break
+            if stop.is_set():
                 return False
-        # Apply the initial lists kind by kind, so pods meet their classes, nodes and groups.
-        batch = self._take(0.0)
-        batch.sort(key=lambda f: KIND_ORDER[f.kind.name] if isinstance(f, Upsert | Remove) else 0)
-        self._apply(batch)
         self.synced.set()
         return True
 
@@ -260,3 +274,7 @@ class LiveScheduler:
         self.events.close()
         for informer in self.informers:
             informer.join(2.0)
+
+
+def _kind_order(fact: Fact) -> int:
+    return KIND_ORDER[fact.kind.name] if isinstance(fact, Upsert | Remove) else 0

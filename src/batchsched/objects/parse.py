@@ -235,6 +235,7 @@ _RFC3339 = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # pods made together share their timestamps
 def parse_time(raw: str) -> datetime:
     """An RFC 3339 time (`2026-11-22T10:00:00Z`): a date, a time and a zone, as the API has
     them (a bare date or a time without zone is refused, as Go's RFC 3339 parser does),
@@ -362,7 +363,9 @@ def _images(r: _Reader, spec: Any) -> tuple[str, ...]:
     out = []
     for field in ("initContainers", "containers"):
         for i, container in enumerate(r.at("spec").items(spec, field)):
-            image = r.at(f"spec.{field}[{i}]").get(container, "image", str, "")
+            image = container.get("image")
+            if type(image) is not str:  # absent, or wrong: the reader says which
+                image = r.at(f"spec.{field}[{i}]").get(container, "image", str, "")
             if image:
                 tagged = image.rfind(":") > image.rfind("/")
                 out.append(image if tagged else f"{image}:latest")
@@ -385,9 +388,38 @@ def _nonzero(requests: dict[str, int]) -> dict[str, int]:
     return {CPU: DEFAULT_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST, **requests}
 
 
+def _plain_toleration(raw: Any) -> Toleration | None:
+    """A toleration whose fields are all well-formed strings, read without a field reader
+    (every pod carries the API server's two default tolerations); None: let the reader say
+    what is wrong."""
+    if type(raw) is not dict:
+        return None
+    key, op, value, effect = (raw.get(f) for f in ("key", "operator", "value", "effect"))
+    key = "" if key is None else key
+    value = "" if value is None else value
+    effect = "" if effect is None else effect
+    op = "Equal" if op is None else op
+    if not (type(key) is type(value) is type(effect) is str) or op not in ("Equal", "Exists"):
+        return None
+    if (effect and effect not in _EFFECTS) or (not key and op != "Exists"):
+        return None
+    return _toleration(key, op, value, effect)
+
+
+@functools.lru_cache(maxsize=1024)
+def _toleration(key: str, op: str, value: str, effect: str) -> Toleration:
+    """One shared record per distinct toleration (they are frozen): most pods carry the same
+    few."""
+    return Toleration(key=key, operator=cast(Any, op), value=value, effect=effect)
+
+
 def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
     out = []
     for i, raw in enumerate(r.at("spec").items(spec, "tolerations")):
+        plain = _plain_toleration(raw)
+        if plain is not None:
+            out.append(plain)
+            continue
         t = r.at(f"spec.tolerations[{i}]")
         op = t.choice(raw, "operator", ("Equal", "Exists"), default="Equal")
         effect = t.choice(raw, "effect", _EFFECTS, empty_ok=True)
@@ -402,7 +434,15 @@ def _tolerations(r: _Reader, spec: Any) -> tuple[Toleration, ...]:
 def _host_ports(r: _Reader, spec: Any) -> tuple[HostPort, ...]:
     """Ports bound on the node: those with a hostPort, of the containers and of the
     restartable init containers (sidecars, which run alongside them), as upstream counts."""
-    host_network = r.at("spec").get(spec, "hostNetwork", bool, False)
+    host_network = spec.get("hostNetwork")
+    if type(host_network) is not bool:  # absent, or wrong: the reader says which
+        host_network = r.at("spec").get(spec, "hostNetwork", bool, False)
+    if not any(
+        type(c) is not dict or c.get("ports") is not None
+        for field in ("initContainers", "containers")
+        for c in r.at("spec").items(spec, field)
+    ):
+        return ()  # the common case: no ports, no reader to make
     out = []
     for field in ("initContainers", "containers"):
         for i, container in enumerate(r.at("spec").items(spec, field)):
@@ -456,6 +496,8 @@ def _extended_containers(
 ) -> tuple[ContainerDevices, ...]:
     out = []
     for index, c in enumerate([*inits, *containers]):
+        if not any("/" in name for name in c.requests):  # cpu, memory and the like
+            continue
         amounts = tuple(
             (name, amount)
             for name, amount in sorted(c.requests.items())
@@ -783,6 +825,13 @@ def _affinity_terms(r: _Reader, obj: Any, path: str, weighted: bool) -> tuple[Af
 
 def _pod_affinity(r: _Reader, spec: Any) -> PodAffinity | None:
     """`affinity.podAffinity` and `affinity.podAntiAffinity`, or None when neither has a term."""
+    affinity = spec.get("affinity")
+    if affinity is None or (
+        type(affinity) is dict
+        and affinity.get("podAffinity") is None
+        and affinity.get("podAntiAffinity") is None
+    ):
+        return None
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     preferred = "preferredDuringSchedulingIgnoredDuringExecution"
     found = PodAffinity(
@@ -815,6 +864,8 @@ def selector_expressions(r: _Reader, obj: Any) -> tuple[str, ...]:
 
 
 def _pod_claims(r: _Reader, obj: Json, spec: Any) -> tuple[PodClaim, ...]:
+    if spec.get("resourceClaims") is None:
+        return ()
     generated = {
         r.get(s, "name", str, ""): r.get(s, "resourceClaimName", str, "")
         for s in r.items(obj, "status.resourceClaimStatuses")
