@@ -65,6 +65,19 @@ class _StaticVerdict:
     rejected_by: frozenset[str]  # the plugins those rejections came from
 
 
+# The filters and weighted scores reading other nodes' pods that a pod meets.
+_Globals = tuple[tuple[FilterPlugin, ...], tuple[tuple[ScorePlugin, int], ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class _RowPlan:
+    """The row-local filters and weighted scores that have something to say about a pod
+    shape: those a refresh runs (a row-local plugin skips, or scores alike, by the shape)."""
+
+    filters: tuple[RowLocalPlugin, ...]
+    scores: tuple[tuple[RowLocalPlugin, int], ...]
+
+
 @dataclass(slots=True)
 class _Placement:
     """One pod shape's feasibility and total score per node, as of `mark` in the row log."""
@@ -73,6 +86,7 @@ class _Placement:
     mark: int
     feasible: BoolArray
     total: IntArray  # weighted score; -1 where infeasible
+    plan: _RowPlan | None = None  # made at the first refresh
 
 
 class Framework:
@@ -131,6 +145,8 @@ class Framework:
         ]
         self._global_scores = [(p, w) for p, w in self.scores if not isinstance(p, RowLocalPlugin)]
         self._readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
+        self._skips_by_shape: dict[Hashable, frozenset[Plugin]] = {}
+        self._globals: dict[frozenset[Plugin], _Globals] = {}  # by the plugins skipping
         self._placements: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
@@ -197,28 +213,43 @@ class Framework:
         # The non-zero requests are what the resource scores read besides the demand.
         nonzero = ClusterState.nonzero_of(pod)
         read = tuple([p.reads(state, pod) for p in self._readers])
-        return (shapes, demand.cols.tobytes(), demand.amounts.tobytes(), nonzero, read)
+        return (shapes, demand.key, nonzero, read)
 
     def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
-        """The dynamic filters and scores that skip this pod, asked once per cycle."""
+        """The dynamic filters and scores that skip this pod, asked once per cycle (once per
+        pod shape for those whose answer follows from the shape)."""
         found = cycle.scratch.get(_SKIPPING)
         if found is None:
             state, pod = cycle.state, cycle.pod
-            found = cycle.scratch[_SKIPPING] = frozenset(
-                p for p in self._skippers if p.skips(state, pod)
-            )
+            key = self._keys(state, pod, cycle.demand)[1]
+            by_shape = None if key is None else self._skips_by_shape.get(key)
+            if by_shape is None:
+                by_shape = frozenset(
+                    p for p in self._skippers if p.skips_by_shape and p.skips(state, pod)
+                )
+                if key is not None:
+                    if len(self._skips_by_shape) >= _CACHE_LIMIT:
+                        self._skips_by_shape.clear()
+                    self._skips_by_shape[key] = by_shape
+            found = cycle.scratch[_SKIPPING] = by_shape | {
+                p for p in self._skippers if not p.skips_by_shape and p.skips(state, pod)
+            }
         assert isinstance(found, frozenset)
         return found
 
-    def _global_for(self, cycle: Cycle) -> tuple[list[FilterPlugin], list[tuple[ScorePlugin, int]]]:
+    def _global_for(self, cycle: Cycle) -> _Globals:
         """The filters and scores that are not row-local and have something to say about
         this pod (those that skip it pass every node alike)."""
         if self._row_local:
-            return [], []
+            return (), ()
         skipping = self._skipping(cycle)
-        filters = [p for p in self._global_filters if p not in skipping]
-        scores = [(p, w) for p, w in self._global_scores if p not in skipping]
-        return filters, scores
+        found = self._globals.get(skipping)  # a few sets of skipping plugins recur
+        if found is None:
+            found = self._globals[skipping] = (
+                tuple(p for p in self._global_filters if p not in skipping),
+                tuple((p, w) for p, w in self._global_scores if p not in skipping),
+            )
+        return found
 
     def _static_verdict(
         self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
@@ -555,18 +586,33 @@ class Framework:
     def _refresh(
         self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
     ) -> None:
+        plan = placement.plan
+        if plan is None:
+            plan = placement.plan = self._row_plan(cycle)
         ok = verdict.passing[rows]  # a copy: fancy indexing
-        skipping = self._skipping(cycle)
-        for flt in self.dynamic_filters:
-            if isinstance(flt, RowLocalPlugin) and flt not in skipping:
-                ok &= flt.fits_rows(cycle, rows)
+        for flt in plan.filters:
+            ok &= flt.fits_rows(cycle, rows)
         total: IntArray | None = None
-        for scorer, weight in self.scores:
-            if isinstance(scorer, RowLocalPlugin) and not self._silent(cycle, scorer):
-                scored = scorer.score_rows(cycle, rows) * weight
-                total = scored if total is None else total + scored
+        for scorer, weight in plan.scores:
+            scored = scorer.score_rows(cycle, rows) * weight
+            total = scored if total is None else total + scored
         placement.feasible[rows] = ok
         placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
+
+    def _row_plan(self, cycle: Cycle) -> _RowPlan:
+        skipping = self._skipping(cycle)
+        return _RowPlan(
+            tuple(
+                flt
+                for flt in self.dynamic_filters
+                if isinstance(flt, RowLocalPlugin) and flt not in skipping
+            ),
+            tuple(
+                (scorer, weight)
+                for scorer, weight in self.scores
+                if isinstance(scorer, RowLocalPlugin) and not self._silent(cycle, scorer)
+            ),
+        )
 
     def reserve(self, cycle: Cycle, row: int) -> tuple[PreBind, ...]:
         """Run the Reserve plugins; what they ask the world to write before the Binding. If
@@ -667,7 +713,7 @@ def _run_static(
 def _best(state: ClusterState, total: IntArray) -> int:
     """The row with the highest total (>= 0); among equals, the node that sorts first."""
     if state.names_in_row_order():
-        return int(np.argmax(total))  # the first maximum is the first name
+        return int(total.argmax())  # the first maximum is the first name
     rows = np.flatnonzero(total == total.max())
     return int(rows[np.argmin(state.name_rank()[rows])])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime
 
 import pytest
@@ -119,3 +120,31 @@ def test_one_pass_sees_every_event_of_its_instant() -> None:
     assert (urgent.start, urgent.end) == (100, 200)
     assert "Evict" not in result.decisions
     assert passes == [0, 100, 200]  # one pass per instant, not per event
+
+
+def test_fragmentation_follows_the_changed_nodes_exactly() -> None:
+    """Kept per node as rows change; each sample must equal a count over every node."""
+    nodes = [gpu_node(f"n{i}") for i in range(4)]
+    jobs = [job(f"j{i}", gpus=1 + i % 8, work=50.0 + 17 * i, submit=5.0 * i) for i in range(30)]
+    sim = simulation(nodes, jobs)
+    seen = []
+    while sim._events:
+        sim.advance(sim.now + 7.0)
+        state, col = sim.state, state_col(sim)
+        free, alloc = state.free[: state.rows, col], state.allocatable[: state.rows, col]
+        partly = (free > 0) & (free < alloc)
+        assert sim._fragmentation() == float(free[partly].sum())
+        seen.append(sim._fragmentation())
+    assert any(seen) and seen[-1] == 0.0
+
+
+def state_col(sim: Simulation) -> int:
+    col = sim.state.resources.get(GPU)
+    assert col is not None
+    return col
+
+
+def test_a_run_leaves_the_collector_as_it_found_it() -> None:
+    before = gc.get_threshold()
+    simulation([gpu_node("n")], [job("a"), job("b", submit=10.0)]).run()
+    assert gc.get_threshold() == before

@@ -85,3 +85,60 @@ def test_removing_a_node_releases_its_pods_and_nominations() -> None:
     state.nominate(nominee.key, "a")
     state.remove_node("a")
     assert state.bound == {} and state.nominations == {} and state.node_count == 0
+
+
+def test_pods_asking_alike_share_one_read_only_demand() -> None:
+    one, two = pending("one", 1000, 0), pending("two", 1000, 0)
+    state = state_with(one, two)
+    demand = state.demand(one)
+    assert state.demand(two) is demand
+    assert state.demand(pending("three", 2000, 0)) is not demand
+    assert demand.key == tuple(zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True))
+    try:
+        demand.amounts[0] = 1
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a shared demand must not be writable")
+
+
+def test_a_pod_asking_a_new_resource_widens_the_room_before_it_is_counted() -> None:
+    pod = pending("p", 1000, 0)
+    pod.requests["example.com/fpga"] = 1
+    pod.node_name = "a"
+    state = state_with(pod)  # the node has no such column yet
+    assert int(state.free[0, state.resources.get("example.com/fpga") or 0]) == -1
+
+
+def bound_copy(pod: Pod) -> Pod:
+    again = Pod(pod.namespace, pod.name, requests=dict(pod.requests), priority=pod.priority)
+    again.node_name = pod.node_name
+    return again
+
+
+def test_confirming_an_assumed_pod_in_place_is_the_same_as_a_new_report() -> None:
+    """The simulator confirms a bind by updating the pod object the state holds: the state
+    must end as it does when the world sends a new object (room, pods' order, priorities)."""
+    views = []
+    for same_object in (True, False):
+        first, second = pending("first", 1000, 5), pending("second", 500, 7)
+        state = state_with(first, second)
+        state.assume(first.key, "a")
+        state.assume(second.key, "a")
+        mark = state.change_mark()
+        confirmed = state.pods[first.key] if same_object else bound_copy(state.pods[first.key])
+        confirmed.priority = 9  # a report may carry a new priority
+        state.upsert_pod(confirmed)
+        assert state.rows_changed_since(mark)  # the row's pods changed: caches look again
+        views.append(
+            (
+                state.free.tolist(),
+                state.nonzero_gap.tolist(),
+                list(state.node_pods[0]),
+                state.lowest_bound_priority(),
+                state.assumed,
+            )
+        )
+    assert views[0] == views[1]
+    assert views[0][2] == ["ns/second", "ns/first"]  # the confirmed pod goes last
+    assert views[0][3] == 7 and views[0][4] == {"ns/second"}

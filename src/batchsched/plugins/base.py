@@ -161,6 +161,10 @@ class Plugin:
     scheduler keeps a failed shape's answer for as long as the cluster does not change."""
 
     name: ClassVar[str]
+    # Whether `skips` follows from the pod's shape alone (its demand, the static filters'
+    # shapes and what the filters' and scores' `reads` return): the framework then asks once
+    # per shape. A plugin whose answer also reads the cluster says False.
+    skips_by_shape: ClassVar[bool] = True
 
     def attach(self, state: ClusterState) -> None:
         """Called once by the scheduler with the state it schedules."""
@@ -273,7 +277,9 @@ class RowLocalPlugin(Plugin):
     `free` and `allocatable` and on the pod's demand.
 
     The framework then keeps a pod shape's results between cycles and refreshes only the rows
-    that changed (usually the one node the previous pod was bound to).
+    that changed (usually the one node the previous pod was bound to). Whether it `skips` a
+    pod, or scores it `uniform`ly, must follow from the pod's shape (its demand and what
+    `reads` returns): the framework asks once per shape.
     """
 
     def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:

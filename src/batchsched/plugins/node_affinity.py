@@ -29,6 +29,7 @@ from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
+_UNCONSTRAINED: Hashable = ((), ())  # the shape of a pod with no selector and no terms
 
 
 def requirement_holds(req: Requirement, labels: dict[str, str]) -> bool:
@@ -152,6 +153,8 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         return normalize_by_max(raw, feasible)
 
     def shape(self, pod: Pod) -> Hashable | None:
+        if not pod.node_selector and not pod.required_terms:
+            return _UNCONSTRAINED
         if any(term.match_fields for term in pod.required_terms):
             return None  # pinned by name: cheap to compute, useless to cache
         return (tuple(sorted(pod.node_selector.items())), pod.required_terms)

@@ -19,7 +19,9 @@ class NodeUnschedulable(StaticFilterPlugin):
     name = "NodeUnschedulable"
 
     def shape(self, pod: Pod) -> Hashable | None:
-        return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
+        return bool(pod.tolerations) and any(
+            t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations
+        )
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         if self.shape(pod):

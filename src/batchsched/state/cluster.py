@@ -38,6 +38,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 _CHANGE_LOG_LIMIT = 65_536
+_DEMAND_LIMIT = 4096  # distinct request sets remembered (a trace has a few dozen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +52,15 @@ class Reservation:
 
 @dataclass(frozen=True, slots=True)
 class Demand:
-    """A pod's request as array columns and amounts, ready for vectorised checks."""
+    """A pod's request as array columns and amounts, ready for vectorised checks.
+
+    Pods asking for the same requests share one Demand (`ClusterState.demand`), so what a
+    plugin derives from a demand can be remembered against the object itself.
+    """
 
     cols: npt.NDArray[np.intp]
     amounts: IntArray
+    key: tuple[tuple[int, int], ...]  # (column, amount) pairs: equal keys, equal demands
 
 
 class ClusterState:
@@ -102,6 +108,7 @@ class ClusterState:
         # re-binds it): results derived from the set of running pods are cached against it.
         self.bound_version = 0
         self._demands: dict[str, Demand] = {}
+        self._demand_of: dict[tuple[tuple[str, int], ...], Demand] = {}  # by requests
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
@@ -440,18 +447,27 @@ class ClusterState:
     # ---- pods --------------------------------------------------------------------------
 
     def demand(self, pod: Pod) -> Demand:
-        demand = self._demands.get(pod.key)
+        key = pod.key
+        demand = self._demands.get(key)
         if demand is None:
-            intern = self.resources.intern
-            pairs = sorted(
-                (intern(name), amount) for name, amount in pod.requests.items() if amount
-            )
-            self._ensure_columns()
-            demand = Demand(
-                cols=np.array([col for col, _ in pairs], dtype=np.intp),
-                amounts=np.array([amount for _, amount in pairs], dtype=np.int64),
-            )
-            self._demands[pod.key] = demand
+            requests = tuple(pod.requests.items())
+            demand = self._demand_of.get(requests)
+            if demand is None:
+                demand = self._new_demand(requests)
+            self._demands[key] = demand
+        return demand
+
+    def _new_demand(self, requests: tuple[tuple[str, int], ...]) -> Demand:
+        intern = self.resources.intern
+        pairs = tuple(sorted((intern(name), amount) for name, amount in requests if amount))
+        self._ensure_columns()
+        cols = np.array([col for col, _ in pairs], dtype=np.intp)
+        amounts = np.array([amount for _, amount in pairs], dtype=np.int64)
+        cols.flags.writeable = amounts.flags.writeable = False  # shared by many pods
+        demand = Demand(cols, amounts, pairs)
+        if len(self._demand_of) >= _DEMAND_LIMIT:
+            self._demand_of.clear()
+        self._demand_of[requests] = demand
         return demand
 
     def upsert_pod(self, pod: Pod) -> None:
@@ -485,7 +501,16 @@ class ClusterState:
                 self.volumes.confirm(key)
                 self.devices.confirm(key)
         old_node = self.bound.get(key)
-        if old_node is not None:
+        # The very object already counted on the node it names (a world that updates the
+        # pods it reported, as the simulator confirming a bind): its room stays where it is.
+        stays = (
+            old is pod
+            and old_node is not None
+            and not pod.terminated
+            and not (pod.volumes or pod.disks)
+            and self.node_index.get(pod.node_name) == old_node
+        )
+        if old_node is not None and not stays:
             self._unbind(key)
         self.pods[key] = pod
         self._index_group(key, group_key_of(pod))
@@ -495,6 +520,10 @@ class ClusterState:
         elif not pod.node_name:
             self.pending[key] = pod
             self.sync_nomination(pod)
+        elif stays:
+            assert old_node is not None
+            self.nominations.pop(key, None)
+            self._rebind(key, pod, old_node)
         else:
             self.nominations.pop(key, None)
             self._bind(key, pod)
@@ -531,35 +560,60 @@ class ClusterState:
         if idx is None:
             # Its node is unknown (not yet listed, or gone): the pod holds nothing we can see.
             return
-        demand = self.demand(pod)
-        self.free[idx, demand.cols] -= demand.amounts
+        demand = self.demand(pod)  # first: a new resource widens `free`
+        free = self.free
+        for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
+            free[idx, col] -= amount
         self._count_gap(idx, pod, 1)
         self._touch(idx, pod)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
         self.bound_version += 1
-        priority = pod.priority or 0
-        self._counted_at[key] = priority
-        self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
+        self._count_priority(key, pod)
         if pod.deletion_timestamp is not None:
             self.terminating_bound.add(key)
         if pod.volumes or pod.disks:
             self.volumes.place(pod, idx)
 
-    def _unbind(self, key: str) -> None:
-        idx = self.bound.pop(key)
-        pod = self.node_pods[idx].pop(key)
-        demand = self.demand(pod)
-        self.free[idx, demand.cols] += demand.amounts
-        self._count_gap(idx, pod, -1)
+    def _rebind(self, key: str, pod: Pod, idx: int) -> None:
+        """`_unbind` then `_bind` on the same node for a pod whose requests did not change,
+        without taking its room out and back: the pod goes last among the node's pods, and
+        its priority and termination are counted anew."""
+        pods = self.node_pods[idx]
+        del pods[key]
+        pods[key] = pod
         self._touch(idx, pod)
         self.bound_version += 1
+        self._uncount_priority(key)
+        self._count_priority(key, pod)
+        self.terminating_bound.discard(key)
+        if pod.deletion_timestamp is not None:
+            self.terminating_bound.add(key)
+
+    def _count_priority(self, key: str, pod: Pod) -> None:
+        priority = pod.priority or 0
+        self._counted_at[key] = priority
+        self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
+
+    def _uncount_priority(self, key: str) -> None:
         priority = self._counted_at.pop(key)
         left = self._bound_priorities[priority] - 1
         if left:
             self._bound_priorities[priority] = left
         else:
             del self._bound_priorities[priority]
+
+    def _unbind(self, key: str) -> None:
+        idx = self.bound.pop(key)
+        pod = self.node_pods[idx].pop(key)
+        demand = self.demand(pod)
+        free = self.free
+        for col, amount in demand.key:
+            free[idx, col] += amount
+        self._count_gap(idx, pod, -1)
+        self._touch(idx, pod)
+        self.bound_version += 1
+        self._uncount_priority(key)
         self.terminating_bound.discard(key)
         if pod.volumes or pod.disks:
             self.volumes.unplace(pod, idx)

@@ -76,7 +76,8 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             return None
         if self._state is None:  # not attached: which resources are mapped is unknown
             return None if pod.extended_containers else ()
-        return None if mapped_requests(pod, self._state.device_class_resources) else ()
+        classes = self._state.device_class_resources
+        return None if classes and mapped_requests(pod, classes) else ()
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         mapped = mapped_requests(pod, state.device_class_resources)

@@ -62,6 +62,7 @@ MAX_SCORE = 100
 
 class InterPodAffinity(FilterPlugin, ScorePlugin):
     name = "InterPodAffinity"
+    skips_by_shape = False  # whether any pod carries terms, or is nominated, matters too
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         reader = ArgsReader(
@@ -116,7 +117,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         # and the labels under the keys some term names; a label no term names (e.g. a job's
         # own name) must not split pods alike into shapes of one.
         keys = state.term_label_keys
-        labels = tuple(sorted((k, v) for k, v in pod.labels.items() if k in keys))
+        labels = tuple(sorted((k, v) for k, v in pod.labels.items() if k in keys)) if keys else ()
         return (pod.namespace, labels, pod.pod_affinity)
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:

@@ -37,6 +37,7 @@ from batchsched.plugins.noderesources.least_allocated import (
 from batchsched.plugins.noderesources.most_allocated import most_allocated, most_allocated_node
 from batchsched.plugins.noderesources.resource_allocation import (
     NODE_BY_NODE,
+    ByDemand,
     Columns,
     NodeUsage,
     Usage,
@@ -100,6 +101,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
             if "/" in group:
                 raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")
         self.ignored_groups = frozenset(groups)
+        self._checks: ByDemand[list[tuple[int, int]]] = ByDemand()
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._fits_a_changed_row}
@@ -151,9 +153,14 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
                 ok &= fits
             return ok
         if rows.shape[0] <= NODE_BY_NODE:
-            fits = [
-                all(free[row, col] >= amount for col, amount in checked) for row in rows.tolist()
-            ]
+            fits = []
+            for row in rows.tolist():
+                for col, amount in checked:
+                    if free.item(row, col) < amount:
+                        fits.append(False)
+                        break
+                else:
+                    fits.append(True)
             return np.array(fits, dtype=np.bool_)
         ok = np.ones(rows.shape[0], dtype=np.bool_)
         for col, amount in checked:
@@ -168,13 +175,15 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return np.asarray(cycle.state.allocatable[rows, col] > 0)
 
     def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
+        """The (column, amount) pairs of the demand this plugin checks."""
         names = cycle.state.resources.names
-        demand = cycle.demand
-        return [
-            (col, amount)
-            for col, amount in zip(demand.cols.tolist(), demand.amounts.tolist(), strict=True)
-            if not self._ignores(names[col])
-        ]
+        return self._checks.get(
+            cycle.demand,
+            None,
+            lambda: [
+                (col, amount) for col, amount in cycle.demand.key if not self._ignores(names[col])
+            ],
+        )
 
     def _ignores(self, resource: str) -> bool:
         if not is_extended(resource):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -18,13 +18,14 @@ import numpy.typing as npt
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.base import MAX_NODE_SCORE, Cycle, IndexArray
-from batchsched.state.cluster import IntArray
+from batchsched.state.cluster import Demand, IntArray
 
 FloatArray = npt.NDArray[np.float64]
 Rows = IndexArray | slice
 
 _NATIVE = frozenset({CPU, MEMORY, "ephemeral-storage"})
 _KNOWN_LIMIT = 4096
+T = TypeVar("T")
 DEFAULT_RESOURCES: list[dict[str, Any]] = [
     {"name": CPU, "weight": 1},
     {"name": MEMORY, "weight": 1},
@@ -66,6 +67,27 @@ class Column:
     weight: int
 
 
+class ByDemand(Generic[T]):
+    """Values derived from a pod's demand (and a few facts besides), remembered against the
+    Demand object: pods with equal requests share it (`ClusterState.demand`), so a stream of
+    like pods derives each value once. The object is kept with its value, so its id is never
+    reused while remembered."""
+
+    def __init__(self) -> None:
+        self._known: dict[Hashable, tuple[Demand, T]] = {}
+
+    def get(self, demand: Demand, also: Hashable, derive: Callable[[], T]) -> T:
+        key = (id(demand), also)
+        found = self._known.get(key)
+        if found is not None and found[0] is demand:
+            return found[1]
+        value = derive()
+        if len(self._known) >= _KNOWN_LIMIT:
+            self._known.clear()
+        self._known[key] = (demand, value)
+        return value
+
+
 class Columns:
     """The resources that enter a pod's scores, in configuration order: a resource no node
     has, `pods`, or an extended resource the pod does not use says nothing. Remembered per
@@ -74,26 +96,12 @@ class Columns:
     def __init__(self, resources: tuple[ScoredResource, ...], nonzero: bool) -> None:
         self.resources = resources
         self.nonzero = nonzero
-        self._known: dict[Hashable, list[Column]] = {}
+        self._known: ByDemand[list[Column]] = ByDemand()
 
     def __call__(self, cycle: Cycle) -> list[Column]:
-        state = cycle.state
-        demand = cycle.demand
-        pod_nonzero = state.nonzero_of(cycle.pod) if self.nonzero else None
-        key = (
-            id(state),
-            len(state.resources),
-            demand.cols.tobytes(),
-            demand.amounts.tobytes(),
-            pod_nonzero,
-        )
-        known = self._known.get(key)
-        if known is None:
-            known = self._columns(cycle, pod_nonzero)
-            if len(self._known) >= _KNOWN_LIMIT:
-                self._known.clear()
-            self._known[key] = known
-        return known
+        pod_nonzero = cycle.state.nonzero_of(cycle.pod) if self.nonzero else None
+        also = (len(cycle.state.resources), pod_nonzero)
+        return self._known.get(cycle.demand, also, lambda: self._columns(cycle, pod_nonzero))
 
     def _columns(self, cycle: Cycle, pod_nonzero: tuple[int, int] | None) -> list[Column]:
         state = cycle.state
@@ -147,14 +155,14 @@ NodeUsage = list[tuple[int, int, int]]
 
 def node_usage(cycle: Cycle, row: int, cols: list[Column]) -> NodeUsage:
     """`usage` for one node, in Python integers."""
-    state = cycle.state
+    allocatable, free, gap = cycle.state.allocatable, cycle.free, cycle.state.nonzero_gap
     out = []
     for c in cols:
-        alloc = int(state.allocatable[row, c.col])
+        alloc = allocatable.item(row, c.col)
         if alloc > 0:
-            requested = alloc - int(cycle.free[row, c.col]) + c.request
+            requested = alloc - free.item(row, c.col) + c.request
             if c.with_gap:
-                requested += int(state.nonzero_gap[row, c.col])
+                requested += gap.item(row, c.col)
             out.append((requested, alloc, c.weight))
     return out
 
@@ -195,6 +203,8 @@ def shares(use: Usage, rows: int, part: Callable[[FloatArray, FloatArray], Float
 
 def node_shares(use: NodeUsage, part: Callable[[int, int], int]) -> int:
     """`shares` for one node."""
-    weight_sum = sum(w for _, _, w in use)
-    total = sum(part(q, a) * MAX_NODE_SCORE // a * w for q, a, w in use)
+    weight_sum = total = 0
+    for q, a, w in use:
+        weight_sum += w
+        total += part(q, a) * MAX_NODE_SCORE // a * w
     return total // weight_sum if weight_sum else 0

@@ -129,6 +129,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
         return self._scorer.scores(cycle.state, self._capacity, self._options(cycle), feasible)
 
     def reserve(self, cycle: Cycle, row: int) -> BindVolumes | None:
+        if not cycle.pod.volumes:
+            return None  # nothing to bind (and no claims to resolve)
         claims = pod_claims(cycle)
         if not claims.unbound:
             return None

@@ -47,6 +47,8 @@ def _pod_with_volumes_moved(change: ClusterChange, pod: Pod) -> bool:
 
 def claims_read(pod: Pod) -> Hashable:
     """What the volume plugins read of a pod: pods naming the same claims get one answer."""
+    if not pod.volumes:
+        return (pod.namespace,)
     return (pod.namespace, *(volume.claim for volume in pod.volumes))
 
 
