@@ -135,10 +135,11 @@ class Simulation:
         self._events: list[tuple[float, int, Kind, object]] = []
         self._seq = 0
         self.jobs: list[JobRun] = []
-        for spec in jobs:
-            run = JobRun(spec, _record(spec))
-            self.jobs.append(run)
-            self._push(spec.submit, Kind.SUBMIT, run)
+        with _fewer_collections():
+            for spec in jobs:
+                run = JobRun(spec, _record(spec))
+                self.jobs.append(run)
+                self._push(spec.submit, Kind.SUBMIT, run)
         self._unit_of: dict[str, Unit] = {}
         # When each unschedulable pod last failed: the queue retries a pod after
         # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
@@ -592,9 +593,9 @@ class Simulation:
         return float(alloc.max(initial=0)) / self._gpu_scale
 
 
-# Allocations between two collections of the youngest generation while a simulation runs
-# (Python's default is 700).
-_YOUNG_COLLECTION_EVERY = 20_000
+# While a simulation runs: allocations between two collections of the youngest generation,
+# and collections of each generation between two of the next (Python's defaults: 700, 10, 10).
+_COLLECTION_THRESHOLDS = (100_000, 50, 100)
 
 
 @contextmanager
@@ -604,7 +605,9 @@ def _fewer_collections() -> Iterator[None]:
     about 15% of TraceReplay/philly walking them again and again. Memory is still freed by
     reference counting as before; only cycles wait a little longer."""
     thresholds = gc.get_threshold()
-    gc.set_threshold(max(thresholds[0], _YOUNG_COLLECTION_EVERY), *thresholds[1:])
+    gc.set_threshold(
+        *(max(now, less) for now, less in zip(thresholds, _COLLECTION_THRESHOLDS, strict=True))
+    )
     try:
         yield
     finally:
