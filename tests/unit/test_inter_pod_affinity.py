@@ -15,7 +15,7 @@ from batchsched.oneshot import build_state
 from batchsched.plugins.args import ConfigError
 from batchsched.scheduler import Scheduler
 from tests.builders import node, pod
-from tests.conftest import NOW, least_allocated, schedule
+from tests.conftest import NOW, least_allocated, objects_of, schedule
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -276,3 +276,26 @@ def test_a_pod_nominated_after_preempting_keeps_lower_pods_off_its_node_in_the_s
         "0/3 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
         "2 node(s) didn't match pod topology spread constraints."
     )
+
+
+def test_a_shape_seen_before_still_meets_terms_that_come_later() -> None:
+    """Whether InterPodAffinity has something to say about a pod reads the cluster (does a
+    pod carry terms now), not only the pod's shape: the framework asks it again per pod."""
+    objects = objects_of(
+        zoned("a1", "a"),
+        affine("gone", anti=[term(WEB)], node_name="a1"),  # makes `app` a term key
+        pod("first", labels=WEB),
+        pod("second", labels=WEB),
+        affine("guard", anti=[term(WEB)], node_name="a1"),
+    )
+    by_name = {p.name: p for p in objects.pods}
+    state = build_state(objects_of(zoned("a1", "a")))
+    scheduler = Scheduler(state, default_config())
+    state.upsert_pod(by_name["gone"])
+    state.remove_pod(by_name["gone"].key)
+    state.upsert_pod(by_name["first"])
+    assert [type(d) for d in scheduler.schedule_pass(NOW)] == [Bind]  # no pod carries terms
+    state.upsert_pod(by_name["guard"])
+    state.upsert_pod(by_name["second"])  # the first pod's shape, in a cluster with terms now
+    (decision,) = scheduler.schedule_pass(NOW)
+    assert isinstance(decision, Unschedulable) and "anti-affinity" in decision.message
