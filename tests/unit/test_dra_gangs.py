@@ -124,7 +124,8 @@ def test_a_claim_shared_by_members_is_allocated_once_and_pins_them_together() ->
     assert state.devices.allocated_here == ["ml/shared"]
 
 
-def _allocated(name: str, node_name: str, *reserved: str) -> dict[str, Any]:
+def allocated(name: str, node_name: str, *reserved: str, device: str = "gpu-0") -> dict[str, Any]:
+    """A claim for one GPU, allocated `device` of `node_name` and reserved for `reserved`."""
     manifest = claim(name, exactly("gpu"))
     manifest["status"] = {
         "allocation": {
@@ -134,7 +135,7 @@ def _allocated(name: str, node_name: str, *reserved: str) -> dict[str, Any]:
                         "request": "gpu",
                         "driver": "gpu.example.com",
                         "pool": node_name,
-                        "device": "gpu-0",
+                        "device": device,
                     }
                 ]
             }
@@ -146,8 +147,8 @@ def _allocated(name: str, node_name: str, *reserved: str) -> dict[str, Any]:
 
 def test_release_frees_the_claims_only_victims_hold_until_put_back() -> None:
     devices = DeviceState()
-    devices.upsert_claim(read_resource_claim(_allocated("alone", "n1", "a")))
-    devices.upsert_claim(read_resource_claim(_allocated("both", "n2", "a", "b")))
+    devices.upsert_claim(read_resource_claim(allocated("alone", "n1", "a")))
+    devices.upsert_claim(read_resource_claim(allocated("both", "n2", "a", "b")))
     assert devices.held_only_by(["ml/a"]) == ["ml/alone"]
     assert sorted(devices.held_only_by(["ml/a", "ml/b"])) == ["ml/alone", "ml/both"]
     assert devices.held_only_by(["other/a"]) == []
@@ -162,9 +163,9 @@ def test_release_frees_the_claims_only_victims_hold_until_put_back() -> None:
 
 def test_a_pod_gone_deletes_its_own_claims_and_leaves_the_shared_ones() -> None:
     devices = DeviceState()
-    devices.upsert_claim(read_resource_claim(_allocated("own", "n1", "a")))
-    devices.upsert_claim(read_resource_claim(_allocated("both", "n2", "a", "b")))
-    devices.upsert_claim(read_resource_claim(_allocated("named", "n3", "a")))
+    devices.upsert_claim(read_resource_claim(allocated("own", "n1", "a")))
+    devices.upsert_claim(read_resource_claim(allocated("both", "n2", "a", "b")))
+    devices.upsert_claim(read_resource_claim(allocated("named", "n3", "a")))
     devices.pod_gone("ml", "a", ["ml/both", "ml/named"], ["ml/own"], "n1")
     assert "ml/own" not in devices.claims
     assert devices.claims["ml/both"].reserved_for == ("b",)
@@ -180,7 +181,7 @@ def test_releasing_a_device_of_a_shared_pool_concerns_every_node() -> None:
     shared["spec"]["allNodes"] = True
     devices = DeviceState()
     devices.upsert_slice(read_resource_slice(shared))
-    devices.upsert_claim(read_resource_claim(_allocated("alone", "rack", "a")))
+    devices.upsert_claim(read_resource_claim(allocated("alone", "rack", "a")))
     saved = devices.release(devices.held_only_by(["ml/a"]), ["n1"])
     assert devices.changed[-1] == EVERY_NODE and devices.in_use() == set()
     devices.put_back(saved, ["n1"])

@@ -221,7 +221,7 @@ class StaticFilterPlugin(FilterPlugin):
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         return [
-            Rejection(r.reason, r.nodes & candidates, r.resolvable)
+            Rejection(r.reason, r.nodes & candidates, r.resolvable, r.still_fails)
             for r in self.evaluate(cycle.state, cycle.pod)
         ]
 

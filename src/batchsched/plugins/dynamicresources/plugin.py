@@ -5,14 +5,19 @@ in use, and given back (Unreserve) when a later step fails or raises.
 Name: DynamicResources. Extension points: Filter, Reserve.
 
 A claim already allocated pins the pod to the nodes of its `status.allocation.nodeSelector`;
-a claim shared by several pods is allocated once, by the first. Rejections are unresolvable:
-preemption does not yet free devices that victims' claims hold. Reserve returns the PreBind
+a claim shared by several pods is allocated once, by the first. Reserve returns the PreBind
 step: the claims' allocations and reservations a live world writes before the Binding.
+
+Preemption: "cannot allocate all claims" is resolvable (upstream's is not: v1.36's
+DynamicResources has no PreFilter extensions, so its preemption never frees devices). The
+rejection's `still_fails` shows the claims only the removed pods are reserved for as
+deallocated (`DeviceState.release`, as the resourceclaim controller will once they are gone)
+and allocates again on that node; a claim another pod still holds stays allocated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +33,7 @@ from batchsched.plugins.base import (
     Rejection,
     ReservePlugin,
     StaticFilterPlugin,
+    StillFails,
 )
 from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
 from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
@@ -93,14 +99,24 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
                 rejections = []
             pending = [c for c in claims if c.allocation is None]
             fits = np.zeros(state.rows, dtype=np.bool_)
-            wants = False
+            could = np.zeros(state.rows, dtype=np.bool_)  # with every device free
+            groups: list[tuple[BoolArray, list[ResourceClaim]]] = []
             for resources, rows in _left_to_dra(state, mapped):
                 extended = extended_claim(pod, resources, state.device_class_resources)
                 wanted = pending + ([extended.claim] if extended is not None else [])
-                wants = wants or bool(wanted)
-                fits |= rows & self._fits(state, wanted) if wanted else rows
-            if wants:
-                rejections.append(Rejection(CANNOT_ALLOCATE, nodes & pinned & ~fits, False))
+                if not wanted:
+                    fits |= rows
+                    continue
+                groups.append((rows, wanted))
+                fits |= rows & self._fits(state, wanted)
+            rejected = nodes & pinned & ~fits
+            if groups and rejected.any():
+                for rows, wanted in groups:
+                    could |= rows & self._fits(state, wanted, every_free=True)
+                # Only devices in use stand in the way: victims holding them may free them.
+                check = self._still_fails(state, groups)
+                rejections.append(Rejection(CANNOT_ALLOCATE, rejected & could, True, check))
+                rejections.append(Rejection(CANNOT_ALLOCATE, rejected & ~could, False))
             return rejections
         except ClaimError as err:
             return [Rejection(str(err), nodes.copy(), False)]
@@ -146,22 +162,55 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         if held is not None:
             state.devices.restore(*held)
 
-    def _fits(self, state: ClusterState, pending: list[ResourceClaim]) -> BoolArray:
-        """The nodes where the pending claims can be allocated. Kept per claim spec (pods of
+    def _still_fails(
+        self, state: ClusterState, groups: list[tuple[BoolArray, list[ResourceClaim]]]
+    ) -> StillFails:
+        """Whether the claims still cannot be allocated on a node once the `removed` pods
+        are gone: the claims only they hold are shown deallocated for the check (`groups`:
+        the claims wanted, per the rows that want them)."""
+
+        def still_fails(row: int, removed: Collection[str]) -> bool:
+            devices = state.devices
+            if not any(_may_hold_claims(state, key) for key in removed):
+                return True
+            held = devices.held_only_by(removed)
+            if not held:
+                return True
+            nodes = [state.node_name(row)]
+            released = devices.release(held, nodes)
+            try:
+                wanted = next(claims for rows, claims in groups if rows[row])
+                found = allocate(
+                    wanted,
+                    self._node_devices(state, row),
+                    devices.in_use(),
+                    self._matcher_for(state),
+                )
+                return found is None
+            finally:
+                devices.put_back(released, nodes)
+
+        return still_fails
+
+    def _fits(
+        self, state: ClusterState, pending: list[ResourceClaim], every_free: bool = False
+    ) -> BoolArray:
+        """The nodes where the pending claims can be allocated (`every_free`: could be, were
+        no device in use, which is where preemption may help). Kept per claim spec (pods of
         one template ask alike) and refreshed only on the nodes whose devices came into use
         since, which is one node per pod placed."""
         devices = state.devices
-        spec = tuple((c.requests, c.constraints) for c in pending)
+        spec = (every_free, tuple((c.requests, c.constraints) for c in pending))
         stamp = (devices.epoch, state.node_generation, state.rows)
         kept = self._kept.get(spec)
-        changed = devices.changed[kept.mark :] if kept is not None else []
+        changed = devices.changed[kept.mark :] if kept is not None and not every_free else []
         if kept is not None and kept.stamp == stamp and EVERY_NODE not in changed:
             rows = {state.node_index[n] for n in changed}
         else:
             kept = _Fits(stamp, 0, np.zeros(state.rows, dtype=np.bool_))
             rows = set(np.flatnonzero(state.valid[: state.rows]).tolist())
         matcher = self._matcher_for(state)
-        in_use = devices.in_use()
+        in_use = set() if every_free else devices.in_use()
         for row in rows:
             node = self._node_devices(state, row)
             kept.fits[row] = allocate(pending, node, in_use, matcher) is not None
@@ -221,6 +270,15 @@ def release_claims(state: ClusterState, pod: Pod, node: str) -> None:
     for i, ref in enumerate(pod.resource_claims):
         (named if ref.claim_name else owned).append(claim_key(pod, i))
     state.devices.pod_gone(pod.namespace, pod.name, named, owned, node)
+
+
+def _may_hold_claims(state: ClusterState, key: str) -> bool:
+    """Whether the pod (namespace/name) names claims or has one for extended resources."""
+    pod = state.pods.get(key)
+    if pod is None:
+        return False
+    extended = f"{pod.namespace}/{pod.name}{EXTENDED_CLAIM_SUFFIX}"
+    return bool(pod.resource_claims) or extended in state.devices.claims
 
 
 def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
