@@ -510,14 +510,13 @@ class Framework:
     ) -> int | Diagnosis | None:
         """What `place` (no allowed mask) chooses on `cycle.free`, which differs from the room
         `base` was evaluated on (by `evaluate`, same pod shape) only in `rows`: O(rows) filter
-        and score work plus one argmax. None when no node fits (ask `place` why); the full
-        `place` when the pods now on the nodes bring in a filter or score that reads other
-        nodes' pods."""
+        and score work plus one argmax. `base` is brought up to date on `rows` in place, so a
+        caller trying many rooms refreshes only the rows that changed since its last call.
+        None when no node fits (ask `place` why). Only for a pod whose results are row-local
+        (`row_local`, which the caller asks first: the pods now on the nodes may change it)."""
         state = cycle.state
-        if not self.row_local(cycle):
-            return self.place(cycle)
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
-        now = _Placement(state.node_generation, 0, base.feasible.copy(), base.total.copy())
+        now = _Placement(state.node_generation, 0, base.feasible, base.total)
         if rows.shape[0]:
             self._refresh(cycle, verdict, now, rows)
         nominated = state.nominations.get(cycle.pod.key)

@@ -245,8 +245,10 @@ class DeviceState:
     def held_only_by(self, pods: Iterable[str]) -> list[str]:
         """The allocated claims that only these pods (namespace/name) are reserved for: what
         the resourceclaim controller deallocates once they are gone."""
+        if not self.claims:
+            return []
         going = set(pods)
-        if not going or not self.claims:
+        if not going:
             return []
         return [
             key

@@ -27,7 +27,6 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
     Cycle,
     Diagnosis,
-    IndexArray,
     NodeTotals,
     PlacementFramework,
 )
@@ -39,21 +38,21 @@ ADMITTED = "coscheduling.admitted"
 
 @dataclass(slots=True)
 class BaseRoom:
-    """A room (and the state's pods) that a placement's own room differs from only in the
-    `changed` rows (e.g. the free room with some victims' room added and the victims taken
-    off their nodes), with each member's filter and score results on it (`base_results`),
-    shared by every placement on a room derived from it."""
+    """Each member's filter and score results (`base_results`), kept across the placements
+    of one search, with the rows where each member's results are out of date (`stale`: the
+    room or the pods there changed since they were last refreshed, e.g. victims taken off or
+    put back, or rows earlier members took in the last placement). A placement refreshes a
+    member's results on its stale rows only, in place."""
 
-    free: IntArray
-    changed: IndexArray
     results: dict[str, NodeTotals | None]
+    stale: dict[str, set[int]]
 
 
 class TentativePlacement:
     """With a `base`, each member is placed as the full filter and score pass would, from its
-    results on the base refreshed only for the changed rows and the rows earlier members took;
-    a member that then fits nowhere gets a Diagnosis without reasons (callers with a base only
-    count who was placed)."""
+    kept results refreshed only on its stale rows and the rows earlier members took; a member
+    that then fits nowhere gets a Diagnosis without reasons (callers with a base only count
+    who was placed)."""
 
     def __init__(
         self,
@@ -99,14 +98,18 @@ class TentativePlacement:
         return placed
 
     def _from_base(self, cycle: Cycle) -> int | Diagnosis | None:
-        """The member's row found from its results on the base room; None without them."""
-        base = self.base
-        results = None if base is None else base.results.get(cycle.pod.key)
+        """The member's row found from its kept results; None without them."""
+        base, key = self.base, cycle.pod.key
+        results = None if base is None else base.results.get(key)
         if base is None or results is None or not self.framework.row_local(cycle):
             return None
-        taken = np.asarray([row for row, _, _ in self._taken], dtype=np.intp)
-        rows = np.concatenate([base.changed, taken])  # a row twice is refreshed alike
+        stale = base.stale[key]
+        taken = {row for row, _, _ in self._taken}
+        stale |= taken
+        rows = np.fromiter(stale, dtype=np.intp, count=len(stale))
         placed = self.framework.place_changed(cycle, results, rows)
+        # The rows earlier members took are refreshed with them there; they leave at `undo`.
+        base.stale[key] = taken
         if placed is None:
             state = self.state
             return Diagnosis(state.node_count, {}, np.zeros(state.rows, dtype=np.bool_))

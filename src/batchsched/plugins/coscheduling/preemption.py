@@ -20,7 +20,7 @@ eviction at all.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from batchsched.decisions import Decision, Evict, Nominate
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import NodeTotals, PlacementFramework
+from batchsched.plugins.base import PlacementFramework
 from batchsched.plugins.coscheduling.placement import (
     BaseRoom,
     TentativePlacement,
@@ -136,12 +136,14 @@ class UnitIndex:
         self.amounts = np.asarray(amounts, dtype=np.int64)
         self.sizes = np.asarray(sizes, dtype=np.intp)
         self._state = state
+        # Each unit's pods as (key, node row): the rows stay while `key` does (bound_version).
+        self.placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in self.units]
         self._unit_of: dict[str, int] = {}
         self._units_on: dict[int, list[int]] = {}
-        for u, unit in enumerate(self.units):
-            for pod in unit.pods:
-                self._unit_of[pod.key] = u
-                self._units_on.setdefault(state.bound[pod.key], []).append(u)
+        for u, placed in enumerate(self.placed):
+            for key, row in placed:
+                self._unit_of[key] = u
+                self._units_on.setdefault(row, []).append(u)
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
 
@@ -201,7 +203,13 @@ def _refusal(rule: VictimRule, pod: Pod) -> str:
 
 
 class GroupFit:
-    """Places the pending members on `free` plus the room a choice of units frees."""
+    """Places the pending members on `free` plus the room a choice of units frees.
+
+    The search tries many choices of units, each close to the one before (a longer or
+    shorter prefix, one unit reprieved). The units of the current choice stay off their
+    nodes between checks and each member's filter and score results are kept across them,
+    so a check costs per unit that changed since the last one, not per unit chosen (the
+    working prefix grows with the cluster). `restore` puts every unit back."""
 
     def __init__(
         self,
@@ -222,8 +230,9 @@ class GroupFit:
         self.pending = pending
         self.need = need
         self.index = index
-        self.results: dict[str, NodeTotals | None] | None = None
+        self.base: BaseRoom | None = None
         self.row_local = False  # the last placement that worked was placed row-locally
+        self._out = np.zeros(len(index.units), dtype=np.bool_)  # units off their nodes now
 
     def room(self, take: BoolArray) -> IntArray:
         """Free room with the units' entries in `take` (a mask over the index's flat
@@ -234,57 +243,66 @@ class GroupFit:
         return free
 
     def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
-        """Where the members go with these units gone, or None if minMember is not reached.
-
-        The search tries many choices of units on the same free room: each member's filter
-        and score results on that room, with every victim still there, are kept (`results`)
-        and refreshed only on the rows the chosen units leave, instead of a full pass over
-        every node per member and choice."""
-        state, index = self.state, self.index
-        if self.results is None:
-            self.results = base_results(
-                self.framework, state, self.now, self.free, self.group, self.pending
+        """Where the members go with these units gone, or None if minMember is not reached."""
+        if self.base is None:
+            results = base_results(
+                self.framework, self.state, self.now, self.free, self.group, self.pending
             )
-        take = np.repeat(chosen, index.sizes)
-        # The chosen victims leave their nodes' pods too: their host ports, their matches for
-        # spread and affinity and their anti-affinity go with them.
-        gone = [
-            (pod.key, state.bound[pod.key])
-            for i in np.flatnonzero(chosen).tolist()
-            for pod in self.index.units[i].pods
-            if pod.key in state.bound
-        ]
-        changed = np.unique(np.asarray([row for _, row in gone] + index.rows[take].tolist()))
+            self.base = BaseRoom(results, {key: set() for key in results})
+        self._move(chosen)
         placement = TentativePlacement(
             self.framework,
-            state,
+            self.state,
             self.now,
-            self.room(take),
+            self.room(np.repeat(chosen, self.index.sizes)),
             self.group,
-            BaseRoom(self.free, changed.astype(np.intp), self.results),
+            self.base,
         )
-        for key, row in gone:
-            state.unhold(key, row)
         # The devices of the claims only the victims hold come free with them.
+        state = self.state
         devices = state.devices
-        held = devices.held_only_by(key for key, _ in gone)
-        nodes = sorted({state.node_name(row) for _, row in gone}) if held else []
+        held = devices.held_only_by(key for key, _ in self._gone(chosen))
+        nodes = sorted({state.node_name(row) for _, row in self._gone(chosen)}) if held else []
         released = devices.release(held, nodes)
         try:
             placed, _ = place_members(placement, self.pending, self.need)
         finally:
             placement.undo()
             devices.put_back(released, nodes)
-            for key, row in gone:
-                state.hold(key, row)
         if len(placed) < self.need:
             return None
         self.row_local = placement.row_local
         return placed
 
+    def _gone(self, chosen: BoolArray) -> Iterator[tuple[str, int]]:
+        """The pods of the chosen units, with their rows."""
+        placed = self.index.placed
+        return (pod for i in np.flatnonzero(chosen).tolist() for pod in placed[i])
+
+    def _move(self, chosen: BoolArray) -> None:
+        """Take the units of `chosen` off their nodes and put the others back, touching only
+        the units that differ from the last choice. A victim leaves its node's pods too: its
+        host ports, its matches for spread and affinity and its anti-affinity go with it."""
+        state, placed = self.state, self.index.placed
+        rows: set[int] = set()
+        for i in np.flatnonzero(chosen != self._out).tolist():
+            for key, row in placed[i]:
+                if chosen[i]:
+                    state.unhold(key, row)
+                else:
+                    state.hold(key, row)
+                rows.add(row)
+        self._out = chosen.copy()
+        if self.base is not None:
+            for stale in self.base.stale.values():
+                stale |= rows
+
+    def restore(self) -> None:
+        """Every unit back on its node, as before the search."""
+        self._move(np.zeros_like(self._out))
+
     def rows_of(self, unit: int) -> set[int]:
-        state = self.state
-        return {state.bound[p.key] for p in self.index.units[unit].pods if p.key in state.bound}
+        return {row for _, row in self.index.placed[unit]}
 
     def spare(self, chosen: BoolArray, placements: list[tuple[Pod, int]]) -> set[int]:
         """Units of `chosen` (which just gave `placements`) that a reprieve step may each
@@ -328,6 +346,13 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
     then bisection between the last two tries), as a group usually needs few victims; then
     units are reprieved one by one. Only choices that were checked are kept.
     """
+    try:
+        return _search(fit, usable)
+    finally:
+        fit.restore()
+
+
+def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
     units = fit.index.units
     order = np.flatnonzero(usable)  # cheapest first
     total = int(order.size)
