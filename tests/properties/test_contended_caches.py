@@ -13,13 +13,18 @@ gangs that preempt):
   again, and the reprieve step looking only at the PDBs on the rows it takes from against
   looking at every PDB;
 - `UnitIndex.usable`, rechecking only the units on rows changed since its last call,
-  against checking every unit's members.
+  against checking every unit's members;
+- gang preemption's checks keeping the units of the last choice off their nodes and each
+  member's results refreshed in place (`GroupFit`), against every check starting from the
+  state with every unit back and results computed afresh;
+- the tentative scope of gang preemption dropping its log entries
+  (`ClusterState.tentative`), against every change staying logged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 from unittest.mock import patch
 
@@ -37,6 +42,7 @@ from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
 from batchsched.plugins.preemption.victim_table import VictimTable
 from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.state.cluster import ClusterState
 from batchsched.state.pdb_index import covers
 from benchmarks.workloads import contended
 
@@ -94,6 +100,21 @@ def _every_unit_rechecked() -> AbstractContextManager[Any]:
     return patch.object(UnitIndex, "usable", scan)
 
 
+def _every_check_afresh() -> AbstractContextManager[Any]:
+    original = GroupFit.place
+
+    def afresh(self: GroupFit, chosen: Any) -> Any:
+        self.restore()
+        self.base = None
+        return original(self, chosen)
+
+    return patch.object(GroupFit, "place", afresh)
+
+
+def _every_change_logged() -> AbstractContextManager[Any]:
+    return patch.object(ClusterState, "tentative", lambda self: nullcontext())
+
+
 @pytest.mark.parametrize(
     "fresh",
     [
@@ -103,6 +124,8 @@ def _every_unit_rechecked() -> AbstractContextManager[Any]:
         _matched_pdbs,
         _every_pdb_looked_at,
         _every_unit_rechecked,
+        _every_check_afresh,
+        _every_change_logged,
     ],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.

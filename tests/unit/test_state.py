@@ -142,3 +142,48 @@ def test_confirming_an_assumed_pod_in_place_is_the_same_as_a_new_report() -> Non
     assert views[0] == views[1]
     assert views[0][2] == ["ns/second", "ns/first"]  # the confirmed pod goes last
     assert views[0][3] == 7 and views[0][4] == {"ns/second"}
+
+
+def _on_a(*names: str) -> ClusterState:
+    pods = [pending(name, 100, 0) for name in names]
+    for pod in pods:
+        pod.node_name = "a"
+    return state_with(*pods)
+
+
+def test_a_tentative_scope_nobody_read_leaves_no_trace() -> None:
+    state = _on_a("x", "y", "z")
+    mark = state.change_mark()
+    with state.tentative():
+        state.unhold("ns/x", 0)
+        state.unhold("ns/y", 0)
+        state.hold("ns/x", 0)  # back, but after z
+        state.hold("ns/y", 0)
+    assert list(state.node_pods[0]) == ["ns/x", "ns/y", "ns/z"]
+    assert state.rows_changed_since(mark) == []
+    assert state.change_mark() == mark
+
+
+def test_a_tentative_scope_someone_read_keeps_its_changes_logged() -> None:
+    state = _on_a("x", "y")
+    mark = state.change_mark()
+    with state.tentative():
+        state.unhold("ns/x", 0)
+        seen = state.change_mark()  # e.g. a cache refreshed on the changed row meanwhile
+        state.hold("ns/x", 0)
+    assert seen == mark + 1
+    assert state.rows_changed_since(mark) == [0, 0]  # the reader must see the row go back
+    assert list(state.node_pods[0]) == ["ns/x", "ns/y"]
+
+
+def test_a_tentative_scope_left_by_an_error_keeps_its_changes_logged() -> None:
+    state = _on_a("x")
+    mark = state.change_mark()
+    try:
+        with state.tentative():
+            state.unhold("ns/x", 0)
+            raise RuntimeError("a plugin failed")
+    except RuntimeError:
+        pass
+    assert state.rows_changed_since(mark) == [0]
+    assert "ns/x" not in state.node_pods[0]

@@ -8,6 +8,7 @@ the scheduler records its own assumptions (a pod bound, a node nominated) throug
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -134,6 +135,10 @@ class ClusterState:
         # for any other change of room: nominations, reservations, allocatable).
         self._changed_pods: list[Pod | None] = []
         self._changed_base = 0
+        # Reads of that log (marks handed out, changes asked for), and for a `tentative`
+        # scope the order of the pods on each row it touched, as the scope found them.
+        self._log_reads = 0
+        self._tentative_rows: dict[int, list[str]] | None = None
         # Move when a PVC, PV, StorageClass or CSINode changes, or a Namespace.
         self.volume_version = 0
         self.namespace_version = 0
@@ -258,12 +263,41 @@ class ClusterState:
         self._changed_rows.append(idx)
         self._changed_pods.append(pod)
 
+    @contextmanager
+    def tentative(self) -> Iterator[None]:
+        """A scope for changes that the caller undoes before it ends (a search trying
+        placements: `hold` / `unhold`, room taken on the state's own `free`). Each row's pods
+        are put back in the order they had, and if nothing read the change log meanwhile
+        (`change_mark`, `rows_changed_since`, `pods_changed_since`) the scope's entries are
+        dropped: caches following the log then do not refresh rows that end as they were.
+        Had anything read the log, it saw the rows change and must see them change back."""
+        assert self._tentative_rows is None, "tentative scopes do not nest"
+        base, length, reads = self._changed_base, len(self._changed_rows), self._log_reads
+        rows: dict[int, list[str]] = {}
+        self._tentative_rows = rows
+        try:
+            yield
+        finally:
+            self._tentative_rows = None
+        for idx, keys in rows.items():
+            pods = self.node_pods[idx]
+            if list(pods) != keys:
+                assert sorted(pods) == sorted(keys), f"row {idx}'s pods were not restored"
+                ordered = {key: pods[key] for key in keys}
+                pods.clear()
+                pods.update(ordered)
+        if self._log_reads == reads and self._changed_base == base:
+            del self._changed_rows[length:]
+            del self._changed_pods[length:]
+
     def change_mark(self) -> int:
         """A position in the log of changed node rows."""
+        self._log_reads += 1
         return self._changed_base + len(self._changed_rows)
 
     def rows_changed_since(self, mark: int) -> list[int] | None:
         """Rows whose room changed since `mark`, or None if the log no longer reaches back."""
+        self._log_reads += 1
         if mark < self._changed_base:
             return None
         return self._changed_rows[mark - self._changed_base :]
@@ -271,6 +305,7 @@ class ClusterState:
     def pods_changed_since(self, mark: int) -> Iterator[Pod | None] | None:
         """The pods behind the row changes since `mark` (None for a change that came from no
         pod), or None if the log no longer reaches back."""
+        self._log_reads += 1
         if mark < self._changed_base:
             return None
         return islice(self._changed_pods, mark - self._changed_base, None)
@@ -662,6 +697,7 @@ class ClusterState:
         The pod's non-zero defaults count on the node meanwhile, as for a bound pod: upstream
         assumes each member in its cache, so the resource scores of later members see them."""
         pods = self.node_pods[idx]
+        self._keep_order(idx)
         if key not in pods:
             pod = pods[key] = self.pods[key]
             self._count_gap(idx, pod, 1)
@@ -670,12 +706,18 @@ class ClusterState:
         self._touch(idx, pods[key])
 
     def unhold(self, key: str, idx: int) -> None:
+        self._keep_order(idx)
         pod = self.node_pods[idx].pop(key, None)
         if pod is not None:
             self._count_gap(idx, pod, -1)
             if pod.volumes or pod.disks:
                 self.volumes.unplace(pod, idx)
         self._touch(idx, pod)
+
+    def _keep_order(self, idx: int) -> None:
+        rows = self._tentative_rows
+        if rows is not None and idx not in rows:
+            rows[idx] = list(self.node_pods[idx])
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending.

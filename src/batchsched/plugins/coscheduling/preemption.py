@@ -140,9 +140,9 @@ class UnitIndex:
         self.placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in self.units]
         self._unit_of: dict[str, int] = {}
         self._units_on: dict[int, list[int]] = {}
-        for u, placed in enumerate(self.placed):
-            for key, row in placed:
-                self._unit_of[key] = u
+        for u, pods in enumerate(self.placed):
+            for pod_key, row in pods:
+                self._unit_of[pod_key] = u
                 self._units_on.setdefault(row, []).append(u)
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
@@ -346,10 +346,13 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
     then bisection between the last two tries), as a group usually needs few victims; then
     units are reprieved one by one. Only choices that were checked are kept.
     """
-    try:
-        return _search(fit, usable)
-    finally:
-        fit.restore()
+    # Every check's changes are undone (`restore`, `TentativePlacement.undo`): the caches
+    # that follow the state's change log need not see them.
+    with fit.state.tentative():
+        try:
+            return _search(fit, usable)
+        finally:
+            fit.restore()
 
 
 def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
