@@ -7,7 +7,7 @@ the scheduler records its own assumptions (a pod bound, a node nominated) throug
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -696,28 +696,39 @@ class ClusterState:
         (also a would-be victim while a gang tries placing without it); `hold` puts it back.
         The pod's non-zero defaults count on the node meanwhile, as for a bound pod: upstream
         assumes each member in its cache, so the resource scores of later members see them."""
-        pods = self.node_pods[idx]
-        self._keep_order(idx)
-        if key not in pods:
-            pod = pods[key] = self.pods[key]
-            self._count_gap(idx, pod, 1)
-            if pod.volumes or pod.disks:  # its claims, disks and attachments count there too
-                self.volumes.place(pod, idx)
-        self._touch(idx, pods[key])
+        self.hold_all(((key, idx),))
 
     def unhold(self, key: str, idx: int) -> None:
-        self._keep_order(idx)
-        pod = self.node_pods[idx].pop(key, None)
-        if pod is not None:
-            self._count_gap(idx, pod, -1)
-            if pod.volumes or pod.disks:
-                self.volumes.unplace(pod, idx)
-        self._touch(idx, pod)
+        self.unhold_all(((key, idx),))
 
-    def _keep_order(self, idx: int) -> None:
-        rows = self._tentative_rows
-        if rows is not None and idx not in rows:
-            rows[idx] = list(self.node_pods[idx])
+    def hold_all(self, placed: Iterable[tuple[str, int]]) -> None:
+        """`hold` each (pod key, node row): a gang search puts many victims back at once."""
+        kept = self._tentative_rows
+        for key, idx in placed:
+            pods = self.node_pods[idx]
+            if kept is not None and idx not in kept:
+                kept[idx] = list(pods)
+            pod = pods.get(key)
+            if pod is None:
+                pod = pods[key] = self.pods[key]
+                self._count_gap(idx, pod, 1)
+                if pod.volumes or pod.disks:  # its claims, disks and attachments count too
+                    self.volumes.place(pod, idx)
+            self._touch(idx, pod)
+
+    def unhold_all(self, placed: Iterable[tuple[str, int]]) -> None:
+        """`unhold` each (pod key, node row)."""
+        kept = self._tentative_rows
+        for key, idx in placed:
+            pods = self.node_pods[idx]
+            if kept is not None and idx not in kept:
+                kept[idx] = list(pods)
+            pod = pods.pop(key, None)
+            if pod is not None:
+                self._count_gap(idx, pod, -1)
+                if pod.volumes or pod.disks:
+                    self.volumes.unplace(pod, idx)
+            self._touch(idx, pod)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending.

@@ -39,13 +39,15 @@ ADMITTED = "coscheduling.admitted"
 @dataclass(slots=True)
 class BaseRoom:
     """Each member's filter and score results (`base_results`), kept across the placements
-    of one search, with the rows where each member's results are out of date (`stale`: the
-    room or the pods there changed since they were last refreshed, e.g. victims taken off or
-    put back, or rows earlier members took in the last placement). A placement refreshes a
-    member's results on its stale rows only, in place."""
+    of one search and refreshed in place, each time on the rows where they are out of date
+    only: the rows whose room or pods changed since the member's last refresh (`moved`, a
+    log of such rows, e.g. victims taken off or put back, read from the member's position
+    `seen`) and the rows earlier members took in its last placement (`taken`)."""
 
     results: dict[str, NodeTotals | None]
-    stale: dict[str, set[int]]
+    moved: list[int]
+    seen: dict[str, int]
+    taken: dict[str, list[int]]
 
 
 class TentativePlacement:
@@ -103,13 +105,11 @@ class TentativePlacement:
         results = None if base is None else base.results.get(key)
         if base is None or results is None or not self.framework.row_local(cycle):
             return None
-        stale = base.stale[key]
-        taken = {row for row, _, _ in self._taken}
-        stale |= taken
-        rows = np.fromiter(stale, dtype=np.intp, count=len(stale))
-        placed = self.framework.place_changed(cycle, results, rows)
+        taken = [row for row, _, _ in self._taken]
+        stale = base.moved[base.seen[key] :] + base.taken.get(key, []) + taken
+        placed = self.framework.place_changed(cycle, results, np.asarray(stale, dtype=np.intp))
         # The rows earlier members took are refreshed with them there; they leave at `undo`.
-        base.stale[key] = taken
+        base.seen[key], base.taken[key] = len(base.moved), taken
         if placed is None:
             state = self.state
             return Diagnosis(state.node_count, {}, np.zeros(state.rows, dtype=np.bool_))

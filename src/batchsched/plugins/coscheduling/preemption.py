@@ -248,7 +248,7 @@ class GroupFit:
             results = base_results(
                 self.framework, self.state, self.now, self.free, self.group, self.pending
             )
-            self.base = BaseRoom(results, {key: set() for key in results})
+            self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {})
         self._move(chosen)
         placement = TentativePlacement(
             self.framework,
@@ -283,19 +283,16 @@ class GroupFit:
         """Take the units of `chosen` off their nodes and put the others back, touching only
         the units that differ from the last choice. A victim leaves its node's pods too: its
         host ports, its matches for spread and affinity and its anti-affinity go with it."""
-        state, placed = self.state, self.index.placed
-        rows: set[int] = set()
-        for i in np.flatnonzero(chosen != self._out).tolist():
-            for key, row in placed[i]:
-                if chosen[i]:
-                    state.unhold(key, row)
-                else:
-                    state.hold(key, row)
-                rows.add(row)
+        placed = self.index.placed
+        toggled = np.flatnonzero(chosen != self._out).tolist()
+        off = [pod for i in toggled if chosen[i] for pod in placed[i]]
+        back = [pod for i in toggled if not chosen[i] for pod in placed[i]]
+        self.state.unhold_all(off)
+        self.state.hold_all(back)
         self._out = chosen.copy()
         if self.base is not None:
-            for stale in self.base.stale.values():
-                stale |= rows
+            self.base.moved.extend(row for _, row in off)
+            self.base.moved.extend(row for _, row in back)
 
     def restore(self) -> None:
         """Every unit back on its node, as before the search."""
