@@ -1,4 +1,7 @@
+import pytest
+
 from batchsched.objects.records import Node, Pod
+from batchsched.state import cluster
 from batchsched.state.cluster import ClusterState
 
 GI = 2**30
@@ -187,3 +190,18 @@ def test_a_tentative_scope_left_by_an_error_keeps_its_changes_logged() -> None:
         pass
     assert state.rows_changed_since(mark) == [0]
     assert "ns/x" not in state.node_pods[0]
+
+
+def test_a_tentative_scope_longer_than_the_log_still_leaves_no_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log does not roll over within a scope (a rollover would make every cache
+    following the log rebuild from scratch)."""
+    monkeypatch.setattr(cluster, "_CHANGE_LOG_LIMIT", 4)
+    state = _on_a("x")
+    mark = state.change_mark()
+    with state.tentative():
+        for _ in range(5):
+            state.unhold("ns/x", 0)
+            state.hold("ns/x", 0)
+    assert state.rows_changed_since(mark) == []

@@ -256,7 +256,9 @@ class ClusterState:
         self.generation += 1
 
     def _touch(self, idx: int, pod: Pod | None = None) -> None:
-        if len(self._changed_rows) >= _CHANGE_LOG_LIMIT:
+        # Not within a tentative scope: its entries are to be dropped at its end, and a
+        # cache whose mark the log no longer reaches rebuilds from scratch.
+        if len(self._changed_rows) >= _CHANGE_LOG_LIMIT and self._tentative_rows is None:
             self._changed_base += len(self._changed_rows)
             self._changed_rows = []
             self._changed_pods = []
@@ -272,7 +274,7 @@ class ClusterState:
         dropped: caches following the log then do not refresh rows that end as they were.
         Had anything read the log, it saw the rows change and must see them change back."""
         assert self._tentative_rows is None, "tentative scopes do not nest"
-        base, length, reads = self._changed_base, len(self._changed_rows), self._log_reads
+        length, reads = len(self._changed_rows), self._log_reads
         rows: dict[int, list[str]] = {}
         self._tentative_rows = rows
         try:
@@ -286,7 +288,7 @@ class ClusterState:
                 ordered = {key: pods[key] for key in keys}
                 pods.clear()
                 pods.update(ordered)
-        if self._log_reads == reads and self._changed_base == base:
+        if self._log_reads == reads:
             del self._changed_rows[length:]
             del self._changed_pods[length:]
 
