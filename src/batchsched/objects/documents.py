@@ -78,7 +78,7 @@ def allowed_alias_ratio(nodes: int) -> float:
 def yaml_documents(text: str, source: str) -> Iterator[Any]:
     """Each YAML document of `text`, as plain dicts, lists and scalars: read natively by
     fast_yaml where that gives the same values (native_yaml.py), otherwise by libyaml."""
-    native = _without_gc(lambda: native_documents(text, MAX_DEPTH, _probe))
+    native = without_gc(lambda: native_documents(text, MAX_DEPTH, _probe))
     if native is not None:
         yield from native
         return
@@ -99,11 +99,11 @@ def _libyaml_documents(text: str, source: str) -> Iterator[Any]:
         loader.dispose()
 
 
-def _without_gc(build: Callable[[], Any]) -> Any:
-    """Build a document with the cyclic garbage collector paused: a snapshot is millions of
-    new dicts and lists, each allocation counting towards a collection that walks them all
-    again, and the values built here hold no cycles (an alias to an open collection is
-    refused), so there is nothing for it to find."""
+def without_gc(build: Callable[[], Any]) -> Any:
+    """Build a document (or records from one) with the cyclic garbage collector paused: a
+    snapshot is millions of new dicts and lists, each allocation counting towards a collection
+    that walks them all again, and the values built here hold no cycles (an alias to an open
+    collection is refused), so there is nothing for it to find."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -160,7 +160,7 @@ class _Builder:
             get()  # DocumentStartEvent
             self.anchors.clear()
             self.nodes = self.aliased = 0
-            value = _without_gc(self.document)
+            value = without_gc(self.document)
             get()  # DocumentEndEvent
             yield value
 
