@@ -4,7 +4,8 @@ Only what allocation with structured parameters reads: devices with their attrib
 capacity, pools with generations and where their devices may be used (one node, every node, a
 node selector, or per device), device requests (`exactly`, `firstAvailable`), constraints, and
 a claim's allocation and reservations. A device's CEL view holds capacities and versions as
-the tagged values of `objects/cel_values.py`.
+the tagged values of `objects/cel_values.py`. Fields allocation does not implement are only
+detected, so that a device or request using one is never served as if they were absent.
 """
 
 from __future__ import annotations
@@ -48,10 +49,38 @@ class Device:
     # empty) every node; from its slice, or its own fields under perDeviceNodeSelection.
     node_name: str = ""
     node_term: NodeSelectorTerm | None = None
+    # The first field it uses that batchsched does not implement (UNSUPPORTED_DEVICE_FIELDS,
+    # or its slice's spec.sharedCounters), else "": such a device is never allocated.
+    unsupported: str = ""
 
     @property
     def id(self) -> str:
         return f"{self.driver}/{self.pool}/{self.name}"
+
+
+# Device fields of partitionable devices, device taints, binding conditions and consumable
+# capacity: each changes who may have the device (or how much of it), which allocation
+# here does not model, so a device carrying one is left alone rather than handed out.
+UNSUPPORTED_DEVICE_FIELDS = (
+    "consumesCounters",
+    "taints",
+    "bindingConditions",
+    "bindingFailureConditions",
+    "bindsToNode",
+    "allowMultipleAllocations",
+)
+# Request fields (of `exactly` and of a firstAvailable entry) allocation does not honour:
+# the key, and the field as a refusal names it.
+UNSUPPORTED_REQUEST_FIELDS = (("tolerations", "tolerations"), ("capacity", "capacity.requests"))
+
+
+def unsupported_message(subject: str, field: str) -> str:
+    """Worded as plugins/support.py's refusals of pod fields."""
+    return f"{subject} uses {field}, which batchsched does not support yet"
+
+
+def _used(value: Any) -> bool:
+    return value is not None and value is not False and value != {} and value != []
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +105,7 @@ class DeviceRequest:
     all: bool  # allocationMode All; otherwise exactly `count` devices
     count: int
     admin_access: bool
+    unsupported: str = ""  # the first of UNSUPPORTED_REQUEST_FIELDS it uses, else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +251,24 @@ def _qualified(driver: str, name: str) -> tuple[str, str]:
     return (domain or driver, ident)
 
 
-def _device(r: _Reader, raw: Any, driver: str, pool: str, where: _Where) -> Device:
+def _unsupported_device_field(raw: Any) -> str:
+    for key in UNSUPPORTED_DEVICE_FIELDS:
+        if _used(raw.get(key)):
+            return f"devices[].{key}"
+    capacity = raw.get("capacity")
+    if isinstance(capacity, Mapping) and any(
+        isinstance(c, Mapping) and _used(c.get("requestPolicy")) for c in capacity.values()
+    ):
+        return "devices[].capacity.requestPolicy"
+    return ""
+
+
+def _device(
+    r: _Reader, raw: Any, driver: str, pool: str, where: _Where, shared_counters: bool
+) -> Device:
     name = r.required_str(raw, "name")
+    unsupported = "spec.sharedCounters" if shared_counters else ""
+    unsupported = _unsupported_device_field(raw) or unsupported
     attributes: dict[str, dict[str, Any]] = {}
     typed: dict[tuple[str, str], Attribute] = {}
     for key, value in r.get(raw, "attributes", dict, {}).items():
@@ -256,7 +302,7 @@ def _device(r: _Reader, raw: Any, driver: str, pool: str, where: _Where) -> Devi
     if where.per_device:
         where = _node_selection(r, raw, per_slice=False)
     view = {"driver": driver, "attributes": attributes, "capacity": capacity}
-    return Device(driver, pool, name, view, typed, where.node_name, where.node_term)
+    return Device(driver, pool, name, view, typed, where.node_name, where.node_term, unsupported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +348,11 @@ def read_resource_slice(obj: Json) -> ResourceSlice:
     count = r.get(obj, "spec.pool.resourceSliceCount", int, 1)
     if count < 1:
         raise r.fail("spec.pool.resourceSliceCount", f"must be at least 1, got {count}")
+    # A pool's counters are shared by devices of its other slices too, so a slice that
+    # declares them takes its own devices out as well, should it have any.
+    shared_counters = _used(r.get(obj, "spec.sharedCounters", list, []))
     devices = tuple(
-        _device(r.at(f"spec.devices[{i}]"), raw, driver, pool, where)
+        _device(r.at(f"spec.devices[{i}]"), raw, driver, pool, where, shared_counters)
         for i, raw in enumerate(r.items(obj, "spec.devices"))
     )
     return ResourceSlice(
@@ -377,6 +426,9 @@ def _device_request(e: _Reader, exactly: Any, name: str, admin_allowed: bool) ->
         all=mode == "All",
         count=count,
         admin_access=admin_allowed and e.get(exactly, "adminAccess", bool, False),
+        unsupported=next(
+            (shown for k, shown in UNSUPPORTED_REQUEST_FIELDS if _used(exactly.get(k))), ""
+        ),
     )
 
 

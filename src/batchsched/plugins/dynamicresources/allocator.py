@@ -1,7 +1,8 @@
 """Structured-parameters allocation of a pod's claims on one node (upstream's
 k8s.io/dynamic-resource-allocation/structured): `exactly` and `firstAvailable` requests,
 `matchAttribute` and `distinctAttribute` constraints, and the node selector each allocation
-records (where its devices may be used).
+records (where its devices may be used). A device using a field batchsched does not
+implement (`Device.unsupported`) is passed over as if absent; a request using one is refused.
 
 Devices are tried in a stable order (driver, pool, slice name, position), so equal inputs give
 equal allocations; the first combination found wins, as upstream's search has it.
@@ -21,6 +22,7 @@ from batchsched.objects.dra import (
     DeviceRequest,
     Request,
     ResourceClaim,
+    unsupported_message,
 )
 from batchsched.objects.records import DeviceClass, NodeSelectorTerm, Requirement
 from batchsched.plugins.dynamicresources.selectors import CelError, compile_selector
@@ -80,6 +82,12 @@ def allocate(
 ) -> dict[str, Allocation] | None:
     """An allocation for every claim on this node (by claim key), or None if they do not
     all fit. ClaimError when a claim is wrong whatever the node."""
+    for claim in claims:
+        for request in claim.requests:
+            for alt in request.alternatives:
+                if alt.unsupported:
+                    subject = f"resourceclaim {claim.key}, request {alt.name}"
+                    raise ClaimError(unsupported_message(subject, alt.unsupported))
     search = _Search(node, in_use, matcher, [(c, r) for c in claims for r in c.requests])
     if not search.fill(0):
         return None
@@ -90,6 +98,24 @@ def allocate(
             tuple(result for result, _ in chosen), node_selector([d for _, d in chosen])
         )
     return out
+
+
+def blocking_device(
+    claims: Sequence[ResourceClaim],
+    node: NodeDevices,
+    in_use: set[str],
+    matcher: Matcher,
+) -> Device | None:
+    """A device using an unsupported field that an allocation of the claims on this node
+    would take were such devices allocatable, or None (the claims fail without them too,
+    or the node has none): what names the field when the pod fails only because of it."""
+    if not any(d.unsupported for d in node.devices):
+        return None
+    search = _Search(node, in_use, matcher, [(c, r) for c in claims for r in c.requests])
+    search.lenient = True
+    if not search.fill(0):
+        return None
+    return next((d for chosen in search.chosen.values() for _, d in chosen if d.unsupported), None)
 
 
 def node_selector(devices: Sequence[Device]) -> tuple[NodeSelectorTerm, ...]:
@@ -141,6 +167,7 @@ class _Search:
         # it, in the order chosen.
         self.values: dict[tuple[str, int], list[Attribute]] = {}
         self.steps = 0
+        self.lenient = False  # devices with unsupported fields count as allocatable
 
     def busy(self, device: Device, request: DeviceRequest) -> bool:
         if request.admin_access:
@@ -154,7 +181,12 @@ class _Search:
         for alt in request.alternatives:
             where = f"resourceclaim {claim.key}, request {alt.name}"
             expressions = self.matcher.expressions(claim, alt)
-            found = [d for d in self.node.devices if self.matcher.matches(d, expressions, where)]
+            found = [
+                d
+                for d in self.node.devices
+                if (self.lenient or not d.unsupported)
+                and self.matcher.matches(d, expressions, where)
+            ]
             if alt.all:
                 # "All" is unknown while a pool is being updated, and must be free.
                 if self.node.incomplete_pools or not found:

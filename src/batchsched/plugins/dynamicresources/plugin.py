@@ -23,7 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from batchsched.decisions import ClaimReservation, ExtendedClaimReservation, ReserveClaims
-from batchsched.objects.dra import EXTENDED_CLAIM_SUFFIX, Allocation, ResourceClaim
+from batchsched.objects.dra import (
+    EXTENDED_CLAIM_SUFFIX,
+    Allocation,
+    ResourceClaim,
+    unsupported_message,
+)
 from batchsched.objects.records import Pod
 from batchsched.plugins.base import (
     ClusterChange,
@@ -35,7 +40,12 @@ from batchsched.plugins.base import (
     StaticFilterPlugin,
     StillFails,
 )
-from batchsched.plugins.dynamicresources.allocator import ClaimError, Matcher, allocate
+from batchsched.plugins.dynamicresources.allocator import (
+    ClaimError,
+    Matcher,
+    allocate,
+    blocking_device,
+)
 from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
 from batchsched.plugins.node_affinity import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
@@ -116,7 +126,9 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
                 # Only devices in use stand in the way: victims holding them may free them.
                 check = self._still_fails(state, groups)
                 rejections.append(Rejection(CANNOT_ALLOCATE, rejected & could, True, check))
-                rejections.append(Rejection(CANNOT_ALLOCATE, rejected & ~could, False))
+                hopeless = rejected & ~could
+                rejections.extend(self._unsupported(state, groups, hopeless))
+                rejections.append(Rejection(CANNOT_ALLOCATE, hopeless, False))
             return rejections
         except ClaimError as err:
             return [Rejection(str(err), nodes.copy(), False)]
@@ -161,6 +173,28 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         held = self._held.pop(pod.key, None)
         if held is not None:
             state.devices.restore(*held)
+
+    def _unsupported(
+        self,
+        state: ClusterState,
+        groups: list[tuple[BoolArray, list[ResourceClaim]]],
+        hopeless: BoolArray,
+    ) -> list[Rejection]:
+        """The nodes (taken out of `hopeless`) where the claims fail only because devices
+        using unsupported fields are passed over, under a reason naming the field."""
+        by_reason: dict[str, BoolArray] = {}
+        in_use = state.devices.in_use()
+        matcher = self._matcher_for(state)
+        for row in np.flatnonzero(hopeless).tolist():
+            wanted = next(claims for rows, claims in groups if rows[row])
+            node = self._node_devices(state, row)
+            device = blocking_device(wanted, node, in_use, matcher)
+            if device is not None:
+                reason = unsupported_message(f'device "{device.id}"', device.unsupported)
+                mask = by_reason.setdefault(reason, np.zeros(state.rows, dtype=np.bool_))
+                mask[row] = True
+                hopeless[row] = False
+        return [Rejection(reason, mask, False) for reason, mask in sorted(by_reason.items())]
 
     def _still_fails(
         self, state: ClusterState, groups: list[tuple[BoolArray, list[ResourceClaim]]]
