@@ -26,12 +26,14 @@ import gc
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from batchsched.objects.errors import InputError
 from batchsched.objects.native_yaml import native_documents
+
+T = TypeVar("T")
 
 MAX_DEPTH = 100
 _ALIAS_FLOOR = 1000  # nodes below which aliasing is not checked at all (go-yaml's rule)
@@ -99,7 +101,7 @@ def _libyaml_documents(text: str, source: str) -> Iterator[Any]:
         loader.dispose()
 
 
-def without_gc(build: Callable[[], Any]) -> Any:
+def without_gc(build: Callable[[], T]) -> T:
     """Build a document (or records from one) with the cyclic garbage collector paused: a
     snapshot is millions of new dicts and lists, each allocation counting towards a collection
     that walks them all again, and the values built here hold no cycles (an alias to an open

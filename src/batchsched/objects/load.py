@@ -264,8 +264,7 @@ def load_files(paths: list[Path], stdin: Callable[[], str] | None = None) -> Obj
     """The objects of `paths`; `-` reads `stdin` (once: a second `-` would read nothing)."""
     # The collector is paused over the records too: reading them allocates enough to set off
     # collections that walk the whole parsed snapshot (a third of the JSON read's time).
-    loaded: Objects = without_gc(lambda: _load_all(paths, stdin))
-    return loaded
+    return without_gc(lambda: _load_all(paths, stdin))
 
 
 def _load_all(paths: list[Path], stdin: Callable[[], str] | None) -> Objects:
