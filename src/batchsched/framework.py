@@ -519,12 +519,18 @@ class Framework:
         now = _Placement(state.node_generation, 0, base.feasible, base.total)
         if rows.shape[0]:
             self._refresh(cycle, verdict, now, rows)
-        nominated = state.nominations.get(cycle.pod.key)
-        if nominated is not None and now.feasible[nominated]:
+        return self.choose(state, cycle.pod, base)
+
+    @staticmethod
+    def choose(state: ClusterState, pod: Pod, totals: NodeTotals) -> int | None:
+        """What `place_changed` chooses from results already up to date: the pod's
+        nominated node if it fits, else the best row; None when no node fits."""
+        nominated = state.nominations.get(pod.key)
+        if nominated is not None and totals.feasible[nominated]:
             return nominated
-        if not now.feasible.any():
+        if not totals.feasible.any():
             return None
-        return _best(state, now.total)
+        return _best(state, totals.total)
 
     def row_local(self, cycle: Cycle) -> bool:
         """Whether the pod's filter and score results on a node depend only on that node's
@@ -591,12 +597,17 @@ class Framework:
         ok = verdict.passing[rows]  # a copy: fancy indexing
         for flt in plan.filters:
             ok &= flt.fits_rows(cycle, rows)
-        total: IntArray | None = None
-        for scorer, weight in plan.scores:
-            scored = scorer.score_rows(cycle, rows) * weight
-            total = scored if total is None else total + scored
         placement.feasible[rows] = ok
-        placement.total[rows] = np.where(ok, 0 if total is None else total, -1)
+        placement.total[rows] = -1
+        # Only feasible rows are scored (their scores are row-local): a search freeing room
+        # often refreshes many rows that still do not fit.
+        fitting = rows[ok]
+        if not fitting.shape[0]:
+            return
+        total: IntArray | int = 0
+        for scorer, weight in plan.scores:
+            total = total + scorer.score_rows(cycle, fitting) * weight
+        placement.total[fitting] = total
 
     def _row_plan(self, cycle: Cycle) -> _RowPlan:
         skipping = self._skipping(cycle)

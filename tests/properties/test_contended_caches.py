@@ -18,7 +18,10 @@ gangs that preempt):
   member's results refreshed in place (`GroupFit`), against every check starting from the
   state with every unit back and results computed afresh;
 - the tentative scope of gang preemption dropping its log entries
-  (`ClusterState.tentative`), against every change staying logged.
+  (`ClusterState.tentative`), against every change staying logged;
+- the reprieve step's choices (and its floor with the spare units back) found placed alike
+  from each member's kept results without moving a unit (`GroupFit._alike_unmoved`),
+  against a check of each.
 """
 
 from __future__ import annotations
@@ -115,6 +118,10 @@ def _every_change_logged() -> AbstractContextManager[Any]:
     return patch.object(ClusterState, "tentative", lambda self: nullcontext())
 
 
+def _every_choice_checked() -> AbstractContextManager[Any]:
+    return patch.object(GroupFit, "_alike_unmoved", lambda self, choice: None)
+
+
 @pytest.mark.parametrize(
     "fresh",
     [
@@ -126,6 +133,7 @@ def _every_change_logged() -> AbstractContextManager[Any]:
         _every_unit_rechecked,
         _every_check_afresh,
         _every_change_logged,
+        _every_choice_checked,
     ],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
@@ -184,3 +192,39 @@ def test_gang_rows_follow_evictions() -> None:
     after = memo.gang_rows(rule, everywhere)
     assert np.array_equal(after, gang_victims.gang_rows(state, rule, everywhere))
     assert after.sum() < before.sum()
+
+
+def _unmoved_answers(nodes: int, seed: int) -> list[tuple[bool, bool]]:
+    """Each answer `_alike_unmoved` gives in a run, with the answer of a check of the same
+    choice (the check runs too; the search goes on from wherever it leaves the units).
+    Collected, not asserted inside: the loop reports a plugin's errors as results."""
+    original = GroupFit._alike_unmoved
+    answers: list[tuple[bool, bool]] = []
+
+    def checked(self: GroupFit, choice: Any) -> bool | None:
+        found = original(self, choice)
+        if found is not None:
+            assert self._worked is not None
+            before = self._worked[1]
+            placed = self.place(choice)
+            alike = placed is not None and self.row_local and self._worked[1] == before
+            answers.append((found, alike))
+        return found
+
+    with patch.object(GroupFit, "_alike_unmoved", checked):
+        run(contended.generate(nodes, seed), default_config(), contended.NOW)
+    return answers
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(100, 300), st.integers(0, 2**32 - 1))
+def test_alike_unmoved_as_by_a_check(nodes: int, seed: int) -> None:
+    answers = _unmoved_answers(nodes, seed)
+    assert all(found == checked for found, checked in answers)
+
+
+def test_alike_unmoved_both_ways() -> None:
+    """Not vacuous: on this cluster choices are found both alike and not alike."""
+    answers = _unmoved_answers(300, 7)
+    assert all(found == checked for found, checked in answers)
+    assert {found for found, _ in answers} == {True, False}

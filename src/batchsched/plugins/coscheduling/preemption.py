@@ -28,7 +28,7 @@ import numpy as np
 
 from batchsched.decisions import Decision, Evict, Nominate
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import PlacementFramework
+from batchsched.plugins.base import NodeTotals, PlacementFramework
 from batchsched.plugins.coscheduling.placement import (
     BaseRoom,
     TentativePlacement,
@@ -62,6 +62,9 @@ class Unit:
             -min(starts),
             self.pods[0].key,
         )
+
+
+Placements = list[tuple[Pod, int]]
 
 
 @dataclass(slots=True)
@@ -144,6 +147,20 @@ class UnitIndex:
             for pod_key, row in pods:
                 self._unit_of[pod_key] = u
                 self._units_on.setdefault(row, []).append(u)
+        # Each unit's distinct rows, flat (`unit_rows`; `row_counts` per unit, `row_unit`
+        # per entry), and whether its pods change nothing beyond their rows (`local`: no
+        # inter-pod terms, no volumes).
+        rows_of = [sorted({row for _, row in pods}) for pods in self.placed]
+        self.unit_rows = np.asarray([r for found in rows_of for r in found], dtype=np.intp)
+        self.row_counts = np.asarray([len(found) for found in rows_of], dtype=np.intp)
+        self.row_unit = np.repeat(np.arange(len(self.units)), self.row_counts)
+        self.local = np.asarray(
+            [
+                all(p.pod_affinity is None and not p.volumes and not p.disks for p in unit.pods)
+                for unit in self.units
+            ],
+            dtype=np.bool_,
+        )
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
 
@@ -233,6 +250,11 @@ class GroupFit:
         self.base: BaseRoom | None = None
         self.row_local = False  # the last placement that worked was placed row-locally
         self._out = np.zeros(len(index.units), dtype=np.bool_)  # units off their nodes now
+        # Each member's results with every unit on its node (before any check refreshed
+        # them), and the choice of the last check that placed the group with where each
+        # member went (None: nowhere).
+        self._unmoved: dict[str, NodeTotals] = {}
+        self._worked: tuple[BoolArray, dict[str, int | None]] | None = None
 
     def room(self, take: BoolArray) -> IntArray:
         """Free room with the units' entries in `take` (a mask over the index's flat
@@ -249,6 +271,12 @@ class GroupFit:
                 self.framework, self.state, self.now, self.free, self.group, self.pending
             )
             self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {})
+            self._unmoved = {
+                key: NodeTotals(found.feasible.copy(), found.total.copy())
+                for key, found in results.items()
+                if found is not None
+            }
+        self._worked = None
         self._move(chosen)
         placement = TentativePlacement(
             self.framework,
@@ -272,6 +300,8 @@ class GroupFit:
         if len(placed) < self.need:
             return None
         self.row_local = placement.row_local
+        rows = {pod.key: row for pod, row in placed}
+        self._worked = chosen.copy(), {pod.key: rows.get(pod.key) for pod in self.pending}
         return placed
 
     def _gone(self, chosen: BoolArray) -> Iterator[tuple[str, int]]:
@@ -298,10 +328,7 @@ class GroupFit:
         """Every unit back on its node, as before the search."""
         self._move(np.zeros_like(self._out))
 
-    def rows_of(self, unit: int) -> set[int]:
-        return {row for _, row in self.index.placed[unit]}
-
-    def spare(self, chosen: BoolArray, placements: list[tuple[Pod, int]]) -> set[int]:
+    def spare(self, chosen: BoolArray, placements: Placements) -> set[int]:
         """Units of `chosen` (which just gave `placements`) that a reprieve step may each
         take back without a check: it would find `placements` again.
 
@@ -314,25 +341,81 @@ class GroupFit:
         a prefix that grows with the cluster."""
         if not self.row_local:
             return set()
-        used = {row for _, row in placements}
-        rows = {i: self.rows_of(i) for i in np.flatnonzero(chosen).tolist()}
-        hosts = Counter(row for unit_rows in rows.values() for row in unit_rows)
-        spare = {
-            i
-            for i, unit_rows in rows.items()
-            if unit_rows and not unit_rows & used and all(hosts[row] == 1 for row in unit_rows)
-        }
+        index, rows = self.index, self.state.rows
+        entries = np.repeat(chosen, index.row_counts)
+        on = index.unit_rows[entries]
+        hosts = np.bincount(on, minlength=rows)
+        used = np.zeros(rows, dtype=np.bool_)
+        used[np.asarray([row for _, row in placements], dtype=np.intp)] = True
+        excluded = np.zeros(len(index.units), dtype=np.bool_)
+        excluded[index.row_unit[entries][(hosts[on] != 1) | used[on]]] = True
+        spare = set(np.flatnonzero(chosen & ~excluded).tolist())
         if len(spare) < 2:
             return set()  # checking one unit costs what checking the floor does
+        if self._floor_alike(chosen, spare, placements):
+            return spare
+        return set()
+
+    def _floor_alike(self, chosen: BoolArray, spare: set[int], placements: Placements) -> bool:
+        """Whether the members are placed as in `placements` with the `spare` units of
+        `chosen` back."""
         floor = chosen.copy()
         floor[sorted(spare)] = False
-        found = self.place(floor)
-        if found is None or not self.row_local or _rows(found) != _rows(placements):
-            return set()
-        return spare
+        found = self._alike_unmoved(floor)
+        if found is not None:
+            return found
+        placed = self.place(floor)
+        return placed is not None and self.row_local and _rows(placed) == _rows(placements)
+
+    def reprieve(self, chosen: BoolArray, placements: Placements) -> Placements | None:
+        """`place` for a choice of fewer units than the last that placed the group (which
+        gave `placements`), without moving a unit when `_alike_unmoved` shows the members
+        placed alike."""
+        worked = self._worked
+        if worked is not None and self._alike_unmoved(chosen):
+            self._worked = chosen.copy(), worked[1]
+            return placements
+        return self.place(chosen)
+
+    def _alike_unmoved(self, choice: BoolArray) -> bool | None:
+        """Whether the members are placed as in the last choice that placed them (`_worked`)
+        with the units it has and `choice` has not back, found without moving a unit; None
+        where this cannot tell (a check decides).
+
+        The last check left each member's results as they were at its turn (a choice
+        found alike since shows the same). With these units back and every earlier member
+        where it went then, a member sees the same results except on the units' rows,
+        which are then as before the search when no unit of `choice` and no member is
+        there: its kept unmoved results. So each member goes where it went unless one of
+        those rows now wins. A reprieve step then costs per unit reprieved, not per unit of
+        the working prefix. This holds while those units' pods change nothing beyond their
+        own rows (no inter-pod terms, no volumes, no claims in the cluster to free)."""
+        worked, base, state, index = self._worked, self.base, self.state, self.index
+        if worked is None or base is None or not self.row_local or (choice & ~worked[0]).any():
+            return None
+        back = self._out & ~choice  # off their nodes now, back in `choice`
+        if state.devices.claims or not index.local[back].all():
+            return None
+        rows = index.unit_rows[np.repeat(back, index.row_counts)]
+        freed = np.zeros(state.rows, dtype=np.bool_)
+        freed[rows] = True
+        if freed[index.unit_rows[np.repeat(choice, index.row_counts)]].any() or any(
+            row is not None and freed[row] for row in worked[1].values()
+        ):
+            return None
+        for pod in self.pending:
+            now, unmoved = base.results.get(pod.key), self._unmoved.get(pod.key)
+            if now is None or unmoved is None:
+                return None
+            feasible, total = now.feasible.copy(), now.total.copy()
+            feasible[rows] = unmoved.feasible[rows]
+            total[rows] = unmoved.total[rows]
+            if self.framework.choose(state, pod, NodeTotals(feasible, total)) != worked[1][pod.key]:
+                return False
+        return True
 
 
-def _rows(placements: list[tuple[Pod, int]]) -> list[tuple[str, int]]:
+def _rows(placements: Placements) -> list[tuple[str, int]]:
     return [(pod.key, row) for pod, row in placements]
 
 
@@ -384,7 +467,7 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
         chosen[i] = False
         if i in spare:
             continue  # the check would find `placements` again
-        found = fit.place(chosen)
+        found = fit.reprieve(chosen, placements)
         if found is None:
             chosen[i] = True
         else:
