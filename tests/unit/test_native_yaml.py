@@ -121,7 +121,9 @@ TAIL = "\n# " + "x" * 40  # puts the word where native_yaml looks ahead of its f
         ("v: [yes, Off, nope, on]", {"yes", "Off", "on"}),
         ("no: 1", {"no"}),
         ("é: 0755", {"0755"}),  # positions past a non-ASCII character
+        ("日本: 0755", {"0755"}),  # past one beyond Latin-1
         ("\udc80 0755", {"0755"}),
+        ("v: 0755\xa0", set()),  # no word: what follows is no place a scalar may end
         ("v: 2026-11-22", set()),
         ("v: '2026-11-22T09:00:00Z'", set()),
         ("v: 10.0.0.0/24", set()),
@@ -134,6 +136,20 @@ TAIL = "\n# " + "x" * 40  # puts the word where native_yaml looks ahead of its f
 def test_plain_words_looked_ahead(text: str, words: set[str]) -> None:
     assert plain_words(text + TAIL) == words
     assert plain_words(text) == words  # among the last places: the regex alone
+
+
+def test_text_beyond_latin_1_is_converted_a_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = "日: [0755, 1e3]\nv: 12\n" * 5 + TAIL
+    monkeypatch.setattr(native_yaml, "_PIECE", 7)
+    data = native_yaml._one_byte_each(text)
+    assert len(data) == len(text)
+    assert all(
+        byte == ord(char) if char.isascii() else byte >= 0x80
+        for byte, char in zip(data, text, strict=True)
+    )
+    assert plain_words(text) == {"0755", "1e3"}
 
 
 def test_the_tables_classify_characters_as_the_regex_does() -> None:

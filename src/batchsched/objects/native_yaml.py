@@ -95,6 +95,11 @@ for _chars, _kind in (
     (b"\t\x0b\x0c\x1c\x1d\x1e\x1f [{", _SOFT_END),
 ):
     _KIND[list(_chars)] = _kind
+_LETTERS = np.zeros(256, np.bool_)
+_LETTERS[list(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] = True
+_SIGNED = np.zeros(256, np.bool_)  # what makes a leading sign a number's
+_SIGNED[list(b"0123456789.")] = True
+_PIECE = 1 << 20  # characters converted at a time in _one_byte_each
 # How far a word starting with a digit is followed before the regex is left to read it.
 _LOOKAHEAD = 16
 
@@ -126,11 +131,7 @@ def _word_starts(text: str) -> list[int]:
     keeps. Regex engines pay for each place they try, and a snapshot has millions of places
     after a separator; numpy sorts them out at C speed, so the regex runs only where a word
     may matter (on a kubectl snapshot, its quantities)."""
-    if text.isascii():
-        data = text.encode("ascii")
-    else:  # one byte a character, so that positions stay the text's; others are all _OTHER
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
-        data = np.minimum(codes, 0x7F).astype(np.uint8).tobytes()
+    data = _one_byte_each(text)
     codes8 = np.frombuffer(data, np.uint8)
     flags = np.frombuffer(data.translate(_FLAGS), np.uint8)
     after = flags[1:] >> 1  # bit 2 (may start a word) of each character, at its predecessor
@@ -142,22 +143,35 @@ def _word_starts(text: str) -> list[int]:
     near_end, starts = starts[starts >= last], starts[starts < last]
     first = codes8[starts]
     kind = _FIRST_KIND[first]
-    second = _KIND[codes8[starts + 1]]
-    # `yes`, `off`: two or three letters; four letters cannot end as a word.
-    letters = (second == _LETTER) | (second == _EXP)
-    third = _KIND[codes8[starts + 2]]
-    fourth = _KIND[codes8[starts + 3]]
-    long = ((third == _LETTER) | (third == _EXP)) & ((fourth == _LETTER) | (fourth == _EXP))
+    yes_no, signs, numbers = (starts[kind == k] for k in (_YES_NO, _LEADING_SIGN, _NUMBER))
+    # `yes`, `off`: two or three letters; four cannot end as a word
+    three = _LETTERS[codes8[yes_no + 2]] & _LETTERS[codes8[yes_no + 3]]
     keep = [
         near_end,
         starts[kind == _KEEP],
-        starts[(kind == _YES_NO) & letters & ~long],
-        # a sign is a number's only if a digit or a dot follows
-        starts[(kind == _LEADING_SIGN) & ((second == _DIGIT) | (second == _DOT))],
-        _numbers(codes8, starts[kind == _NUMBER], first[kind == _NUMBER]),
+        yes_no[_LETTERS[codes8[yes_no + 1]] & ~three],
+        signs[_SIGNED[codes8[signs + 1]]],  # a sign is a number's only if a digit or dot follows
+        _numbers(codes8, numbers, first[kind == _NUMBER]),
     ]
     places: list[int] = np.concatenate(keep).tolist()
     return places
+
+
+def _one_byte_each(text: str) -> bytes:
+    """`text` one byte a character, so that positions stay the text's: ASCII as itself, every
+    other character as some byte of 0x80-0xFF, which every table above takes for _OTHER."""
+    if text.isascii():
+        return text.encode("ascii")
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        pass
+    # Beyond Latin-1: through UTF-32 a piece at a time, so that the copy stays small.
+    out = np.empty(len(text), np.uint8)
+    for start in range(0, len(text), _PIECE):
+        piece = text[start : start + _PIECE].encode("utf-32-le", "surrogatepass")
+        out[start : start + len(piece) // 4] = np.minimum(np.frombuffer(piece, "<u4"), 0xFF)
+    return out.tobytes()
 
 
 def _numbers(
