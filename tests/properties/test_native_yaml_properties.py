@@ -7,11 +7,13 @@ the scalars where YAML 1.1 and 1.2 disagree; the plain (unquoted) spellings are 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.objects import native_yaml
 from batchsched.objects.documents import DocumentError, _libyaml_documents, yaml_documents
 
 WORDS = [
@@ -69,7 +71,10 @@ def block(
 def streams(draw: st.DrawFn) -> str:
     scalars = draw(st.sampled_from([TRICKY, ALIKE]))
     docs = [draw(block(scalars)) for _ in range(draw(st.integers(1, 3)))]
-    return "---\n".join(docs)
+    # A comment at the end puts every scalar well before it, where native_yaml looks ahead of
+    # a word's first character rather than leaving the last few places to its regex.
+    tail = draw(st.sampled_from(["", "# " + "x" * 40 + "\n"]))
+    return "---\n".join(docs) + tail
 
 
 def outcome(read: Any, text: str) -> str:
@@ -83,3 +88,36 @@ def outcome(read: Any, text: str) -> str:
 @given(streams())
 def test_the_fast_path_reads_as_libyaml_does(text: str) -> None:
     assert outcome(yaml_documents, text) == outcome(_libyaml_documents, text), text
+
+
+# The regex native_yaml tried at every place after a separator before numpy sorted the places
+# out: plain_words must find at least the words it finds.
+EVERY_PLACE = re.compile("[" + re.escape(native_yaml._SEPARATORS) + "](" + native_yaml._WORD + ")")
+PIECES = st.one_of(
+    st.sampled_from(WORDS),
+    ODD,
+    st.text(
+        alphabet="0123456789.+-_:eExXoObByYnNaZ~<=&*!%?'\"/ \t\n\r[]{},#\x0b\x0c\x1c\x7f\x85\xa0é"
+    ),
+    st.sampled_from([" ", "\n", ": ", "- ", ", ", "[", "]", "{", "}", "\t", "\r\n", " # c\n"]),
+)
+
+
+def every_place_words(text: str) -> set[str]:
+    words = set(EVERY_PLACE.findall(text))
+    first = native_yaml._FIRST_WORD.match(text)
+    if first is not None:
+        words.add(first.group(1))
+    return native_yaml.kept_words(words)
+
+
+def left_to_libyaml(words: set[str]) -> bool:
+    return any(word[0] in native_yaml._LEFT_TO_LIBYAML for word in words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=40).map("".join), st.sampled_from(["", "\n# " + "x" * 40]))
+def test_plain_words_finds_what_the_regex_finds_at_every_place(text: str, tail: str) -> None:
+    text += tail  # with a tail, no word is among the last few places, which skip the look-ahead
+    ours, theirs = native_yaml.plain_words(text), every_place_words(text)
+    assert left_to_libyaml(ours) or (not left_to_libyaml(theirs) and theirs <= ours), text

@@ -8,10 +8,12 @@ path read it, so a case that silently stopped taking the fast path would show.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
 
+from batchsched.objects import native_yaml
 from batchsched.objects.documents import (
     MAX_DEPTH,
     DocumentError,
@@ -92,6 +94,81 @@ def test_a_kubectl_snapshot_is_read_natively_as_libyaml_reads_it() -> None:
     assert pod["spec"]["terminationGracePeriodSeconds"] == 30
 
 
+def test_on_a_kubectl_snapshot_the_regex_runs_only_where_a_word_may_matter() -> None:
+    text = KUBECTL + "# " + "x" * 40 + "\n"
+    places = native_yaml._word_starts(text)
+    words = {
+        m.group() for m in map(native_yaml._WORD_AT.match, itertools.repeat(text), places) if m
+    }
+    # the quantities and the decimal; the rest (`00Z`) from the `:`s of the unquoted timestamp
+    assert words == {"100m", "128Mi", "0.5", "00:00Z", "00Z"}
+
+
+TAIL = "\n# " + "x" * 40  # puts the word where native_yaml looks ahead of its first character
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("v: 0755", {"0755"}),
+        ("v: 0755:30' x", {"0755"}),  # the run does not end as a scalar: the key before `:`
+        ("v: 12:30", {"12:30"}),
+        ("v: 1e-5", {"1e-5"}),
+        ("v: 1.5e+3", {"1.5e+3"}),
+        ("v: 07 # c", {"07"}),
+        ("v: -0755", {"-0755"}),
+        ("v: [-.inf, +.5]", {"-.inf", "+.5"}),
+        ("v: [yes, Off, nope, on]", {"yes", "Off", "on"}),
+        ("no: 1", {"no"}),
+        ("é: 0755", {"0755"}),  # positions past a non-ASCII character
+        ("日本: 0755", {"0755"}),  # past one beyond Latin-1
+        ("\udc80 0755", {"0755"}),
+        ("v: 0755\xa0", set()),  # no word: what follows is no place a scalar may end
+        ("v: 2026-11-22", set()),
+        ("v: '2026-11-22T09:00:00Z'", set()),
+        ("v: 10.0.0.0/24", set()),
+        ("v: 00000000-0000-0000-0000-000000000001", set()),
+        ("v: [12, 3.25, -7]", set()),
+        ("- --epochs=10", set()),
+        ("v: 12\x0c", set()),
+    ],
+)
+def test_plain_words_looked_ahead(text: str, words: set[str]) -> None:
+    assert plain_words(text + TAIL) == words
+    assert plain_words(text) == words  # among the last places: the regex alone
+
+
+def test_text_beyond_latin_1_is_converted_a_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = "日: [0755, 1e3]\nv: 12\n" * 5 + TAIL
+    monkeypatch.setattr(native_yaml, "_PIECE", 7)
+    data = native_yaml._one_byte_each(text)
+    assert len(data) == len(text)
+    assert all(
+        byte == ord(char) if char.isascii() else byte >= 0x80
+        for byte, char in zip(data, text, strict=True)
+    )
+    assert plain_words(text) == {"0755", "1e3"}
+
+
+def test_the_tables_classify_characters_as_the_regex_does() -> None:
+    run = re.compile(r"[^\s,\[\]{}#]")  # the characters a word is taken from
+    for code in range(128):
+        char = chr(code)
+        starts = bool(
+            native_yaml._WORD_AT.match(char + "\n") or native_yaml._WORD_AT.match(char + "es\n")
+        )
+        assert bool(native_yaml._FLAGS[code] & 2) == starts, char
+        assert bool(native_yaml._FLAGS[code] & 1) == (char in native_yaml._SEPARATORS), char
+        kind = native_yaml._KIND[code]
+        ends = kind in (native_yaml._END, native_yaml._SOFT_END)
+        assert ends == (run.match(char) is None), char
+        if ends:  # a word is ended right there only by _END
+            ended = native_yaml._WORD_AT.match("1" + char + "x")
+            assert (kind == native_yaml._END) == (ended is not None), char
+
+
 # Plain scalars YAML 1.1 (PyYAML, our reference) and YAML 1.2 (fast_yaml) type differently.
 YAML_11 = {
     "yes": True,
@@ -130,9 +207,10 @@ PLACES = [
 ]
 
 
+@pytest.mark.parametrize("tail", ["", TAIL + "\n"])
 @pytest.mark.parametrize(("word", "place"), list(itertools.product(YAML_11, PLACES)))
-def test_yaml_11_scalars_resolve_as_pyyaml_does(word: str, place: str) -> None:
-    text = place.format(word)
+def test_yaml_11_scalars_resolve_as_pyyaml_does(word: str, place: str, tail: str) -> None:
+    text = place.format(word) + tail
     assert_same(text)
     assert native(text) is None  # the probe found the word and left the text to libyaml
 
