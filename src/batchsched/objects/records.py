@@ -194,10 +194,12 @@ class Pod:
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
     volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
     disks: tuple[InlineDisk, ...] = ()  # inline iSCSI and RBD volumes
+    # "namespace/name", made once: it is read millions of times in a long replay, and a pod
+    # is never renamed (a new name is a new Pod).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
 
     @property
     def terminated(self) -> bool:

@@ -86,6 +86,7 @@ class JobRun:
     record: JobRecord
     units: list[Unit] = field(default_factory=list)
     unfinished: int = 0
+    usage: list[tuple[int, int]] = field(default_factory=list)  # see Simulation._usage
 
 
 ProgressHook = Callable[[float], None]
@@ -132,6 +133,7 @@ class Simulation:
             )
         )
         self.now = 0.0
+        self._stamp = (math.nan, start)  # the last instant made a date, and that date
         self._events: list[tuple[float, int, Kind, object]] = []
         self._seq = 0
         self.jobs: list[JobRun] = []
@@ -210,7 +212,7 @@ class Simulation:
         """A pod that is no job's (e.g. from a snapshot): scheduled and evicted like any."""
         self.state.upsert_pod(pod)
         if pod.key in self.state.bound:
-            self._account(pod, 1)
+            self._account(self._usage(pod.requests), 1)
 
     def _next_time(self) -> float | None:
         """The next event, or an earlier queue wakeup while events remain.
@@ -281,6 +283,7 @@ class Simulation:
 
     def _submit(self, job: JobRun) -> None:
         spec = job.spec
+        job.usage = self._usage(spec.requests)
         if spec.gang:
             assert spec.min_member is not None
             self.state.upsert_pod_group(
@@ -397,7 +400,7 @@ class Simulation:
         if unit is not None and not pod.node_name:
             self._count_pending(unit, -1)
         if key in self.state.bound:
-            self._account(pod, -1)
+            self._account(unit.job.usage if unit is not None else self._usage(pod.requests), -1)
             release_claims(self.state, pod, pod.node_name)
         self.state.remove_pod(key)
         self._delete_claims(pod)
@@ -452,10 +455,10 @@ class Simulation:
         pod.phase = "Running"
         pod.start_time = bound_at
         pod.conditions = (PodCondition("PodScheduled", "True", bound_at),)
-        self.state.upsert_pod(pod)
-        self._account(pod, 1)
+        self.state.confirm_bound(pod)
         self._failed_at.pop(decision.pod, None)
         unit = self._unit_of.get(decision.pod)
+        self._account(unit.job.usage if unit is not None else self._usage(pod.requests), 1)
         if unit is None:
             return
         self._count_pending(unit, -1)
@@ -532,7 +535,10 @@ class Simulation:
     # ---- measurement -------------------------------------------------------------------
 
     def _clock(self, t: float) -> datetime:
-        return self.start + timedelta(seconds=t)
+        # Asked for the same instant by every pod bound or created in it: made once.
+        if t != self._stamp[0]:
+            self._stamp = (t, self.start + timedelta(seconds=t))
+        return self._stamp[1]
 
     def _virtual(self, stamp: float) -> float:
         return stamp - self.start.timestamp()
@@ -545,17 +551,21 @@ class Simulation:
             for r, c in zip(self._resources, self._resource_cols, strict=True)
         }
 
-    def _account(self, pod: Pod, sign: int) -> None:
+    def _usage(self, requests: dict[str, int]) -> list[tuple[int, int]]:
+        """(tracked resource's position, amount) for each tracked resource requested: what a
+        pod adds to the cluster's allocated totals (made once per job, not per pod and
+        event)."""
+        return [(i, requests[r]) for i, r in enumerate(self._resources) if requests.get(r)]
+
+    def _account(self, usage: list[tuple[int, int]], sign: int) -> None:
         """Keep the cluster's allocated totals as pods bind and leave (cheaper than summing
         the node arrays at every instant)."""
-        requests = pod.requests
-        for i, resource in enumerate(self._resources):
-            self._used[i] += sign * requests.get(resource, 0)
+        used = self._used
+        for i, amount in usage:
+            used[i] += sign * amount
 
     def _sample(self) -> None:
-        self.timeline.record(
-            self.now, list(self._used), list(self._pending_by_class), self._fragmentation()
-        )
+        self.timeline.record(self.now, self._used, self._pending_by_class, self._fragmentation())
 
     def _fragmentation(self) -> float:
         """GPUs free on nodes that are partly used: room no whole-node job can take.
@@ -578,7 +588,7 @@ class Simulation:
         alloc, free, valid = state.allocatable, state.free, state.valid
         for row in set(changed):
             room = free.item(row, col)
-            now = room if valid[row] and 0 < room < alloc.item(row, col) else 0
+            now = room if 0 < room < alloc.item(row, col) and valid.item(row) else 0
             self._partly_total += now - self._partly_free[row]
             self._partly_free[row] = now
         self._fragmented = (mark, self._partly_total / self._gpu_scale)

@@ -60,6 +60,8 @@ class Timeline:
     def record(
         self, t: float, used: list[float], pending: list[int], fragmented: float = 0.0
     ) -> None:
+        """Sample the values at `t`; they are copied only when kept (most samples repeat the
+        last), so the caller may pass lists it goes on changing."""
         if (
             self.times
             and self.used[-1] == used
@@ -68,13 +70,13 @@ class Timeline:
         ):
             return
         if self.times and self.times[-1] == t:
-            self.used[-1] = used
-            self.pending[-1] = pending
+            self.used[-1] = list(used)
+            self.pending[-1] = list(pending)
             self.fragmented[-1] = fragmented
             return
         self.times.append(t)
-        self.used.append(used)
-        self.pending.append(pending)
+        self.used.append(list(used))
+        self.pending.append(list(pending))
         self.fragmented.append(fragmented)
 
 

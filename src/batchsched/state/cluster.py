@@ -573,6 +573,31 @@ class ClusterState:
         if old_node is not None and (moved or resized):
             self.generation += 1
 
+    def confirm_bound(self, pod: Pod) -> None:
+        """The world reports a pod this scheduler assumed, as the very object it assumed, on
+        the node it was assumed to (its status updated in place, as the simulator binds):
+        `upsert_pod` for that report, without weighing what else could have changed."""
+        key = pod.key
+        idx = self.bound.get(key)
+        if (
+            idx is None
+            or key not in self.assumed
+            or self.pods.get(key) is not pod
+            or pod.terminated
+            or pod.volumes
+            or pod.disks
+            or self.node_index.get(pod.node_name) != idx
+        ):
+            self.upsert_pod(pod)
+            return
+        self.assumed.discard(key)
+        self.volumes.confirm(key)
+        self.devices.confirm(key)
+        self._touch_group(key)
+        self.nominations.pop(key, None)
+        self._rebind(key, pod, idx)
+        self.release(key)
+
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         if pod is None:

@@ -9,7 +9,7 @@ level as a (node row x resource) array, updated as nominations come and go.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from batchsched.objects.records import Pod
 
 if TYPE_CHECKING:
     from batchsched.state.cluster import Demand, IntArray
+
+
+_T = TypeVar("_T")
+_MISSING = object()
 
 
 class Nominations(MutableMapping[str, int]):
@@ -85,6 +89,28 @@ class Nominations(MutableMapping[str, int]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._rows
+
+    # `get` and `pop` as the mapping's own: the inherited ones go through `__getitem__` and
+    # raise KeyError for a pod without a nomination, the common case, several times per pod.
+    @overload
+    def get(self, key: str, /) -> int | None: ...
+    @overload
+    def get(self, key: str, /, default: int | _T) -> int | _T: ...
+    def get(self, key: str, /, default: object = None) -> object:
+        return self._rows.get(key, default)
+
+    @overload
+    def pop(self, key: str, /) -> int: ...
+    @overload
+    def pop(self, key: str, /, default: int | _T) -> int | _T: ...
+    def pop(self, key: str, /, default: object = _MISSING) -> object:
+        if key not in self._rows:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        row = self._rows[key]
+        del self[key]
+        return row
 
     def _release(self, key: str) -> None:
         held = self._held_by.pop(key, None)
