@@ -62,6 +62,9 @@ class Demand:
     cols: npt.NDArray[np.intp]
     amounts: IntArray
     key: tuple[tuple[int, int], ...]  # (column, amount) pairs: equal keys, equal demands
+    # What scoring adds to the node's cpu and memory for such a pod, unless it carries its
+    # own `nonzero_requests`: the non-zero default of each it does not request.
+    gap: tuple[int, int]
 
 
 class ClusterState:
@@ -71,6 +74,7 @@ class ClusterState:
         # Column-major: the hot loops read one resource column across all nodes.
         self.allocatable: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
         self.free: IntArray = np.zeros((0, len(self.resources)), dtype=np.int64, order="F")
+        self._cells_of, self._cells = self.free, self.free.data  # see `_free_cells`
         self.valid: BoolArray = np.zeros(0, dtype=np.bool_)
         # Per node, what scoring adds to the cpu and memory requested by its pods: the
         # non-zero defaults of pods (containers) that request none (see `nonzero_of`).
@@ -501,7 +505,12 @@ class ClusterState:
         cols = np.array([col for col, _ in pairs], dtype=np.intp)
         amounts = np.array([amount for _, amount in pairs], dtype=np.int64)
         cols.flags.writeable = amounts.flags.writeable = False  # shared by many pods
-        demand = Demand(cols, amounts, pairs)
+        asked = dict(requests)
+        gap = (
+            0 if asked.get(CPU) else DEFAULT_CPU_REQUEST,
+            0 if asked.get(MEMORY) else DEFAULT_MEMORY_REQUEST,
+        )
+        demand = Demand(cols, amounts, pairs, gap)
         if len(self._demand_of) >= _DEMAND_LIMIT:
             self._demand_of.clear()
         self._demand_of[requests] = demand
@@ -523,15 +532,18 @@ class ClusterState:
         old = self.pods.get(key)
         if old is not None and old.requests != pod.requests:
             self._demands.pop(key, None)
-        self._count_owner_refs(old, -1)
-        self._count_owner_refs(pod, +1)
+        if old is not None and old.owner_references:
+            self._count_owner_refs(old, -1)
+        if pod.owner_references:
+            self._count_owner_refs(pod, +1)
+        terminated = pod.terminated
         if pod.pod_affinity is not None:
             self.with_pod_affinity.add(key)
             self.term_label_keys |= pod.pod_affinity.label_keys()
         else:
             self.with_pod_affinity.discard(key)
         if key in self.assumed:
-            if not pod.node_name and not pod.terminated:
+            if not pod.node_name and not terminated:
                 pod.node_name = old.node_name if old is not None else ""
             else:
                 self.assumed.discard(key)
@@ -543,7 +555,7 @@ class ClusterState:
         stays = (
             old is pod
             and old_node is not None
-            and not pod.terminated
+            and not terminated
             and not (pod.volumes or pod.disks)
             and self.node_index.get(pod.node_name) == old_node
         )
@@ -552,7 +564,7 @@ class ClusterState:
         self.pods[key] = pod
         self._index_group(key, group_key_of(pod))
         was_pending = self.pending.pop(key, None) is not None
-        if pod.terminated:
+        if terminated:
             self.nominations.pop(key, None)
         elif not pod.node_name:
             self.pending[key] = pod
@@ -602,7 +614,8 @@ class ClusterState:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
-        self._count_owner_refs(pod, -1)
+        if pod.owner_references:
+            self._count_owner_refs(pod, -1)
         self.with_pod_affinity.discard(key)
         self.release(key)
         if key in self.bound:
@@ -623,10 +636,10 @@ class ClusterState:
             # Its node is unknown (not yet listed, or gone): the pod holds nothing we can see.
             return
         demand = self.demand(pod)  # first: a new resource widens `free`
-        free = self.free
+        free = self._free_cells()
         for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
             free[idx, col] -= amount
-        self._count_gap(idx, pod, 1)
+        self._count_gap(idx, pod, 1, demand)
         self._touch(idx, pod)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
@@ -669,10 +682,10 @@ class ClusterState:
         idx = self.bound.pop(key)
         pod = self.node_pods[idx].pop(key)
         demand = self.demand(pod)
-        free = self.free
+        free = self._free_cells()
         for col, amount in demand.key:
             free[idx, col] += amount
-        self._count_gap(idx, pod, -1)
+        self._count_gap(idx, pod, -1, demand)
         self._touch(idx, pod)
         self.bound_version += 1
         self._uncount_priority(key)
@@ -684,10 +697,21 @@ class ClusterState:
         """The lowest priority of a pod bound to a node, None when none is."""
         return min(self._bound_priorities, default=None)
 
-    def _count_gap(self, idx: int, pod: Pod, sign: int) -> None:
-        cpu, memory = self.nonzero_of(pod)
-        cpu -= pod.requests.get(CPU, 0)
-        memory -= pod.requests.get(MEMORY, 0)
+    def _free_cells(self) -> memoryview:
+        """`free` as a memoryview, to read and write single cells without making NumPy
+        scalars (a pod's few columns as it binds and leaves); made anew when `free` is."""
+        if self._cells_of is not self.free:
+            self._cells_of = self.free
+            self._cells = self.free.data
+        return self._cells
+
+    def _count_gap(self, idx: int, pod: Pod, sign: int, demand: Demand | None = None) -> None:
+        if pod.nonzero_requests is None:
+            cpu, memory = (self.demand(pod) if demand is None else demand).gap
+        else:
+            cpu, memory = pod.nonzero_requests
+            cpu -= pod.requests.get(CPU, 0)
+            memory -= pod.requests.get(MEMORY, 0)
         if cpu or memory:
             gap = self.nonzero_gap[idx]
             gap[0] += sign * cpu
