@@ -404,8 +404,12 @@ class ClusterState:
         self.pod_groups[group.key] = group
         self._group_changed(group.key)
         self.generation += 1
-        for pod in self.pending.values():
-            self._pending_dirty.add(pod.key)
+        # Its pending members are queued anew: their order reads the group (its creation
+        # time, its priority). No other pod's order or shape reads it.
+        pending = self.pending
+        for key in self.group_members.get(group.key, ()):
+            if key in pending:
+                self._pending_dirty.add(key)
 
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
