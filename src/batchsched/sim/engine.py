@@ -61,7 +61,7 @@ class Kind(IntEnum):
     RECREATE = 3
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Unit:
     """Pods that run and restart together: a whole gang, or one pod of an ordinary job."""
 
@@ -80,7 +80,7 @@ class Unit:
     finished: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class JobRun:
     spec: JobSpec
     record: JobRecord
