@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from batchsched.sim.metrics import JobRecord, class_summary, percentile, time_average
+from batchsched.sim.metrics import JobRecord, Timeline, class_summary, percentile, time_average
 from batchsched.sim.report import binned
 
 
@@ -61,3 +61,18 @@ def test_binned_means_of_a_step_function() -> None:
     assert list(means[:, 0]) == [2, 2, 6, 6]
     _, straddle = binned([0, 10], values, 20, bins=1)
     assert straddle[0, 0] == 4
+
+
+def test_a_timeline_keeps_copies_of_what_it_is_given() -> None:
+    """The simulator passes its running totals, which it goes on changing."""
+    timeline = Timeline(["cpu"], ["a"])
+    used, waiting = [1.0], [2]
+    timeline.record(0.0, used, waiting)
+    used[0], waiting[0] = 3.0, 0
+    timeline.record(0.0, used, waiting)  # same instant: the sample is replaced
+    used[0] = 5.0
+    timeline.record(1.0, used, waiting)
+    timeline.record(2.0, used, waiting)  # unchanged: not sampled
+    used[0] = 7.0
+    assert timeline.times == [0.0, 1.0]
+    assert timeline.used == [[3.0], [5.0]] and timeline.pending == [[0], [0]]

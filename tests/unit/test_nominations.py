@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,3 +61,19 @@ def test_free_for_matches_the_definition(ops: list[tuple[str, int, int]], prios:
     for row in range(3):
         expected = sorted(k for k, r in state.nominations.items() if r == row)
         assert state.nominations.on_row(row) == expected
+
+
+def test_get_and_pop_answer_as_a_mapping_does() -> None:
+    state = ClusterState()
+    state.upsert_node(node("n0"))
+    state.upsert_pod(pod("p", 100))
+    nominations = state.nominations
+    assert nominations.get("default/p") is None and nominations.get("default/p", -1) == -1
+    assert nominations.pop("default/p", None) is None
+    with pytest.raises(KeyError):
+        nominations.pop("default/p")
+    state.nominate("default/p", "n0")
+    assert nominations.get("default/p") == 0
+    assert nominations.pop("default/p") == 0
+    assert "default/p" not in nominations
+    assert (state.free_for(pod("q", 100)) == state.free[: state.rows]).all()  # room released

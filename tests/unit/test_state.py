@@ -1,6 +1,9 @@
+from dataclasses import replace
+
 import pytest
 
-from batchsched.objects.records import Node, Pod
+from batchsched.objects.podgroup import GROUP_ANNOTATION
+from batchsched.objects.records import Node, Pod, PodGroup
 from batchsched.state import cluster
 from batchsched.state.cluster import ClusterState
 
@@ -120,19 +123,26 @@ def bound_copy(pod: Pod) -> Pod:
 
 
 def test_confirming_an_assumed_pod_in_place_is_the_same_as_a_new_report() -> None:
-    """The simulator confirms a bind by updating the pod object the state holds: the state
-    must end as it does when the world sends a new object (room, pods' order, priorities)."""
+    """The simulator confirms a bind by updating the pod object the state holds
+    (`confirm_bound`): the state must end as it does when the world sends a new object
+    (room, pods' order, priorities, what the queue is told)."""
     views = []
-    for same_object in (True, False):
+    for how in ("same object", "new object", "confirm_bound"):
         first, second = pending("first", 1000, 5), pending("second", 500, 7)
         state = state_with(first, second)
         state.assume(first.key, "a")
         state.assume(second.key, "a")
-        mark = state.change_mark()
-        confirmed = state.pods[first.key] if same_object else bound_copy(state.pods[first.key])
+        state.drain_pending_changes()
+        mark, generation = state.change_mark(), state.generation
+        held = state.pods[first.key]
+        confirmed = bound_copy(held) if how == "new object" else held
         confirmed.priority = 9  # a report may carry a new priority
-        state.upsert_pod(confirmed)
+        if how == "confirm_bound":
+            state.confirm_bound(confirmed)
+        else:
+            state.upsert_pod(confirmed)
         assert state.rows_changed_since(mark)  # the row's pods changed: caches look again
+        assert state.generation == generation  # no room came free: no waiting pod is woken
         views.append(
             (
                 state.free.tolist(),
@@ -140,9 +150,11 @@ def test_confirming_an_assumed_pod_in_place_is_the_same_as_a_new_report() -> Non
                 list(state.node_pods[0]),
                 state.lowest_bound_priority(),
                 state.assumed,
+                state.drain_pending_changes(),
+                dict(state.bound),
             )
         )
-    assert views[0] == views[1]
+    assert views[0] == views[1] == views[2]
     assert views[0][2] == ["ns/second", "ns/first"]  # the confirmed pod goes last
     assert views[0][3] == 7 and views[0][4] == {"ns/second"}
 
@@ -205,3 +217,77 @@ def test_a_tentative_scope_longer_than_the_log_still_leaves_no_trace(
             state.unhold("ns/x", 0)
             state.hold("ns/x", 0)
     assert state.rows_changed_since(mark) == []
+
+
+def test_confirm_bound_of_a_pod_never_assumed_is_a_plain_report() -> None:
+    """A Bind the simulator did not get from this state's scheduler (a test injects one):
+    the pod is counted on its node as `upsert_pod` counts it."""
+    views = []
+    for confirm in (True, False):
+        pod = pending("p", 1000, 0)
+        state = state_with(pod)
+        pod.node_name = "a"
+        if confirm:
+            state.confirm_bound(pod)
+        else:
+            state.upsert_pod(pod)
+        views.append((state.free.tolist(), dict(state.bound), set(state.pending)))
+    assert views[0] == views[1]
+    assert views[0][1] == {"ns/p": 0} and not views[0][2]
+
+
+def test_a_demand_knows_the_non_zero_defaults_its_pods_add() -> None:
+    state = state_with()
+    for requests in (
+        {},
+        {"cpu": 100},
+        {"memory": GI},
+        {"cpu": 0, "memory": 0},
+        {"cpu": 1, "memory": 1},
+    ):
+        pod = Pod("ns", f"p{len(requests)}-{sum(requests.values())}", requests=requests)
+        cpu, memory = ClusterState.nonzero_of(pod)
+        gap = (cpu - requests.get("cpu", 0), memory - requests.get("memory", 0))
+        assert state.demand(pod).gap == gap
+
+
+def test_room_is_counted_in_the_arrays_after_they_grow() -> None:
+    """Binding writes single cells through a view of `free`: when `free` is made anew (more
+    nodes than its rows, a resource no node had), the view must follow."""
+    state = state_with()
+    first = pending("first", 1000, 0)
+    state.upsert_pod(first)
+    state.assume(first.key, "a")
+    for i in range(100):  # past the first allocation of rows
+        state.upsert_node(Node(f"n{i:03d}", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    fpga = pending("fpga", 500, 0)
+    fpga.requests["example.com/fpga"] = 2  # a new column
+    state.upsert_pod(fpga)
+    state.assume(fpga.key, "n099")
+    row, cpu = state.node_index["n099"], state.resources.get("cpu") or 0
+    column = state.resources.get("example.com/fpga") or 0
+    assert int(state.free[row, cpu]) == 3500 and int(state.free[row, column]) == -2
+    assert int(state.free[0, cpu]) == 3000
+    state.remove_pod(first.key)
+    state.remove_pod(fpga.key)
+    assert int(state.free[0, cpu]) == 4000
+    assert int(state.free[row, cpu]) == 4000 and int(state.free[row, column]) == 0
+
+
+def test_a_new_pod_group_requeues_its_pending_members_only() -> None:
+    """The queue's order of a member reads its PodGroup (creation time, priority); no other
+    pod's order or shape does."""
+    member, other = pending("member", 100, 0), pending("other", 100, 0)
+    member.annotations[GROUP_ANNOTATION] = "g"
+    state = state_with(member, other)
+    state.drain_pending_changes()
+    state.upsert_pod_group(PodGroup(namespace="ns", name="g", min_member=1))
+    assert state.drain_pending_changes() == {member.key}
+
+
+def test_a_pods_key_is_its_namespace_and_name_also_when_copied() -> None:
+    pod = pending("p", 100, 0)
+    assert pod.key == "ns/p"
+    assert replace(pod, name="q").key == "ns/q"
+    assert replace(pod, namespace="other").key == "other/p"
+    assert "key=" not in repr(pod)
