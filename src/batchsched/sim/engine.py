@@ -577,21 +577,24 @@ class Simulation:
         if col is None:
             return 0.0
         state = self.state
+        seen, fragmented = self._fragmented
         mark = state.change_mark()
-        if self._fragmented[0] == mark:
-            return self._fragmented[1]
-        changed: Iterable[int] | None = state.rows_changed_since(self._fragmented[0])
+        if seen == mark:
+            return fragmented
+        changed: Iterable[int] | None = state.rows_changed_since(seen)
         if changed is None or len(self._partly_free) != state.rows:
             self._partly_free = [0] * state.rows
             self._partly_total = 0
             changed = range(state.rows)
         alloc, free, valid = state.allocatable, state.free, state.valid
+        partly, total = self._partly_free, self._partly_total
         for row in set(changed):
             room = free.item(row, col)
             now = room if 0 < room < alloc.item(row, col) and valid.item(row) else 0
-            self._partly_total += now - self._partly_free[row]
-            self._partly_free[row] = now
-        self._fragmented = (mark, self._partly_total / self._gpu_scale)
+            total += now - partly[row]
+            partly[row] = now
+        self._partly_total = total
+        self._fragmented = (mark, total / self._gpu_scale)
         return self._fragmented[1]
 
     def _node_gpus(self) -> float:
