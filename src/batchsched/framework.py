@@ -39,7 +39,7 @@ from batchsched.plugins.base import (
     StaticScorePlugin,
     StillFails,
 )
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, rows_differ
 
 _CACHE_LIMIT = 4096
 # Cheap and specific events first: the hint that wakes a pod names the event it counts under.
@@ -87,6 +87,9 @@ class _Placement:
     feasible: BoolArray
     total: IntArray  # weighted score; -1 where infeasible
     plan: _RowPlan | None = None  # made at the first refresh
+    # The room the results were computed on when it was a copy of the state's adjusted for
+    # nominations (None: the state's own, whose changes the row log records).
+    free: IntArray | None = None
 
 
 class Framework:
@@ -443,11 +446,18 @@ class Framework:
         self._raw_scores[key] = raw
         return raw
 
-    def select(self, cycle: Cycle, feasible: BoolArray) -> int:
-        """The feasible node with the highest weighted score; ties go to the first name."""
+    def select(self, cycle: Cycle, feasible: BoolArray, kept: bool = False) -> int:
+        """The feasible node with the highest weighted score; ties go to the first name.
+        `kept`: `feasible` is the pod's over every node, so the shape's kept placement on
+        `cycle.free` may give the scores (refreshed where rows changed) if they are
+        row-local."""
         if np.count_nonzero(feasible) == 1:
             return int(np.argmax(feasible))  # one node (e.g. a pinned pod): nothing to score
-        return _best(cycle.state, self._with_static(cycle, feasible, self._totals(cycle, feasible)))
+        placement = None
+        if kept and not any(self._global_for(cycle)):
+            placement = self._cached_placement(cycle)
+        total = self._totals(cycle, feasible) if placement is None else placement.total
+        return _best(cycle.state, self._with_static(cycle, feasible, total))
 
     def place(self, cycle: Cycle, allowed: BoolArray | None = None) -> int | Diagnosis:
         """The node row for the pod (its nominated node if that fits), or why none fits.
@@ -459,7 +469,10 @@ class Framework:
         """
         state = cycle.state
         nominated = state.nominations.get(cycle.pod.key)
-        placement = self._cached_placement(cycle) if allowed is None else None
+        # On room adjusted for nominations, the filters run first: most such pods fail (a
+        # preemptor's, whose diagnosis needs them anyway) or go to their nominated node.
+        shared = state.is_shared_free(cycle.free)
+        placement = self._cached_placement(cycle) if allowed is None and shared else None
         global_filters, global_scores = self._global_for(cycle)
         if placement is not None and (global_filters or global_scores):
             feasible = placement.feasible.copy()
@@ -481,12 +494,18 @@ class Framework:
         if placement is None:
             if allowed is not None and (row := self._fits_only_row(cycle, allowed)) is not None:
                 return row
+            if (
+                nominated is not None
+                and (allowed is None or allowed[nominated])
+                and self._fits_row(cycle, nominated)
+            ):
+                return nominated  # as upstream: the nominated node first, alone
             feasible, diagnosis = self.find_nodes(cycle, allowed)
             if not feasible.any():
                 return diagnosis
             if nominated is not None and feasible[nominated]:
                 return nominated
-            return self.select(cycle, feasible)
+            return self.select(cycle, feasible, kept=allowed is None)
         if nominated is not None and placement.feasible[nominated]:
             return nominated
         if not placement.feasible.any():
@@ -543,12 +562,17 @@ class Framework:
         None when more rows are allowed, the row does not fit, or a dynamic filter is not
         row-local: the full pass then decides, and explains.
         """
-        if np.count_nonzero(allowed) != 1 or any(self._global_for(cycle)):
+        if np.count_nonzero(allowed) != 1:
             return None
         row = int(np.argmax(allowed))
+        return row if self._fits_row(cycle, row) else None
+
+    def _fits_row(self, cycle: Cycle, row: int) -> bool:
+        """Whether the pod fits on `row`, checked on that row alone; False also when a
+        dynamic filter is not row-local (only a pass over every node can tell then)."""
+        if any(self._global_for(cycle)) or not self._passes_static_row(cycle, row):
+            return False
         rows = np.array([row], dtype=np.intp)
-        if not self._passes_static_row(cycle, row):
-            return None
         skipping = self._skipping(cycle)
         for flt in self.dynamic_filters:
             if (
@@ -556,24 +580,32 @@ class Framework:
                 and flt not in skipping
                 and not flt.fits_rows(cycle, rows)[0]
             ):
-                return None
-        return row
+                return False
+        return True
 
     def _cached_placement(self, cycle: Cycle) -> _Placement | None:
+        """The pod shape's placement on `cycle.free`, refreshed where rows changed since it
+        was made. Room adjusted for nominations (a copy per cycle, which the row log does
+        not follow) is compared with the room the placement was made on, and its placements
+        are kept apart per priority (the nominations a pod counts follow its priority), so
+        that pods in a cluster with nominations pay O(changed rows) as the others do."""
         state = cycle.state
-        if not state.is_shared_free(cycle.free):
-            return None
         shapes, key = self._keys(state, cycle.pod, cycle.demand)
         if key is None:
             return None  # before the verdict: uncached filters would run twice
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
-        placement = self._placements.get(key)
+        shared = state.is_shared_free(cycle.free)
+        slot = (key, None if shared else cycle.pod.priority or 0)
+        placement = self._placements.get(slot)
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:
             changed = state.rows_changed_since(placement.mark)
-            if changed is not None and len(changed) <= rows // 4:
-                if changed:
-                    self._refresh(cycle, verdict, placement, np.asarray(sorted(set(changed))))
+            stale = None if changed is None else _stale_rows(cycle.free, placement, changed)
+            if stale is not None:
+                if stale.shape[0]:
+                    self._refresh(cycle, verdict, placement, stale)
+                    if placement.free is not None:
+                        placement.free[stale] = cycle.free[stale]
                 placement.mark = state.change_mark()
                 return placement
         feasible, _ = self.find_nodes(cycle, local_only=True)
@@ -582,10 +614,11 @@ class Framework:
             state.change_mark(),
             feasible,
             self._totals(cycle, feasible, local_only=True),
+            free=None if shared else cycle.free.copy(),
         )
         if len(self._placements) >= _CACHE_LIMIT:
             self._placements.clear()
-        self._placements[key] = placement
+        self._placements[slot] = placement
         return placement
 
     def _refresh(
@@ -718,6 +751,23 @@ def _run_static(
             rejected_by.add(plugin.name)
         candidates &= ~failed
     return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
+
+
+def _stale_rows(free: IntArray, placement: _Placement, changed: list[int]) -> IndexArray | None:
+    """The rows of `placement` to refresh for `free`: those in the log since it was made and,
+    for a placement on a copy of the room, those where `free` differs from that copy. None
+    when so many changed (or the copy has other columns) that making it afresh is cheaper."""
+    limit = free.shape[0] // 4
+    if len(changed) > limit:
+        return None
+    if placement.free is None:
+        return np.asarray(sorted(set(changed)), dtype=np.intp)
+    if placement.free.shape != free.shape:
+        return None
+    moved = rows_differ(free, placement.free)
+    moved[changed] = True
+    stale = np.flatnonzero(moved)
+    return stale if stale.shape[0] <= limit else None
 
 
 def _best(state: ClusterState, total: IntArray) -> int:

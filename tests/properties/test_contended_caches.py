@@ -21,13 +21,19 @@ gangs that preempt):
   (`ClusterState.tentative`), against every change staying logged;
 - the reprieve step's choices (and its floor with the spare units back) found placed alike
   from each member's kept results without moving a unit (`GroupFit._alike_unmoved`),
-  against a check of each.
+  against a check of each;
+- placements kept per pod shape on room adjusted for nominations (`Framework.select`,
+  refreshed where the room or the log moved), against scoring every node;
+- `PreemptionSearch.protection_ends`, kept per row and refreshed for changed rows, against
+  a walk over every bound pod, as pods come, go and terminate and the clock moves.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from datetime import timedelta
 from typing import Any
 from unittest.mock import patch
 
@@ -39,12 +45,16 @@ from hypothesis import strategies as st
 from batchsched.config import default_config
 from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod, PodCondition
 from batchsched.oneshot import build_state, run
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
+from batchsched.plugins.preemption.search import PreemptionSearch
+from batchsched.plugins.preemption.toleration_policy import FOREVER, scheduled_since
 from batchsched.plugins.preemption.victim_table import VictimTable
 from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import ClusterState
 from batchsched.state.pdb_index import covers
 from benchmarks.workloads import contended
@@ -122,6 +132,15 @@ def _every_choice_checked() -> AbstractContextManager[Any]:
     return patch.object(GroupFit, "_alike_unmoved", lambda self, choice: None)
 
 
+def _every_node_scored() -> AbstractContextManager[Any]:
+    original = Framework.select
+
+    def scored(self: Framework, cycle: Any, feasible: Any, kept: bool = False) -> int:
+        return original(self, cycle, feasible)
+
+    return patch.object(Framework, "select", scored)
+
+
 @pytest.mark.parametrize(
     "fresh",
     [
@@ -134,6 +153,7 @@ def _every_choice_checked() -> AbstractContextManager[Any]:
         _every_check_afresh,
         _every_change_logged,
         _every_choice_checked,
+        _every_node_scored,
     ],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
@@ -228,3 +248,84 @@ def test_alike_unmoved_both_ways() -> None:
     answers = _unmoved_answers(300, 7)
     assert all(found == checked for found, checked in answers)
     assert {found for found, _ in answers} == {True, False}
+
+
+def _end(pod: Pod) -> float:
+    since = scheduled_since(pod)
+    return math.inf if since is None or pod.deletion_timestamp else since.timestamp()
+
+
+def _first_end(state: ClusterState, rule: VictimRule) -> float:
+    """When the first time-limited toleration of the rule's preemptor ends after its `now`,
+    from every bound pod (inf: none)."""
+    now = rule.now.timestamp()
+    first = math.inf
+    for row, pods in enumerate(state.node_pods):
+        for pod in pods.values() if state.valid[row] else ():
+            if not rule.lower(pod) or not pod.priority_class_name:
+                continue
+            seconds = rule.verdict(pod.priority_class_name)[1]
+            since = scheduled_since(pod)
+            if seconds is None or seconds == FOREVER or since is None:
+                continue
+            if since.timestamp() + seconds > now:
+                first = min(first, since.timestamp() + seconds)
+    return first
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.lists(
+        st.tuples(st.sampled_from(["bind", "remove", "terminate", "clock"]), st.integers()),
+        max_size=40,
+    ),
+)
+def test_protection_ends_follow_changes(seed: int, steps: list[tuple[str, int]]) -> None:
+    objects = contended.generate(6, seed)
+    state = build_state(objects)
+    search = PreemptionSearch(state)
+    plugin = PreemptionToleration()
+    names = sorted(state.node_index)
+    now = contended.NOW
+    for step, (kind, n) in enumerate(steps):
+        # Pods whose toleration ends first are the ones whose changes matter.
+        bound = sorted(state.bound, key=lambda key: (_end(state.pods[key]), key))[:3]
+        if kind == "bind":
+            # A tolerant pod whose 10 minutes end within 2 minutes of now (or are over).
+            since = now - timedelta(seconds=480 + n % 240)
+            cls = ["tolerant", "low"][n % 2]
+            state.upsert_pod(
+                Pod(
+                    namespace="default",
+                    name=f"extra-{step}",
+                    uid=f"uid-extra-{step}",
+                    requests={"cpu": 100},
+                    node_name=names[n % len(names)],
+                    phase="Running",
+                    priority=contended.PRIORITY[cls],
+                    priority_class_name=cls,
+                    start_time=since,
+                    conditions=(PodCondition("PodScheduled", "True", since),),
+                )
+            )
+        elif kind == "remove" and bound:
+            state.remove_pod(bound[n % len(bound)])
+        elif kind == "terminate" and bound:
+            state.mark_terminating(bound[n % len(bound)], now)
+        elif kind == "clock":
+            now += timedelta(seconds=n % 900 - 100)  # mostly forward, sometimes back
+        for priority in (100, 500):
+            preemptor = next(iter(state.pending.values()))
+            verdicts = plugin.class_verdicts(state, preemptor, priority, [])
+            rule = VictimRule(state, preemptor, priority, now, verdicts)
+            assert search.protection_ends(rule) == _first_end(state, rule)
+
+
+def test_protection_ends_are_not_vacuous() -> None:
+    """The comparison above meets tolerations that run out: contended clusters have them."""
+    state = build_state(contended.generate(6, 1))
+    preemptor = next(iter(state.pending.values()))
+    verdicts = PreemptionToleration().class_verdicts(state, preemptor, 100, [])
+    rule = VictimRule(state, preemptor, 100, contended.NOW, verdicts)
+    assert contended.NOW.timestamp() < PreemptionSearch(state).protection_ends(rule) < math.inf

@@ -938,3 +938,12 @@ class ClusterState:
         free[idx, demand.cols] -= sign * demand.amounts
         if self.is_shared_free(free):
             self._touch(idx)
+
+
+def rows_differ(a: IntArray, b: IntArray) -> BoolArray:
+    """Rows where `a` and `b` (of one shape) differ; column by column, which is several
+    times faster than `(a != b).any(axis=1)` on a few columns of a column-major array."""
+    differ: BoolArray = np.zeros(a.shape[0], dtype=np.bool_)
+    for col in range(a.shape[1]):
+        differ |= a[:, col] != b[:, col]
+    return differ

@@ -129,7 +129,10 @@ class Nominations(MutableMapping[str, int]):
         if level is not None and level.shape[0] >= rows and level.shape[1] >= width:
             return level
         old_rows, old_width = level.shape if level is not None else (0, 0)
-        grown = np.zeros((max(rows, 2 * old_rows), max(width, old_width)), dtype=np.int64)
+        # Column-major as `free`, which `held_for` subtracts it from.
+        grown = np.zeros(
+            (max(rows, 2 * old_rows), max(width, old_width)), dtype=np.int64, order="F"
+        )
         if level is not None:
             grown[:old_rows, :old_width] = level
         self._levels[priority] = grown
@@ -146,7 +149,7 @@ class Nominations(MutableMapping[str, int]):
             if level_priority < priority:
                 continue
             if adjusted is None:
-                adjusted = free.copy()
+                adjusted = free.copy(order="K")  # column-major as `free`: columns stay cheap
             rows, width = min(level.shape[0], free.shape[0]), min(level.shape[1], free.shape[1])
             adjusted[:rows, :width] -= level[:rows, :width]
         own = self._held_by.get(pod.key)

@@ -119,17 +119,16 @@ def _timed(
     return timed, ends
 
 
-def protection_ends(table: VictimTable, rule: VictimRule, classes: ClassArrays) -> float:
-    """The first time a lower-priority pod on any node stops tolerating the rule's preemptor
-    (inf: none tolerates it for a limited time): until then the clock changes none of the
-    rule's verdicts, so a search with the cluster unchanged gives the same answer."""
-    if not classes.timed.any():
-        return math.inf
-    rows = slice(0, table.state.rows)
+def row_protection_ends(
+    table: VictimTable, rule: VictimRule, classes: ClassArrays, rows: IndexArray | slice
+) -> FloatArray:
+    """Per row of `rows`, the first time after the rule's `now` that a lower-priority pod
+    there stops tolerating the rule's preemptor (inf: none tolerates it for a limited time).
+    A row's value holds at any later time before it, while the row does not change."""
     lower = (table.priority[rows] < rule.priority) & ~table.terminating[rows]
     now = rule.now.timestamp()
     _, ends = _timed(classes, _class_ids(table, rows), table.since[rows], lower, now)
-    return float(ends.min(initial=math.inf))
+    return np.asarray(ends.min(axis=1, initial=math.inf))
 
 
 @dataclass(slots=True)

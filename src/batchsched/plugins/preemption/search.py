@@ -22,13 +22,13 @@ from batchsched.plugins.preemption.nodes import (
     Ranking,
     RowResults,
     Slots,
-    protection_ends,
+    row_protection_ends,
     row_results,
 )
 from batchsched.plugins.preemption.reasons import Reasons
-from batchsched.plugins.preemption.victim_table import VictimTable
+from batchsched.plugins.preemption.victim_table import FloatArray, VictimTable
 from batchsched.plugins.preemption.victims import VictimRule
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, rows_differ
 
 _SHAPES_KEPT = 16
 
@@ -55,11 +55,26 @@ class _Shape:
     reasons: Reasons = field(default_factory=Reasons)
 
 
+@dataclass(slots=True)
+class _Ends:
+    """Per row, when a time-limited toleration of one kind of preemptor first ends there
+    after `now` (`row_protection_ends`), as of `mark` in the state's log; `first` the
+    earliest. Every row's value holds from `now` until `first`, so rows are recomputed
+    only where they changed, and all of them once the clock reaches `first` or goes back."""
+
+    mark: int
+    now: float
+    rows: FloatArray
+    first: float
+
+
 class PreemptionSearch:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.table = VictimTable(state)
         self._shapes: OrderedDict[tuple[int, bytes, bytes], _Shape] = OrderedDict()
+        # Per (priority, class verdicts): the per-row ends behind `protection_ends`.
+        self._ends: OrderedDict[tuple[object, ...], _Ends] = OrderedDict()
         # The PDBs' part of the fingerprint, kept while no policy object changed: one tuple
         # per PDB for every preemptor would cost PDBs (which grow with the nodes) x preemptors.
         self._pdbs: tuple[object, ...] = ()
@@ -91,8 +106,34 @@ class PreemptionSearch:
     def protection_ends(self, rule: VictimRule) -> float:
         """When the clock may first change an answer of `rule`'s preemptor with the cluster
         unchanged (a toleration runs out), for gang units and clashes too (inf: never)."""
-        self.table.sync()
-        return protection_ends(self.table, rule, ClassArrays.of(self.table, rule))
+        state, table = self.state, self.table
+        table.sync()
+        classes = ClassArrays.of(table, rule)
+        if not classes.timed.any():
+            return math.inf
+        key = (rule.priority, *_class_fingerprint(classes))
+        now = rule.now.timestamp()
+        kept = self._ends.get(key)
+        changed = None if kept is None else state.rows_changed_since(kept.mark)
+        if (
+            kept is None
+            or changed is None
+            or kept.rows.shape[0] != state.rows
+            or not kept.now <= now < kept.first
+        ):
+            rows = row_protection_ends(table, rule, classes, slice(0, state.rows))
+            kept = _Ends(state.change_mark(), now, rows, math.inf)
+        elif changed:
+            stale = np.unique(np.asarray(changed, dtype=np.intp))
+            kept.rows[stale] = row_protection_ends(table, rule, classes, stale)
+            kept.mark = state.change_mark()
+            kept.now = now
+        kept.first = float(kept.rows.min(initial=math.inf))
+        self._ends[key] = kept
+        self._ends.move_to_end(key)
+        while len(self._ends) > _SHAPES_KEPT:
+            self._ends.popitem(last=False)
+        return kept.first
 
     def _refresh(
         self, rule: VictimRule, demand: Demand, classes: ClassArrays, base: IntArray
@@ -119,7 +160,7 @@ class PreemptionSearch:
             stale = np.arange(rows)
         else:
             changed = state.rows_changed_since(shape.mark)
-            moved = _rows_differ(base, shape.base)
+            moved = rows_differ(base, shape.base)
             if changed is None:
                 moved[:] = True
             elif changed:
@@ -140,15 +181,6 @@ class PreemptionSearch:
         while len(self._shapes) > _SHAPES_KEPT:
             self._shapes.popitem(last=False)
         return shape
-
-
-def _rows_differ(a: IntArray, b: IntArray) -> BoolArray:
-    """Rows where `a` and `b` differ; column by column, which is several times faster than
-    `(a != b).any(axis=1)` on a few columns of a column-major array."""
-    differ: BoolArray = np.zeros(a.shape[0], dtype=np.bool_)
-    for col in range(a.shape[1]):
-        differ |= a[:, col] != b[:, col]
-    return differ
 
 
 def _class_fingerprint(classes: ClassArrays) -> tuple[bytes, ...]:
