@@ -190,6 +190,9 @@ class RowResults:
         return rows[np.lexsort((name_rank[rows], *(k[rows] for k in reversed(keys))))]
 
 
+_HEAD = 64
+
+
 class Ranking:
     """Rows in the SPEC's order, kept across attempts.
 
@@ -214,9 +217,13 @@ class Ranking:
 
     def best(self, results: RowResults, candidates: BoolArray, name_rank: IntArray) -> int | None:
         """The candidate row the SPEC's order prefers."""
-        usable = candidates[self.sorted] & ~self.dirty[self.sorted]
-        first = int(usable.argmax()) if usable.size else 0
-        pool = [int(self.sorted[first])] if usable.size and usable[first] else []
+        pool = []
+        # The best clean candidate is mostly among the first rows: look there first.
+        for ranked in (self.sorted[:_HEAD], self.sorted[_HEAD:]):
+            usable = candidates[ranked] & ~self.dirty[ranked]
+            if usable.any():
+                pool.append(int(ranked[int(usable.argmax())]))
+                break
         dirty = np.asarray(self.dirty_rows, dtype=np.intp)
         pool.extend(int(r) for r in dirty[candidates[dirty] & results.works[dirty]])
         if not pool:

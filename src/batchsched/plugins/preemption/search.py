@@ -49,7 +49,9 @@ class _Shape:
     mark: int  # position in the state's log of changed rows
     now: float
     expires: float  # the first end of a time-limited toleration the results rely on
-    base: IntArray  # room per row as the preemptor saw it, for the demanded resources
+    # Room per row as the preemptor saw it, for the demanded resources (column-major); room
+    # of terminating pods comes on top, which changes only on rows the log names.
+    seen: IntArray
     results: RowResults
     ranking: Ranking
     reasons: Reasons = field(default_factory=Reasons)
@@ -91,8 +93,7 @@ class PreemptionSearch:
         table.sync()
         rows = state.rows
         classes = ClassArrays.of(table, rule)
-        base = free[:rows][:, demand.cols] + table.terminating_room[:rows][:, demand.cols]
-        shape = self._refresh(rule, demand, classes, base)
+        shape = self._refresh(rule, demand, classes, free[:rows])
         best = shape.ranking.best(shape.results, candidates, state.name_rank())
         if best is None:
             return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
@@ -136,7 +137,7 @@ class PreemptionSearch:
         return kept.first
 
     def _refresh(
-        self, rule: VictimRule, demand: Demand, classes: ClassArrays, base: IntArray
+        self, rule: VictimRule, demand: Demand, classes: ClassArrays, free: IntArray
     ) -> _Shape:
         state, table = self.state, self.table
         key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
@@ -145,31 +146,34 @@ class PreemptionSearch:
             self._pdbs_version = state.policy_version
         policy = (*_class_fingerprint(classes), self._pdbs)
         now = rule.now.timestamp()
-        rows = base.shape[0]
+        rows = free.shape[0]
+        cols = demand.cols
         rank = state.name_rank()
         shape = self._shapes.get(key)
         if (
             shape is None
             or shape.policy != policy
             or not shape.now <= now < shape.expires
-            or shape.base.shape[0] != rows
+            or shape.seen.shape[0] != rows
             or shape.results.victims.shape[1] != table.slots
         ):
             results = RowResults.empty(rows, table.slots)
-            shape = _Shape(policy, 0, now, math.inf, base.copy(), results, Ranking(results, rank))
+            seen = np.zeros((rows, cols.shape[0]), dtype=np.int64, order="F")
+            shape = _Shape(policy, 0, now, math.inf, seen, results, Ranking(results, rank))
             stale = np.arange(rows)
         else:
             changed = state.rows_changed_since(shape.mark)
-            moved = rows_differ(base, shape.base)
+            moved = rows_differ(free, shape.seen, cols.tolist())
             if changed is None:
                 moved[:] = True
             elif changed:
                 moved[np.asarray(changed, dtype=np.intp)] = True
             stale = np.flatnonzero(moved)
         if stale.size:
-            slots = Slots.of(table, rule, classes, demand, base[stale], stale)
+            shape.seen[stale] = free[stale][:, cols]
+            base = shape.seen[stale] + table.terminating_room[stale][:, cols]
+            slots = Slots.of(table, rule, classes, demand, base, stale)
             shape.results.store(stale, row_results(table, rule, slots, demand, shape.reasons))
-            shape.base[stale] = base[stale]
             shape.expires = min(shape.expires, slots.protection_ends())
             shape.ranking.mark(stale)
             if shape.ranking.worn:

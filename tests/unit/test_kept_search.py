@@ -1,0 +1,66 @@
+"""The preemption search's kept per-row results decide as a fresh search.
+
+`PreemptionSearch` keeps, per preemptor shape, each row's victims and criteria with the room
+the preemptor saw there; a later search recomputes the rows the state's log names and the
+rows where the room it is given differs from the room seen (room held by nominations, or
+taken on the cycle's own copy), so its answer must equal a search made afresh.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.plugins.preemption.search import Evaluation, PreemptionSearch
+from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.state.cluster import ClusterState, IntArray
+from tests.preemption_world import NOW, node, pod
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["take", "give", "bind", "nominate", "terminate", "remove"]),
+        st.integers(0, 3),  # node
+        st.integers(0, 11),  # pod
+    ),
+    max_size=30,
+)
+
+
+def _answer(search: PreemptionSearch, state: ClusterState, free: IntArray) -> Evaluation:
+    preemptor = state.pods["default/preemptor"]
+    rule = VictimRule(state, preemptor, 500, NOW, lambda name: (False, None))
+    candidates = np.ones(state.rows, dtype=np.bool_)
+    return search.evaluate(rule, state.demand(preemptor), free, candidates)
+
+
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_kept_search_follows_room_and_log(steps: list[tuple[str, int, int]]) -> None:
+    state = ClusterState()
+    for i in range(4):
+        state.upsert_node(node(f"n{i}", cpu=4000))
+    for i in range(12):  # lower-priority pods bound round the nodes, of a few sizes
+        state.upsert_pod(pod(f"v{i}", 500 * (1 + i % 3), on=f"n{i % 4}", priority=10 * (i % 3)))
+    for i in range(4):
+        state.upsert_pod(pod(f"w{i}", 1000, priority=1000))  # nominated, above the preemptor
+    state.upsert_pod(pod("preemptor", 2000, priority=500))
+    demand = state.demand(state.pods["default/preemptor"])
+    kept = PreemptionSearch(state)
+    free = state.free[: state.rows].copy(order="K")  # the cycle's own copy
+    for kind, n, p in steps:
+        bound = sorted(state.bound)
+        if kind == "take":
+            state.take_room(free, n, demand)
+        elif kind == "give":
+            state.take_room(free, n, demand, sign=-1)
+        elif kind == "bind" and f"default/v{p}" not in state.pods:
+            state.upsert_pod(pod(f"v{p}", 500, on=f"n{n}", priority=10 * (p % 3)))
+        elif kind == "nominate" and f"default/w{p % 4}" in state.pending:
+            state.nominate(f"default/w{p % 4}", f"n{n}")
+        elif kind == "terminate" and bound:
+            state.mark_terminating(bound[p % len(bound)], NOW)
+        elif kind == "remove" and bound:
+            state.remove_pod(bound[p % len(bound)])
+        for room in (free, state.free_for(state.pods["default/preemptor"])):
+            assert _answer(kept, state, room) == _answer(PreemptionSearch(state), state, room)
