@@ -204,12 +204,12 @@ class Ranking:
     def __init__(self, results: RowResults, name_rank: IntArray) -> None:
         self.sorted = results.order(np.flatnonzero(results.works), name_rank)
         self.dirty = np.zeros(results.works.shape[0], dtype=np.bool_)
-        self.dirty_rows: list[int] = []
+        self.dirty_rows: IndexArray = np.zeros(0, dtype=np.intp)
 
     def mark(self, rows: IndexArray) -> None:
         fresh = rows[~self.dirty[rows]]
         self.dirty[fresh] = True
-        self.dirty_rows.extend(int(r) for r in fresh)
+        self.dirty_rows = np.concatenate((self.dirty_rows, fresh.astype(np.intp)))
 
     @property
     def worn(self) -> bool:
@@ -224,8 +224,8 @@ class Ranking:
             if usable.any():
                 pool.append(int(ranked[int(usable.argmax())]))
                 break
-        dirty = np.asarray(self.dirty_rows, dtype=np.intp)
-        pool.extend(int(r) for r in dirty[candidates[dirty] & results.works[dirty]])
+        dirty = self.dirty_rows
+        pool.extend(dirty[candidates[dirty] & results.works[dirty]].tolist())
         if not pool:
             return None
         return int(results.order(np.asarray(pool, dtype=np.intp), name_rank)[0])

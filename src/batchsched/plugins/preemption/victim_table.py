@@ -38,7 +38,7 @@ class VictimTable:
         self.slots = 0
         self.width = 0
         self.mark = state.change_mark()
-        self.built: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.rows_built = 0  # rows below this were built (rows are only ever added)
         self.pods: list[list[Pod]] = []
         self.priority: IntArray = np.zeros((0, 0), dtype=np.int64)
         self.start: FloatArray = np.zeros((0, 0))  # seconds; inf when unknown
@@ -65,27 +65,28 @@ class VictimTable:
         state = self.state
         rows = state.rows
         width = len(state.resources)
-        if rows > self.built.shape[0] or width != self.width:
+        if rows > self.priority.shape[0] or width != self.width:
             self._resize(rows, self.slots, width)
         log = state.rows_changed_since(self.mark)
         self.mark = state.change_mark()
-        stale = ~self.built[:rows]
         if log is None:
-            stale[:] = True
-        elif log:
-            stale[np.asarray(log, dtype=np.intp)] = True
-        changed = np.flatnonzero(stale)
+            changed = np.arange(rows)
+        elif log or self.rows_built < rows:
+            changed = np.unique(np.asarray([*log, *range(self.rows_built, rows)], dtype=np.intp))
+        else:
+            return  # nothing changed: no array work over the rows
         if changed.size == 0:
             return
         needed = max(1, *(len(state.node_pods[int(r)]) for r in changed))
         if needed > self.slots:
-            self._resize(self.built.shape[0], max(needed, 2 * self.slots, 4), self.width)
+            self._resize(self.priority.shape[0], max(needed, 2 * self.slots, 4), self.width)
         for r in changed:
             self._build_row(int(r))
+        self.rows_built = rows
         self._refresh_pdb_masks(changed)
 
     def _resize(self, rows: int, slots: int, width: int) -> None:
-        capacity = max(rows, self.built.shape[0])
+        capacity = max(rows, self.priority.shape[0])
         slots = max(slots, self.slots)
         self.priority = _grow(self.priority, EMPTY_PRIORITY, (capacity, slots))
         self.start = _grow(self.start, math.inf, (capacity, slots))
@@ -96,7 +97,6 @@ class VictimTable:
         # resources before it is bound, so no bound pod requests a column added later.
         self.request = _grow(self.request, 0, (capacity, slots, width))
         self.terminating_room = _grow(self.terminating_room, 0, (capacity, width))
-        self.built = _grow(self.built, False, (capacity,))
         self.pods.extend([] for _ in range(capacity - len(self.pods)))
         self.slots, self.width = slots, width
         self._row_pdbs.extend(() for _ in range(capacity - len(self._row_pdbs)))
@@ -137,7 +137,6 @@ class VictimTable:
             if pod.deletion_timestamp is not None:
                 self.terminating[r, s] = True
                 self.terminating_room[r, demand.cols] += demand.amounts
-        self.built[r] = True
 
     # ---- PodDisruptionBudgets ----------------------------------------------------------
 
@@ -168,7 +167,7 @@ class VictimTable:
         self._pdb_masks = {key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.pdbs}
         self._pdb_any[:] = False
         self._row_pdbs = [() for _ in self._row_pdbs]
-        self._refresh_pdb_masks(np.flatnonzero(self.built))
+        self._refresh_pdb_masks(np.arange(self.rows_built))
 
     def _refresh_pdb_masks(self, rows: npt.NDArray[np.intp]) -> None:
         """Every PDB mask refreshed on `rows`, each pod matched once through the index and
