@@ -3,7 +3,9 @@
 `ClusterState.free_for(pod)` must subtract the requests of every pod nominated with priority
 at least the pod's own. Walking all nominations per scheduling attempt is quadratic when many
 preemptors wait at once (each preemption adds one), so the held room is kept per priority
-level as a (node row x resource) array, updated as nominations come and go.
+level as a (node row x resource) array, updated as nominations come and go, and so is the
+sum of the levels at and above each level a pod asked for: a pod's room is then one
+subtraction, not one per level.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ class Nominations(MutableMapping[str, int]):
         self._held_by: dict[str, tuple[int, int, Demand]] = {}  # key -> (row, priority, demand)
         self._levels: dict[int, IntArray] = {}  # priority -> room held per row and resource
         self._counts: dict[int, int] = {}  # priority -> nominations holding room at it
+        # Level priority -> the room held at it or above, as big as the room it was last
+        # taken from (`held_for`): one subtraction per pod however many levels count.
+        self._sums: dict[int, IntArray] = {}
         self._pod_of = pod_of
         self._demand_of = demand_of
         self._row_changed = row_changed
@@ -61,6 +66,7 @@ class Nominations(MutableMapping[str, int]):
         self._counts[priority] = self._counts.get(priority, 0) + 1
         level = self._level(priority, row + 1, int(demand.cols.max(initial=-1)) + 1)
         level[row, demand.cols] += demand.amounts
+        self._add_to_sums(priority, row, demand, 1)
 
     def __delitem__(self, key: str) -> None:
         self.version += 1
@@ -117,6 +123,7 @@ class Nominations(MutableMapping[str, int]):
         if held is None:
             return
         row, priority, demand = held
+        self._add_to_sums(priority, row, demand, -1)
         self._counts[priority] -= 1
         if self._counts[priority] == 0:
             # Drop the level: with no nominations left, free_for hands out `free` itself.
@@ -129,14 +136,33 @@ class Nominations(MutableMapping[str, int]):
         if level is not None and level.shape[0] >= rows and level.shape[1] >= width:
             return level
         old_rows, old_width = level.shape if level is not None else (0, 0)
-        # Column-major as `free`, which `held_for` subtracts it from.
-        grown = np.zeros(
-            (max(rows, 2 * old_rows), max(width, old_width)), dtype=np.int64, order="F"
-        )
+        grown = np.zeros((max(rows, 2 * old_rows), max(width, old_width)), dtype=np.int64)
         if level is not None:
             grown[:old_rows, :old_width] = level
         self._levels[priority] = grown
         return grown
+
+    def _add_to_sums(self, priority: int, row: int, demand: Demand, sign: int) -> None:
+        for low, held in list(self._sums.items()):
+            if priority < low:
+                continue
+            if row < held.shape[0] and int(demand.cols.max(initial=-1)) < held.shape[1]:
+                held[row, demand.cols] += sign * demand.amounts
+            else:
+                del self._sums[low]  # made again, bigger, when next asked for
+
+    def _held_from(self, low: int, shape: tuple[int, ...]) -> IntArray:
+        """The room held at priority `low` or above, per row and resource, of `shape`."""
+        held = self._sums.get(low)
+        if held is None or held.shape != shape:
+            # Column-major as `free`, which `held_for` subtracts it from.
+            held = np.zeros(shape, dtype=np.int64, order="F")
+            for level_priority, level in self._levels.items():
+                if level_priority >= low:
+                    rows, width = min(level.shape[0], shape[0]), min(level.shape[1], shape[1])
+                    held[:rows, :width] += level[:rows, :width]
+            self._sums[low] = held
+        return held
 
     def held_for(self, pod: Pod, free: IntArray) -> IntArray | None:
         """`free` minus the room held by other pods nominated at the pod's priority or above.
@@ -144,16 +170,12 @@ class Nominations(MutableMapping[str, int]):
         None when no such nomination holds anything (the caller keeps `free` as it is).
         """
         priority = pod.priority or 0
-        adjusted: IntArray | None = None
-        for level_priority, level in self._levels.items():
-            if level_priority < priority:
-                continue
-            if adjusted is None:
-                adjusted = free.copy(order="K")  # column-major as `free`: columns stay cheap
-            rows, width = min(level.shape[0], free.shape[0]), min(level.shape[1], free.shape[1])
-            adjusted[:rows, :width] -= level[:rows, :width]
+        low = min((p for p in self._levels if p >= priority), default=None)
+        if low is None:
+            return None
+        adjusted: IntArray = np.subtract(free, self._held_from(low, free.shape), order="K")
         own = self._held_by.get(pod.key)
-        if adjusted is not None and own is not None and own[1] >= priority:
+        if own is not None and own[1] >= priority:
             row, _, demand = own
             adjusted[row, demand.cols] += demand.amounts
         return adjusted
