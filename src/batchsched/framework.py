@@ -42,6 +42,7 @@ from batchsched.plugins.base import (
 from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, rows_differ
 
 _CACHE_LIMIT = 4096
+_ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
 # Cheap and specific events first: the hint that wakes a pod names the event it counts under.
 _EVENT_ORDER = [
     ClusterEvent.NODE,
@@ -151,6 +152,9 @@ class Framework:
         self._skips_by_shape: dict[Hashable, frozenset[Plugin]] = {}
         self._globals: dict[frozenset[Plugin], _Globals] = {}  # by the plugins skipping
         self._placements: dict[Hashable, _Placement] = {}
+        # Those on room adjusted for nominations, per (shape, priority): each keeps a copy of
+        # the room, so fewer are kept.
+        self._adjusted: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
@@ -288,6 +292,7 @@ class Framework:
         if self._cache_generation != state.node_generation:
             self._cache.clear()
             self._placements.clear()
+            self._adjusted.clear()
             self._raw_scores.clear()
             self._cache_generation = state.node_generation
 
@@ -595,8 +600,9 @@ class Framework:
             return None  # before the verdict: uncached filters would run twice
         verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
         shared = state.is_shared_free(cycle.free)
-        slot = (key, None if shared else cycle.pod.priority or 0)
-        placement = self._placements.get(slot)
+        kept, limit = (self._placements, _CACHE_LIMIT) if shared else (self._adjusted, _ADJUSTED)
+        slot = key if shared else (key, cycle.pod.priority or 0)
+        placement = kept.get(slot)
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:
             changed = state.rows_changed_since(placement.mark)
@@ -614,11 +620,11 @@ class Framework:
             state.change_mark(),
             feasible,
             self._totals(cycle, feasible, local_only=True),
-            free=None if shared else cycle.free.copy(),
+            free=None if shared else cycle.free.copy(order="K"),
         )
-        if len(self._placements) >= _CACHE_LIMIT:
-            self._placements.clear()
-        self._placements[slot] = placement
+        if len(kept) >= limit:
+            kept.clear()
+        kept[slot] = placement
         return placement
 
     def _refresh(
