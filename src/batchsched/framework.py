@@ -25,6 +25,7 @@ from batchsched.plugins.base import (
     IndexArray,
     NodeTotals,
     Plugin,
+    PodsHint,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
@@ -55,8 +56,8 @@ _EVENT_ORDER = [
     ClusterEvent.ANY,
 ]
 _SKIPPING = "framework.skipping"  # Cycle.scratch: the plugins that skip the pod
-# Per event, the hints to ask (queueing_hint).
-_Plan = tuple[tuple[ClusterEvent, tuple[QueueingHint | None, ...]], ...]
+# Per event (its place in _EVENT_ORDER), the hints to ask (queueing_hints).
+_Plan = tuple[tuple[int, tuple[QueueingHint | None, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -706,21 +707,54 @@ class Framework:
 
     # ---- queueing hints ----------------------------------------------------------------
 
-    def queueing_hint(
-        self, rejected_by: frozenset[str], change: ClusterChange, pod: Pod
-    ) -> ClusterEvent | None:
-        """An event in `change` after which a plugin that rejected the pod may let it pass,
-        or None if none may (the pod would be told the same again)."""
-        for event, hints in self._hint_plan(rejected_by, change.events):
-            for hint in hints:
-                if hint is None or hint(change, pod):
-                    return event
-        return None
+    def queueing_hints(
+        self, change: ClusterChange, asked: Sequence[tuple[frozenset[str], Pod]]
+    ) -> list[ClusterEvent | None]:
+        """Per (rejecting plugins, pod) asked: the first event in `change` after which a
+        plugin that rejected the pod may let it pass, or None if none may (the pod would be
+        told the same again). Each hint is asked once for all the pods that need its answer
+        for an event (a `PodsHint` in one step), not once per pod."""
+        found: list[ClusterEvent | None] = [None] * len(asked)
+        by_rejection: dict[frozenset[str], list[int]] = {}
+        for i, (rejected_by, _) in enumerate(asked):
+            if (alike := by_rejection.get(rejected_by)) is None:
+                by_rejection[rejected_by] = [i]
+            else:
+                alike.append(i)
+        # Per event (its place in _EVENT_ORDER), per hint (None: may, unasked), the pods whose
+        # rejecting plugins have it.
+        steps: dict[int, dict[QueueingHint | None, list[int]]] = {}
+        for rejected_by, alike in by_rejection.items():
+            for rank, hints in self._hint_plan(rejected_by, change.events):
+                by_hint = steps.setdefault(rank, {})
+                for hint in hints:
+                    if (items := by_hint.get(hint)) is None:
+                        by_hint[hint] = list(alike)
+                    else:
+                        items.extend(alike)
+        for rank in sorted(steps):
+            event = _EVENT_ORDER[rank]
+            for hint, items in steps[rank].items():
+                # A pod an earlier event or hint wakes already is not asked again.
+                waiting = [i for i in items if found[i] is None]
+                if not waiting:
+                    continue
+                if hint is None:
+                    answers: Sequence[bool] = [True] * len(waiting)
+                elif isinstance(hint, PodsHint):
+                    answers = hint.ask(change, [asked[i][1] for i in waiting])
+                else:
+                    answers = [hint(change, asked[i][1]) for i in waiting]
+                for i, yes in zip(waiting, answers, strict=True):
+                    if yes:
+                        found[i] = event
+        return found
 
     def _hint_plan(self, rejected_by: frozenset[str], events: frozenset[ClusterEvent]) -> _Plan:
-        """Per event in `events`, in order, the hints of the plugins in `rejected_by` that
-        can lift their rejection after it (None: may, unasked), in name order; made once per
-        pair of sets, as the hint groups asked each pass mostly share them."""
+        """Per event in `events` (by its place in _EVENT_ORDER), in order, the hints of the
+        plugins in `rejected_by` that can lift their rejection after it (None: may, unasked),
+        in name order; made once per pair of sets, as the hint groups asked each pass mostly
+        share them."""
         key = (rejected_by, events)
         plan = self._plans.get(key)
         if plan is None:
@@ -734,7 +768,7 @@ class Framework:
                     elif event in registered:
                         hints.append(registered[event])
                 if hints:
-                    steps.append((event, tuple(hints)))
+                    steps.append((_EVENT_ORDER.index(event), tuple(hints)))
             if len(self._plans) >= _CACHE_LIMIT:
                 self._plans.clear()
             plan = self._plans[key] = tuple(steps)

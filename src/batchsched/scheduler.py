@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -364,14 +364,25 @@ class Scheduler:
         twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
         return self._failed_twin(twin, self._instant) is not None
 
-    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
-        assert isinstance(group, tuple)
-        entry = self.queue.entry(pod_key)
-        assert entry is not None
-        pod = entry.pod
-        change = self._change_since(since)
-        event = self.framework_for(pod).queueing_hint(group[1], change, pod)
-        return None if event is None else event.value
+    def wakes(self, asked: Sequence[tuple[Hashable, Pod, Hashable]]) -> list[str | None]:
+        events: list[str | None] = [None] * len(asked)
+        # One question per change and profile (the groups asked in a refresh mostly share
+        # both: their marks are one object), for all its groups at once: (the change's
+        # marks, their places in `asked`, what each asks).
+        questions: dict[tuple[int, str], tuple[Hashable, list[int], list[tuple[Any, Pod]]]] = {}
+        for i, (group, pod, since) in enumerate(asked):
+            assert isinstance(group, tuple)
+            question = questions.get(key := (id(since), pod.scheduler_name))
+            if question is None:
+                question = questions[key] = (since, [], [])
+            question[1].append(i)
+            question[2].append((group[1], pod))
+        for (_, profile), (since, places, asks) in questions.items():
+            framework = self.frameworks.get(profile, self.default_framework)
+            found = framework.queueing_hints(self._change_since(since), asks)
+            for i, event in zip(places, found, strict=True):
+                events[i] = None if event is None else event.value
+        return events
 
     def _change_since(self, since: Hashable) -> ClusterChange:
         """What changed since `since`, made once per mark while the state stands still (the

@@ -9,14 +9,19 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
 from batchsched.decisions import Decision, Evict, Unschedulable
 from batchsched.objects.load import Objects
+from batchsched.objects.records import Node, Pod
 from batchsched.oneshot import build_state, run
+from batchsched.plugins.base import ClusterChange, ClusterEvent, PodsHint
+from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from batchsched.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
 from tests.conftest import NOW, objects_of
 from tests.properties.strategies import clusters
@@ -129,3 +134,60 @@ def test_hints_decide_as_retrying_everything_as_pods_leave(
     assert [[d for d in p if not d.startswith("Unschedulable")] for p in with_hints] == [
         [d for d in p if not d.startswith("Unschedulable")] for p in without
     ]
+
+
+_ROOM = ("cpu", "nvidia.com/gpu", "example.com/fpga", "dra.example.com/dev")
+_amounts = st.tuples(*[st.integers(0, 3) for _ in _ROOM])
+
+
+@SETTINGS
+@given(
+    st.lists(_amounts, min_size=1, max_size=5),  # per node: its allocatable
+    st.lists(st.tuples(st.integers(0, 4), _amounts), max_size=6),  # running: node, requests
+    st.lists(_amounts, min_size=1, max_size=8),  # waiting pods' requests
+    st.lists(st.integers(0, 4), max_size=5),  # the rows whose room changed
+)
+def test_the_room_hint_answers_all_pods_at_once_as_each_alone(
+    nodes: list[tuple[int, ...]],
+    running: list[tuple[int, tuple[int, ...]]],
+    waiting: list[tuple[int, ...]],
+    rows: list[int],
+) -> None:
+    """NodeResourcesFit's hint, one matrix for all waiting pods, says of each what its filter
+    would of the changed rows alone: fits one of them in every resource it checks (an ignored
+    group never counts; a DeviceClass-mapped one counts only where a node advertises it).
+    Running pods may ask more than a node has: room below zero."""
+    state = ClusterState()
+    for i, amounts in enumerate(nodes):
+        state.upsert_node(Node(f"n{i}", dict(zip(_ROOM, amounts, strict=True))))
+    for i, (row, amounts) in enumerate(running):
+        if row < len(nodes):
+            state.upsert_pod(_pod(f"r{i}", amounts, f"n{row}"))
+    state.device_class_resources = {"dra.example.com/dev": "devices"}
+    fit = NodeResourcesFit({"ignoredResourceGroups": ["example.com"]})
+    changed = np.array(sorted({r for r in rows if r < len(nodes)}), dtype=np.intp)
+    change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), changed, None)
+    pods = [_pod(f"w{i}", amounts) for i, amounts in enumerate(waiting)]
+
+    def fits_alone(pod: Pod) -> bool:
+        cols = state.resources.names
+        for row in changed.tolist():
+            ok = True
+            for name, amount in pod.requests.items():
+                col = cols.index(name)
+                if name == "example.com/fpga" or not amount:
+                    continue
+                if name == "dra.example.com/dev" and state.allocatable[row, col] == 0:
+                    continue
+                ok = ok and state.free[row, col] >= amount
+            if ok:
+                return True
+        return False
+
+    asked = fit.events_to_register()[ClusterEvent.NODE_ROOM]
+    assert isinstance(asked, PodsHint)
+    assert asked.ask(change, pods) == [fits_alone(p) for p in pods]
+
+
+def _pod(name: str, amounts: tuple[int, ...], node: str = "") -> Pod:
+    return Pod("ns", name, requests=dict(zip(_ROOM, amounts, strict=True)), node_name=node)

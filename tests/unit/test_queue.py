@@ -1,4 +1,4 @@
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -90,8 +90,8 @@ class StillCluster:
     def moved(self, since: Hashable) -> bool:
         return False
 
-    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
-        return None
+    def wakes(self, asked: Sequence[tuple[Hashable, Pod, Hashable]]) -> list[str | None]:
+        return [None] * len(asked)
 
     def failed_as_is(self, pod_key: str) -> bool:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -9,12 +10,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from batchsched.config import default_config
+from batchsched.config import default_config, parse_config
 from batchsched.decisions import Bind, Decision, Unschedulable
 from batchsched.framework import Framework
 from batchsched.objects.records import Node, Pod, PodCondition, Taint, Toleration
 from batchsched.oneshot import build_state
-from batchsched.plugins.base import ClusterChange, ClusterEvent, FilterPlugin
+from batchsched.plugins.base import (
+    ClusterChange,
+    ClusterEvent,
+    FilterPlugin,
+    PodsHint,
+    QueueingHint,
+)
 from batchsched.plugins.registry import REGISTRY
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -85,10 +92,59 @@ def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
     framework._events["Strict"] = Strict().events_to_register()
     state = ClusterState()
     change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp), None)
-    assert framework.queueing_hint(frozenset({"Strict"}), change, pod("p", 1)) is (
-        ClusterEvent.POLICY
+    asked = [(frozenset({"Strict"}), pod("p", 1)), (frozenset({"NodeResourcesFit"}), pod("p", 1))]
+    assert framework.queueing_hints(change, asked) == [ClusterEvent.POLICY, None]
+
+
+def test_each_hint_is_asked_once_per_change_for_every_pod_that_needs_its_answer() -> None:
+    asked: list[list[str]] = []
+
+    def fits_wide(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+        asked.append([p.name for p in pods])
+        return [p.requests["cpu"] > 1 for p in pods]
+
+    class Room(FilterPlugin):
+        name = "Room"
+
+        def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+            return {ClusterEvent.NODE_ROOM: PodsHint(fits_wide)}
+
+    class Labels(FilterPlugin):
+        name = "Labels"
+
+        def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+            return {ClusterEvent.NODE: None}
+
+    framework = Framework(default_config().profiles[0])
+    framework._events["Room"] = Room().events_to_register()
+    framework._events["Labels"] = Labels().events_to_register()
+    events = frozenset({ClusterEvent.NODE, ClusterEvent.NODE_ROOM})
+    change = ClusterChange(ClusterState(), events, np.zeros(1, np.intp), None)
+    room, both = frozenset({"Room"}), frozenset({"Room", "Labels"})
+    found = framework.queueing_hints(
+        change,
+        [(room, pod("a", 1)), (both, pod("b", 1)), (room, pod("c", 2)), (both, pod("d", 2))],
     )
-    assert framework.queueing_hint(frozenset({"NodeResourcesFit"}), change, pod("p", 1)) is None
+    # b and d wake on the node event first (its hint needs no asking): only a and c are
+    # asked about the room, in one call.
+    assert found == [None, ClusterEvent.NODE, ClusterEvent.NODE_ROOM, ClusterEvent.NODE]
+    assert asked == [["a", "c"]]
+
+
+def test_a_pod_asking_an_ignored_resource_group_wakes_when_the_rest_fits() -> None:
+    """NodeResourcesFit's hint checks what its filter checks: a resource of an ignored group
+    (none of the nodes has it) does not keep the pod waiting once its cpu fits."""
+    args = {"ignoredResourceGroups": ["example.com"]}
+    raw = {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": args}]}]}
+    state = ClusterState()
+    state.upsert_node(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    scheduler = Scheduler(state, parse_config(raw))
+    state.upsert_pod(pod("running", 2000, node="n"))
+    fpga = pod("fpga", 1000)
+    state.upsert_pod(replace(fpga, requests={**fpga.requests, "example.com/fpga": 1}))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    state.remove_pod("ns/running")
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (1, 0)
 
 
 def test_room_freed_where_the_pod_still_does_not_fit_does_not_wake_it() -> None:
@@ -211,10 +267,9 @@ def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> No
     plain_left = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, mark)
     for name in ("VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"):
         framework = Framework(default_config().profiles[0])
-        assert framework.queueing_hint(frozenset({name}), volumes_changed, plain) is (
-            ClusterEvent.VOLUME
-        )
-        assert framework.queueing_hint(frozenset({name}), plain_left, plain) is None
+        asked = [(frozenset({name}), plain)]
+        assert framework.queueing_hints(volumes_changed, asked) == [ClusterEvent.VOLUME]
+        assert framework.queueing_hints(plain_left, asked) == [None]
 
 
 @pytest.mark.parametrize("hints", [True, False])

@@ -152,7 +152,19 @@ class ClusterChange:
 
 
 # A hint: may this change let the pod pass the plugin that rejected it? False must be sure.
-QueueingHint = Callable[[ClusterChange, Pod], bool]
+PodHint = Callable[[ClusterChange, Pod], bool]
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # eq=False: hashed by identity, cheaply
+class PodsHint:
+    """A hint asked for many waiting pods at once (one per shape waiting), against one
+    change: `ask` answers, per pod in order, what a `PodHint` would. A hint that reads arrays
+    tests every pod in one vectorised step rather than one at a time."""
+
+    ask: Callable[[ClusterChange, Sequence[Pod]], Sequence[bool]]
+
+
+QueueingHint = PodHint | PodsHint
 
 
 class Plugin:

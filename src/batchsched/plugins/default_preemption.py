@@ -22,7 +22,7 @@ the chosen node, and the chosen node as `nominated_node`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from batchsched.decisions import Decision, Evict, Nominate
@@ -35,6 +35,7 @@ from batchsched.plugins.base import (
     ClusterEvent,
     Cycle,
     Diagnosis,
+    PodsHint,
     PostFilterPlugin,
     PostFilterResult,
     QueueingHint,
@@ -77,18 +78,23 @@ class DefaultPreemption(PostFilterPlugin):
         return {
             ClusterEvent.NODE: None,
             ClusterEvent.POLICY: None,
-            ClusterEvent.NODE_ROOM: self._may_find_victims,
+            ClusterEvent.NODE_ROOM: PodsHint(self._may_find_victims),
         }
 
     @staticmethod
-    def _may_find_victims(change: ClusterChange, pod: Pod) -> bool:
-        """Whether a lower-priority pod runs anywhere (a victim may now do, e.g. as its
-        toleration ran out or its gang shrank), for a pod this plugin acts for."""
+    def _may_find_victims(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+        """Per pod, whether a lower-priority pod runs anywhere (a victim may now do, e.g. as
+        its toleration ran out or its gang shrank), for a pod this plugin acts for."""
         state = change.state
-        lowest = state.lowest_bound_priority()  # first: the cheapest, and mostly the answer
-        if lowest is None or lowest >= state.priority_of(pod):
-            return False
-        return daemonset_node(pod) is None and state.preemption_policy_of(pod) != "Never"
+        lowest = state.lowest_bound_priority()  # once for all: the cheapest, mostly the answer
+        if lowest is None:
+            return [False] * len(pods)
+        return [
+            lowest < state.priority_of(pod)
+            and daemonset_node(pod) is None
+            and state.preemption_policy_of(pod) != "Never"
+            for pod in pods
+        ]
 
     def search(self, state: ClusterState) -> PreemptionSearch:
         if self._search is None or self._search.state is not state:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -73,9 +73,10 @@ class Hints(Protocol):
         """Whether anything that may let a waiting pod fit happened since `since`."""
         ...
 
-    def wakes(self, group: Hashable, pod_key: str, since: Hashable) -> str | None:
-        """The event, if any, since `since` after which pods of `group` (like `pod_key`) may
-        pass a plugin that rejected them; None if every such plugin says no."""
+    def wakes(self, asked: Sequence[tuple[Hashable, Pod, Hashable]]) -> list[str | None]:
+        """Per (group, pod, since) asked: the event, if any, since `since` after which pods
+        of `group` (like `pod`) may pass a plugin that rejected them; None if every such
+        plugin says no. Asked once per refresh, for every group a change may concern."""
         ...
 
     def failed_as_is(self, pod_key: str) -> bool:
@@ -386,13 +387,25 @@ class SchedulingQueue:
         if self.hints is None:
             return []
         marks = self.hints.marks()
-        woken = []
+        judged: list[ShapeGroup] = []
+        asked: list[tuple[Hashable, Pod, Hashable]] = []
+        # Groups judged at one refresh share one marks object: `moved` is asked once per
+        # object (this one is none of theirs).
+        last: object = object()
+        moved = False
         for name, group in self._groups.items():
             if group.where != "unschedulable" or group.marks == marks:
                 continue
-            if moved_only and not self.hints.moved(group.marks):
-                continue
-            event = self.hints.wakes(name, next(iter(group.members)), group.marks)
+            if moved_only:
+                if group.marks is not last:
+                    last = group.marks
+                    moved = self.hints.moved(last)
+                if not moved:
+                    continue
+            judged.append(group)
+            asked.append((name, self._entries[next(iter(group.members))].pod, group.marks))
+        woken = []
+        for group, event in zip(judged, self.hints.wakes(asked) if asked else [], strict=True):
             group.marks = marks
             if event is not None:
                 self.incoming[event] = self.incoming.get(event, 0) + len(group.members)

@@ -25,6 +25,7 @@ from batchsched.plugins.base import (
     Cycle,
     FilterPlugin,
     IndexArray,
+    PodsHint,
     QueueingHint,
     Rejection,
     RowLocalPlugin,
@@ -45,13 +46,17 @@ from batchsched.plugins.noderesources.resource_allocation import (
     score_rows,
     usage,
 )
-from batchsched.state.cluster import BoolArray, IntArray
+from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
 
 # Each strategy scores many nodes at once, or one node (see resource_allocation.score_rows).
 STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsage], int]]] = {
     "LeastAllocated": (least_allocated, least_allocated_node),
     "MostAllocated": (most_allocated, most_allocated_node),
 }
+
+# What a pod needs of a resource it does not ask for, or that this plugin ignores: every
+# node's room passes, even where more is requested than allocatable (room below zero).
+_NEEDS_NOTHING = np.iinfo(np.int64).min
 
 # The scoring when none is configured. kube-scheduler's LeastAllocated spreads pods, so on a
 # GPU cluster small jobs take a share of every node and a job needing a whole node waits with
@@ -102,28 +107,47 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
                 raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")
         self.ignored_groups = frozenset(groups)
         self._checks: ByDemand[list[tuple[int, int]]] = ByDemand()
+        self._rows: ByDemand[IntArray] = ByDemand()  # `_needs`, by demand and width
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
-        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._fits_a_changed_row}
+        return {
+            ClusterEvent.NODE: None,
+            ClusterEvent.NODE_ROOM: PodsHint(self._fit_a_changed_row),
+        }
 
-    def _fits_a_changed_row(self, change: ClusterChange, pod: Pod) -> bool:
-        """Whether the pod now fits the free room of a node whose room changed.
+    def _fit_a_changed_row(self, change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+        """Per pod, whether it now fits the free room of a node whose room changed: the
+        pods' checked requests (pods x resources) against the changed rows' room, at once.
 
         The state's own room is checked: what nominations of others hold only lowers it, so
         a pod that does not fit here fits nowhere among these rows.
         """
         state = change.state
-        demand = state.demand(pod)
-        fits = state.free[change.rows][:, demand.cols] >= demand.amounts
-        if self.ignored or state.device_class_resources:
+        free = state.free[change.rows]
+        width = free.shape[1]
+        needs = np.array([self._needs(state, state.demand(pod), width) for pod in pods])
+        fits = needs[:, np.newaxis, :] <= free  # pods x rows x resources
+        if state.device_class_resources:
             names = state.resources.names
-            mapped = state.device_class_resources
-            for j, col in enumerate(demand.cols.tolist()):
-                if names[col] in self.ignored:
-                    fits[:, j] = True
-                elif names[col] in mapped:
-                    fits[:, j] |= state.allocatable[change.rows, col] == 0
-        return bool(fits.all(axis=1).any())
+            for col in range(width):
+                if names[col] in state.device_class_resources:
+                    fits[:, :, col] |= state.allocatable[change.rows, col] == 0
+        # The ufuncs' own reductions: the array methods' wrappers cost more than the work.
+        somewhere = np.logical_or.reduce(np.logical_and.reduce(fits, axis=2), axis=1)
+        answers: list[bool] = somewhere.tolist()
+        return answers
+
+    def _needs(self, state: ClusterState, demand: Demand, width: int) -> IntArray:
+        """The demand's checked amounts as a row of `width` resources; a resource it does not
+        check needs less than any node can lack."""
+
+        def row() -> IntArray:
+            needs = np.full(width, _NEEDS_NOTHING, dtype=np.int64)
+            for col, amount in self._checks_of(state, demand):
+                needs[col] = amount
+            return needs
+
+        return self._rows.get(demand, width, row)
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         names = cycle.state.resources.names
@@ -175,14 +199,15 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return np.asarray(cycle.state.allocatable[rows, col] > 0)
 
     def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
+        return self._checks_of(cycle.state, cycle.demand)
+
+    def _checks_of(self, state: ClusterState, demand: Demand) -> list[tuple[int, int]]:
         """The (column, amount) pairs of the demand this plugin checks."""
-        names = cycle.state.resources.names
+        names = state.resources.names
         return self._checks.get(
-            cycle.demand,
+            demand,
             None,
-            lambda: [
-                (col, amount) for col, amount in cycle.demand.key if not self._ignores(names[col])
-            ],
+            lambda: [(col, amount) for col, amount in demand.key if not self._ignores(names[col])],
         )
 
     def _ignores(self, resource: str) -> bool:
