@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -708,15 +709,15 @@ class Framework:
     # ---- queueing hints ----------------------------------------------------------------
 
     def queueing_hints(
-        self, change: ClusterChange, asked: Sequence[tuple[frozenset[str], Pod]]
+        self, change: ClusterChange, rejected: Sequence[frozenset[str]], pods: Sequence[Pod]
     ) -> list[ClusterEvent | None]:
-        """Per (rejecting plugins, pod) asked: the first event in `change` after which a
-        plugin that rejected the pod may let it pass, or None if none may (the pod would be
-        told the same again). Each hint is asked once for all the pods that need its answer
-        for an event (a `PodsHint` in one step), not once per pod."""
-        found: list[ClusterEvent | None] = [None] * len(asked)
+        """Per waiting pod, rejected by the plugins named in `rejected` (in the same order):
+        the first event in `change` after which such a plugin may let it pass, or None if
+        none may (the pod would be told the same again). Each hint is asked once for all the
+        pods that need its answer for an event (a `PodsHint` in one step), not pod by pod."""
+        found: list[ClusterEvent | None] = [None] * len(pods)
         by_rejection: dict[frozenset[str], list[int]] = {}
-        for i, (rejected_by, _) in enumerate(asked):
+        for i, rejected_by in enumerate(rejected):
             if (alike := by_rejection.get(rejected_by)) is None:
                 by_rejection[rejected_by] = [i]
             else:
@@ -732,22 +733,27 @@ class Framework:
                         by_hint[hint] = list(alike)
                     else:
                         items.extend(alike)
+        woken = False
         for rank in sorted(steps):
             event = _EVENT_ORDER[rank]
             for hint, items in steps[rank].items():
                 # A pod an earlier event or hint wakes already is not asked again.
-                waiting = [i for i in items if found[i] is None]
+                waiting = [i for i in items if found[i] is None] if woken else items
                 if not waiting:
                     continue
                 if hint is None:
-                    answers: Sequence[bool] = [True] * len(waiting)
-                elif isinstance(hint, PodsHint):
-                    answers = hint.ask(change, [asked[i][1] for i in waiting])
+                    yes = waiting
                 else:
-                    answers = [hint(change, asked[i][1]) for i in waiting]
-                for i, yes in zip(waiting, answers, strict=True):
-                    if yes:
-                        found[i] = event
+                    asked = [pods[i] for i in waiting]
+                    if isinstance(hint, PodsHint):
+                        answers = hint.ask(change, asked)
+                    else:
+                        answers = [hint(change, pod) for pod in asked]
+                    assert len(answers) == len(asked)
+                    yes = list(compress(waiting, answers))
+                for i in yes:
+                    found[i] = event
+                woken = woken or bool(yes)
         return found
 
     def _hint_plan(self, rejected_by: frozenset[str], events: frozenset[ClusterEvent]) -> _Plan:

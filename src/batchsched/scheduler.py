@@ -364,24 +364,26 @@ class Scheduler:
         twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
         return self._failed_twin(twin, self._instant) is not None
 
-    def wakes(self, asked: Sequence[tuple[Hashable, Pod, Hashable]]) -> list[str | None]:
+    def wakes(self, asked: Sequence[tuple[Any, Pod, Hashable]]) -> list[str | None]:
         events: list[str | None] = [None] * len(asked)
-        # One question per change and profile (the groups asked in a refresh mostly share
-        # both: their marks are one object), for all its groups at once: (the change's
-        # marks, their places in `asked`, what each asks).
-        questions: dict[tuple[int, str], tuple[Hashable, list[int], list[tuple[Any, Pod]]]] = {}
-        for i, (group, pod, since) in enumerate(asked):
-            assert isinstance(group, tuple)
-            question = questions.get(key := (id(since), pod.scheduler_name))
-            if question is None:
-                question = questions[key] = (since, [], [])
-            question[1].append(i)
-            question[2].append((group[1], pod))
-        for (_, profile), (since, places, asks) in questions.items():
+        # One question per change and profile (a refresh's groups mostly share both), for
+        # all its groups at once: their places in `asked`.
+        questions: dict[tuple[Hashable, str], list[int]] = {}
+        for i, (_, pod, since) in enumerate(asked):
+            if (places := questions.get(key := (since, pod.scheduler_name))) is None:
+                questions[key] = [i]
+            else:
+                places.append(i)
+        for (since, profile), places in questions.items():
             framework = self.frameworks.get(profile, self.default_framework)
-            found = framework.queueing_hints(self._change_since(since), asks)
+            found = framework.queueing_hints(
+                self._change_since(since),
+                [asked[i][0][1] for i in places],  # a group is (shape, rejecting plugins)
+                [asked[i][1] for i in places],
+            )
             for i, event in zip(places, found, strict=True):
-                events[i] = None if event is None else event.value
+                if event is not None:
+                    events[i] = event.value
         return events
 
     def _change_since(self, since: Hashable) -> ClusterChange:

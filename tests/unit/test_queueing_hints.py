@@ -92,8 +92,11 @@ def test_a_plugin_without_hints_wakes_its_pods_on_any_event() -> None:
     framework._events["Strict"] = Strict().events_to_register()
     state = ClusterState()
     change = ClusterChange(state, frozenset({ClusterEvent.POLICY}), np.zeros(0, np.intp), None)
-    asked = [(frozenset({"Strict"}), pod("p", 1)), (frozenset({"NodeResourcesFit"}), pod("p", 1))]
-    assert framework.queueing_hints(change, asked) == [ClusterEvent.POLICY, None]
+    rejected = [frozenset({"Strict"}), frozenset({"NodeResourcesFit"})]
+    assert framework.queueing_hints(change, rejected, [pod("p", 1)] * 2) == [
+        ClusterEvent.POLICY,
+        None,
+    ]
 
 
 def test_each_hint_is_asked_once_per_change_for_every_pod_that_needs_its_answer() -> None:
@@ -121,10 +124,8 @@ def test_each_hint_is_asked_once_per_change_for_every_pod_that_needs_its_answer(
     events = frozenset({ClusterEvent.NODE, ClusterEvent.NODE_ROOM})
     change = ClusterChange(ClusterState(), events, np.zeros(1, np.intp), None)
     room, both = frozenset({"Room"}), frozenset({"Room", "Labels"})
-    found = framework.queueing_hints(
-        change,
-        [(room, pod("a", 1)), (both, pod("b", 1)), (room, pod("c", 2)), (both, pod("d", 2))],
-    )
+    pods = [pod("a", 1), pod("b", 1), pod("c", 2), pod("d", 2)]
+    found = framework.queueing_hints(change, [room, both, room, both], pods)
     # b and d wake on the node event first (its hint needs no asking): only a and c are
     # asked about the room, in one call.
     assert found == [None, ClusterEvent.NODE, ClusterEvent.NODE_ROOM, ClusterEvent.NODE]
@@ -267,9 +268,9 @@ def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> No
     plain_left = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, mark)
     for name in ("VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"):
         framework = Framework(default_config().profiles[0])
-        asked = [(frozenset({name}), plain)]
-        assert framework.queueing_hints(volumes_changed, asked) == [ClusterEvent.VOLUME]
-        assert framework.queueing_hints(plain_left, asked) == [None]
+        rejected = [frozenset({name})]
+        assert framework.queueing_hints(volumes_changed, rejected, [plain]) == [ClusterEvent.VOLUME]
+        assert framework.queueing_hints(plain_left, rejected, [plain]) == [None]
 
 
 @pytest.mark.parametrize("hints", [True, False])

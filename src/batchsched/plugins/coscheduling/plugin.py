@@ -35,6 +35,7 @@ from batchsched.plugins.base import (
     GroupAttempt,
     GroupOutcome,
     GroupPlugin,
+    PodsHint,
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
@@ -95,14 +96,22 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         return {
             ClusterEvent.POD_GROUP: None,
             ClusterEvent.NODE: None,
-            ClusterEvent.NODE_ROOM: self._needs_min_resources,
+            ClusterEvent.NODE_ROOM: PodsHint(self._need_min_resources),
         }
 
     @staticmethod
-    def _needs_min_resources(change: ClusterChange, pod: Pod) -> bool:
-        key = group_key_of(pod)
-        group = change.state.pod_groups.get(key) if key is not None else None
-        return group is not None and bool(group.min_resources)
+    def _need_min_resources(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+        """Per pod, whether its group asks minResources (checked against the whole
+        cluster's room, which any change of room may help)."""
+        groups = change.state.pod_groups
+        if not groups:
+            return [False] * len(pods)
+        return [
+            (key := group_key_of(pod)) is not None
+            and (group := groups.get(key)) is not None
+            and bool(group.min_resources)
+            for pod in pods
+        ]
 
     # ---- QueueSort ---------------------------------------------------------------------
 

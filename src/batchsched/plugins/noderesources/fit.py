@@ -57,6 +57,7 @@ STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsag
 # What a pod needs of a resource it does not ask for, or that this plugin ignores: every
 # node's room passes, even where more is requested than allocatable (room below zero).
 _NEEDS_NOTHING = np.iinfo(np.int64).min
+_PODS_KNOWN = 4096  # waiting pods whose rows the room hint keeps
 
 # The scoring when none is configured. kube-scheduler's LeastAllocated spreads pods, so on a
 # GPU cluster small jobs take a share of every node and a job needing a whole node waits with
@@ -107,7 +108,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
                 raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")
         self.ignored_groups = frozenset(groups)
         self._checks: ByDemand[list[tuple[int, int]]] = ByDemand()
-        self._rows: ByDemand[IntArray] = ByDemand()  # `_needs`, by demand and width
+        # The room hint's rows of checked amounts (`_needs`) per waiting pod, for one width:
+        # by the pod's identity, as a new version of a pod is a new object (the pod is kept
+        # with its row, so its id is not reused while remembered).
+        self._pod_needs: dict[int, tuple[Pod, IntArray]] = {}
+        self._pod_needs_width = 0
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return {
@@ -125,7 +130,17 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         state = change.state
         free = state.free[change.rows]
         width = free.shape[1]
-        needs = np.array([self._needs(state, state.demand(pod), width) for pod in pods])
+        if width != self._pod_needs_width or len(self._pod_needs) >= _PODS_KNOWN:
+            self._pod_needs = {}
+            self._pod_needs_width = width
+        known = self._pod_needs
+        rows = []
+        for pod in pods:  # asked each refresh for the same waiting pods: looked up, mostly
+            found = known.get(id(pod))
+            if found is None or found[0] is not pod:
+                found = known[id(pod)] = (pod, self._needs(state, state.demand(pod), width))
+            rows.append(found[1])
+        needs = np.array(rows)
         fits = needs[:, np.newaxis, :] <= free  # pods x rows x resources
         if state.device_class_resources:
             names = state.resources.names
@@ -140,14 +155,10 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
     def _needs(self, state: ClusterState, demand: Demand, width: int) -> IntArray:
         """The demand's checked amounts as a row of `width` resources; a resource it does not
         check needs less than any node can lack."""
-
-        def row() -> IntArray:
-            needs = np.full(width, _NEEDS_NOTHING, dtype=np.int64)
-            for col, amount in self._checks_of(state, demand):
-                needs[col] = amount
-            return needs
-
-        return self._rows.get(demand, width, row)
+        needs = np.full(width, _NEEDS_NOTHING, dtype=np.int64)
+        for col, amount in self._checks_of(state, demand):
+            needs[col] = amount
+        return needs
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         names = cycle.state.resources.names
