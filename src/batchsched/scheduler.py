@@ -422,7 +422,8 @@ class Scheduler:
         if changed is None:
             rows = np.arange(state.rows, dtype=np.intp)
         else:
-            rows = np.unique(np.asarray(changed, dtype=np.intp))
+            # Mostly a few rows: sorting them in Python costs less than np.unique.
+            rows = np.array(sorted(set(changed)), dtype=np.intp)
         if rows.shape[0]:
             events.add(ClusterEvent.NODE_ROOM)
         return ClusterChange(state, frozenset(events), rows, None if changed is None else mark)
