@@ -45,6 +45,8 @@ from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, 
 
 _CACHE_LIMIT = 4096
 _ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
+# Refreshing a cached placement on at most this many rows goes row by row (`_refresh_rows`).
+_ROW_BY_ROW = 8
 # Cheap and specific events first: the hint that wakes a pod names the event it counts under.
 _EVENT_ORDER = [
     ClusterEvent.NODE,
@@ -85,7 +87,7 @@ class _RowPlan:
 class _Placement:
     """One pod shape's feasibility and total score per node, as of `mark` in the row log."""
 
-    node_generation: int
+    verdict: _StaticVerdict  # the shape's static filters (they hold until nodes change)
     mark: int
     feasible: BoolArray
     total: IntArray  # weighted score; -1 where infeasible
@@ -146,11 +148,13 @@ class Framework:
         # its demand.
         dynamic = list(dict.fromkeys([*self.dynamic_filters, *self.score_plugins]))
         self._skippers = [p for p in dynamic if type(p).skips is not Plugin.skips]
+        self._state_skippers = [p for p in self._skippers if not p.skips_by_shape]
         self._global_filters = [
             p for p in self.dynamic_filters if not isinstance(p, RowLocalPlugin)
         ]
         self._global_scores = [(p, w) for p, w in self.scores if not isinstance(p, RowLocalPlugin)]
-        self._readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
+        self._readers = [p.reads for p in dynamic if type(p).reads is not Plugin.reads]
+        self._static_shapes = [f.shape for f in self.static_filters]
         self._skips_by_shape: dict[Hashable, frozenset[Plugin]] = {}
         self._globals: dict[frozenset[Plugin], _Globals] = {}  # by the plugins skipping
         self._placements: dict[Hashable, _Placement] = {}
@@ -161,9 +165,10 @@ class Framework:
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
         self._shapes_memo: tuple[Pod, tuple[Hashable, ...] | None] | None = None
-        self._memo: tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, int] | None = (
-            None
-        )
+        # Per pod object (by id, the pod kept with its entry so the id is not reused).
+        self._memo: dict[
+            int, tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, tuple[int, int]]
+        ] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -190,23 +195,30 @@ class Framework:
         """The pod's shape for every static filter, or None if any says 'do not cache'."""
         memo = self._shapes_memo
         if memo is None or memo[0] is not pod:
-            shapes: tuple[Hashable, ...] | None = tuple(f.shape(pod) for f in self.static_filters)
-            if not all(s is not None for s in shapes):  # type: ignore[union-attr]
-                shapes = None
-            memo = self._shapes_memo = (pod, shapes)
+            memo = self._shapes_memo = (pod, self._static_shapes_of(pod))
         return memo[1]
+
+    def _static_shapes_of(self, pod: Pod) -> tuple[Hashable, ...] | None:
+        shapes = tuple([shape(pod) for shape in self._static_shapes])
+        return None if any(s is None for s in shapes) else shapes
 
     def _keys(
         self, state: ClusterState, pod: Pod, demand: Demand
     ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
-        """The pod's static filter shapes and its shape key, remembered for the last pod
-        asked: the scheduler's twin check and the placement both ask."""
-        memo = self._memo
-        labels = len(state.term_label_keys)  # what the key reads of the pod's labels
-        if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != labels:
-            shapes = self._shapes(pod)
+        """The pod's static filter shapes and its shape key, remembered per pod: the queue's
+        grouping, the scheduler's twin check and the placement all ask, not one after the
+        other."""
+        memo = self._memo.get(id(pod))
+        # What the key reads of the cluster: the labels affinity terms name, and what moves
+        # the node generation (e.g. which resources DeviceClasses map, for DynamicResources).
+        seen = (len(state.term_label_keys), state.node_generation)
+        if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
+            shapes = self._static_shapes_of(pod)
+            self._shapes_memo = (pod, shapes)
             key = self._shape_key(state, pod, demand, shapes)
-            memo = self._memo = (pod, demand, shapes, key, labels)
+            if len(self._memo) >= _CACHE_LIMIT:
+                self._memo.clear()
+            memo = self._memo[id(pod)] = (pod, demand, shapes, key, seen)
         return memo[2], memo[3]
 
     def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
@@ -221,7 +233,7 @@ class Framework:
             return None
         # The non-zero requests are what the resource scores read besides the demand.
         nonzero = ClusterState.nonzero_of(pod)
-        read = tuple([p.reads(state, pod) for p in self._readers])
+        read = tuple([reads(state, pod) for reads in self._readers])
         return (shapes, demand.key, nonzero, read)
 
     def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
@@ -240,9 +252,9 @@ class Framework:
                     if len(self._skips_by_shape) >= _CACHE_LIMIT:
                         self._skips_by_shape.clear()
                     self._skips_by_shape[key] = by_shape
-            found = cycle.scratch[_SKIPPING] = by_shape | {
-                p for p in self._skippers if not p.skips_by_shape and p.skips(state, pod)
-            }
+            also = [p for p in self._state_skippers if p.skips(state, pod)]
+            # The shape's own set when nothing adds to it: its hash is kept (`_global_for`).
+            found = cycle.scratch[_SKIPPING] = by_shape.union(also) if also else by_shape
         assert isinstance(found, frozenset)
         return found
 
@@ -326,22 +338,24 @@ class Framework:
         candidates = verdict.passing.copy()
         if allowed is not None:
             candidates &= allowed
+        skipping = self._skipping(cycle)
+        judged: dict[FilterPlugin, BoolArray] = {}  # the nodes each row-local filter saw
         for plugin in self.dynamic_filters:
+            if plugin in skipping or (local_only and not isinstance(plugin, RowLocalPlugin)):
+                continue
             if not candidates.any():
                 break
-            if plugin in self._skipping(cycle):
-                continue
-            if local_only and not isinstance(plugin, RowLocalPlugin):
-                continue
             failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
-            if failed.any():
+            if isinstance(plugin, RowLocalPlugin):
+                judged[plugin] = candidates
+            if failed is not None:
                 rejected_by.add(plugin.name)
-            candidates &= ~failed
+                candidates = candidates & ~failed
         counts: dict[str, int] = {}
         unresolvable = np.zeros(state.rows, dtype=np.bool_)
         rejected = np.zeros(state.rows, dtype=np.bool_)
         for rej in rejections:
-            counts[rej.reason] = counts.get(rej.reason, 0) + int(rej.nodes.sum())
+            counts[rej.reason] = counts.get(rej.reason, 0) + int(np.count_nonzero(rej.nodes))
             rejected |= rej.nodes
             if not rej.resolvable:
                 unresolvable |= rej.nodes
@@ -350,7 +364,7 @@ class Framework:
             resolvable &= allowed
         clashes = [(rej.nodes, rej.still_fails) for rej in rejections if rej.still_fails]
         if not local_only and resolvable.any():
-            clashes += self._later_verdicts(cycle, resolvable)
+            clashes += self._later_verdicts(cycle, resolvable, judged)
         clashes = [(nodes & resolvable, check) for nodes, check in clashes]
         return candidates, Diagnosis(
             state.node_count,
@@ -361,7 +375,7 @@ class Framework:
         )
 
     def _later_verdicts(
-        self, cycle: Cycle, resolvable: BoolArray
+        self, cycle: Cycle, resolvable: BoolArray, judged: dict[FilterPlugin, BoolArray]
     ) -> list[tuple[BoolArray, StillFails]]:
         """What the dynamic filters say of the resolvable nodes an earlier filter rejected.
 
@@ -369,14 +383,20 @@ class Framework:
         know everything that stands in the way there, as upstream's runs every filter with
         the victims gone: a node short of room may also clash with particular pods (host
         ports, anti-affinity, spread), or fail for good (required affinity), which takes it
-        out of `resolvable` (updated in place). Returns the clashes found.
+        out of `resolvable` (updated in place). Returns the clashes found. A row-local filter
+        is not asked again about the nodes it has `judged` (it would say the same: its
+        rejections there are already counted, its clashes already found).
         """
         clashes: list[tuple[BoolArray, StillFails]] = []
         skipping = self._skipping(cycle)
         for plugin in self.dynamic_filters:
-            if plugin in skipping or not resolvable.any():
+            if plugin in skipping:
                 continue
-            for rej in plugin.filter(cycle, resolvable.copy()):
+            seen = judged.get(plugin)
+            nodes = resolvable.copy() if seen is None else resolvable & ~seen
+            if not nodes.any():
+                continue
+            for rej in plugin.filter(cycle, nodes):
                 if not rej.resolvable:
                     resolvable &= ~rej.nodes
                 elif rej.still_fails is not None:
@@ -395,7 +415,9 @@ class Framework:
         found: list[tuple[str, Rejection]] = []
         for plugin in [*self.static_filters, *self.dynamic_filters]:
             rejections: list[Rejection] = []
-            candidates &= ~_apply(plugin.filter(cycle, candidates), candidates, rejections)
+            failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+            if failed is not None:
+                candidates &= ~failed
             found.extend((plugin.name, rej) for rej in rejections)
         return candidates, found
 
@@ -515,9 +537,11 @@ class Framework:
             return self.select(cycle, feasible, kept=allowed is None)
         if nominated is not None and placement.feasible[nominated]:
             return nominated
-        if not placement.feasible.any():
+        total = self._with_static(cycle, placement.feasible, placement.total)
+        best = _best(state, total)
+        if total.item(best) < 0:  # -1 where infeasible: no node fits
             return self.find_nodes(cycle, allowed)[1]
-        return _best(state, self._with_static(cycle, placement.feasible, placement.total))
+        return best
 
     def evaluate(self, cycle: Cycle) -> NodeTotals | None:
         """The pod's feasibility and score on every node of `cycle.free`, for `place_changed`
@@ -542,9 +566,9 @@ class Framework:
         (`row_local`, which the caller asks first: the pods now on the nodes may change it)."""
         state = cycle.state
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
-        now = _Placement(state.node_generation, 0, base.feasible, base.total)
+        now = _Placement(verdict, 0, base.feasible, base.total)
         if rows.shape[0]:
-            self._refresh(cycle, verdict, now, rows)
+            self._refresh(cycle, now, rows.tolist())
         return self.choose(state, cycle.pod, base)
 
     @staticmethod
@@ -600,7 +624,7 @@ class Framework:
         shapes, key = self._keys(state, cycle.pod, cycle.demand)
         if key is None:
             return None  # before the verdict: uncached filters would run twice
-        verdict = self._static_verdict(state, cycle, shapes)  # also drops stale placements
+        self._follow_nodes(state)  # drops placements made for other nodes
         shared = state.is_shared_free(cycle.free)
         kept, limit = (self._placements, _CACHE_LIMIT) if shared else (self._adjusted, _ADJUSTED)
         slot = key if shared else (key, cycle.pod.priority or 0)
@@ -610,15 +634,16 @@ class Framework:
             changed = state.rows_changed_since(placement.mark)
             stale = None if changed is None else _stale_rows(cycle.free, placement, changed)
             if stale is not None:
-                if stale.shape[0]:
-                    self._refresh(cycle, verdict, placement, stale)
+                if stale:
+                    self._refresh(cycle, placement, stale)
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
                 placement.mark = state.change_mark()
                 return placement
+        verdict = self._static_verdict(state, cycle, shapes)
         feasible, _ = self.find_nodes(cycle, local_only=True)
         placement = _Placement(
-            state.node_generation,
+            verdict,
             state.change_mark(),
             feasible,
             self._totals(cycle, feasible, local_only=True),
@@ -629,13 +654,16 @@ class Framework:
         kept[slot] = placement
         return placement
 
-    def _refresh(
-        self, cycle: Cycle, verdict: _StaticVerdict, placement: _Placement, rows: IndexArray
-    ) -> None:
+    def _refresh(self, cycle: Cycle, placement: _Placement, changed: list[int]) -> None:
+        """Bring `placement` up to date on the `changed` rows (sorted, distinct)."""
         plan = placement.plan
         if plan is None:
             plan = placement.plan = self._row_plan(cycle)
-        ok = verdict.passing[rows]  # a copy: fancy indexing
+        if len(changed) <= _ROW_BY_ROW:
+            self._refresh_rows(cycle, placement, plan, changed)
+            return
+        rows = np.asarray(changed, dtype=np.intp)
+        ok = placement.verdict.passing[rows]  # a copy: fancy indexing
         for flt in plan.filters:
             ok &= flt.fits_rows(cycle, rows)
         placement.feasible[rows] = ok
@@ -649,6 +677,30 @@ class Framework:
         for scorer, weight in plan.scores:
             total = total + scorer.score_rows(cycle, fitting) * weight
         placement.total[fitting] = total
+
+    @staticmethod
+    def _refresh_rows(cycle: Cycle, placement: _Placement, plan: _RowPlan, rows: list[int]) -> None:
+        """`_refresh` one row at a time, in Python numbers: for a few rows (usually the one
+        node the last pod went to) cheaper than NumPy's per-call cost. A row that fails a
+        filter is not scored (its total is -1 either way)."""
+        checks = [check for flt in plan.filters if (check := flt.row_check(cycle)) is not None]
+        scores = [(scorer.row_score(cycle), weight) for scorer, weight in plan.scores]
+        passing, feasible, total = placement.verdict.passing, placement.feasible, placement.total
+        for row in rows:
+            ok = passing.item(row)
+            for check in checks:
+                if not ok:
+                    break
+                ok = check(row)
+            if ok:
+                score = 0
+                for scored, weight in scores:
+                    score += scored(row) * weight
+                feasible[row] = True
+                total[row] = score
+            else:
+                feasible[row] = False
+                total[row] = -1
 
     def _row_plan(self, cycle: Cycle) -> _RowPlan:
         skipping = self._skipping(cycle)
@@ -793,27 +845,28 @@ def _run_static(
     rejected_by = set(before.rejected_by) if before is not None else set()
     for plugin in filters:
         failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
-        if failed.any():
+        if failed is not None:
             rejected_by.add(plugin.name)
-        candidates &= ~failed
+            candidates &= ~failed
     return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
 
 
-def _stale_rows(free: IntArray, placement: _Placement, changed: list[int]) -> IndexArray | None:
-    """The rows of `placement` to refresh for `free`: those in the log since it was made and,
-    for a placement on a copy of the room, those where `free` differs from that copy. None
-    when so many changed (or the copy has other columns) that making it afresh is cheaper."""
+def _stale_rows(free: IntArray, placement: _Placement, changed: list[int]) -> list[int] | None:
+    """The rows of `placement` to refresh for `free` (sorted, distinct): those in the log
+    since it was made and, for a placement on a copy of the room, those where `free` differs
+    from that copy. None when so many changed (or the copy has other columns) that making it
+    afresh is cheaper."""
     limit = free.shape[0] // 4
     if len(changed) > limit:
         return None
     if placement.free is None:
-        return np.asarray(sorted(set(changed)), dtype=np.intp)
+        return sorted(set(changed))
     if placement.free.shape != free.shape:
         return None
     moved = rows_differ(free, placement.free)
     moved[changed] = True
     stale = np.flatnonzero(moved)
-    return stale if stale.shape[0] <= limit else None
+    return stale.tolist() if stale.shape[0] <= limit else None
 
 
 def _best(state: ClusterState, total: IntArray) -> int:
@@ -828,12 +881,13 @@ def _apply(
     found: Sequence[Rejection],
     candidates: BoolArray,
     into: list[Rejection],
-) -> BoolArray:
-    """Record a plugin's rejections among `candidates`; return the nodes it failed."""
-    failed = np.zeros(candidates.shape[0], dtype=np.bool_)
+) -> BoolArray | None:
+    """Record a plugin's rejections among `candidates`; return the nodes it failed (None:
+    none)."""
+    failed: BoolArray | None = None
     for rej in found:
         nodes = rej.nodes & candidates
         if nodes.any():
             into.append(Rejection(rej.reason, nodes, rej.resolvable, rej.still_fails))
-            failed |= nodes
+            failed = nodes if failed is None else failed | nodes
     return failed

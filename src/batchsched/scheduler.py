@@ -234,52 +234,58 @@ class Scheduler:
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         pod = entry.pod
+        key = pod.key
         state = self.state
         framework = self.framework_for(pod)
-        twin = self._twin_key(framework, pod)
-        failed = self._failed_twin(twin, now.timestamp())
-        if failed is not None:
-            return self._unschedulable(pod, failed.message, now, failed.rejected_by)
+        self._follow_label_keys()
+        # The twin key is made only when a failure is remembered, or to remember one: a pod
+        # that binds (most do) needs none.
+        if self._failed_shapes and self._failed_in_this_state():
+            failed = self._failed_twin(self._twin_key(framework, pod), now.timestamp())
+            if failed is not None:
+                return self._unschedulable(pod, failed.message, now, failed.rejected_by)
+        # A nominated pod has no twin (`_twin_key`), as it was when the attempt began.
+        twin_free = key not in state.nominations
         cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now, pre.by)
-        if pre.allowed_nodes is not None:
-            twin = None  # restricted to some nodes: its answer is its own
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
             node = state.node_name(placed)
-            nominated = state.nominations.get(pod.key)
+            nominated = state.nominations.get(key)
             pre_bind = framework.reserve(cycle, placed)  # gives back what it held if it raises
             try:
-                state.assume(pod.key, node)
-                self.queue.remove(pod.key)
-                self.messages.pop(pod.key, None)
+                state.assume(key, node)
+                self.queue.remove(key)
+                self.messages.pop(key, None)
             except BaseException:
                 # As upstream after a failure past Reserve: Unreserve, then forget the pod.
                 framework.unreserve(state, pod)
-                state.forget(pod.key)
-                if nominated is not None and pod.key not in state.nominations:
-                    state.nominate(pod.key, state.node_name(nominated))
+                state.forget(key)
+                if nominated is not None and key not in state.nominations:
+                    state.nominate(key, state.node_name(nominated))
                 raise
-            return [Bind(pod.key, node, pre_bind)]
+            return [Bind(key, node, pre_bind)]
         diagnosis = placed
         result = framework.post_filter(cycle, diagnosis)
         decisions = self._carry_out(result.decisions, now)
         if result.nominated_node is not None:
-            state.nominate(pod.key, result.nominated_node)
-            decisions.append(Nominate(pod.key, result.nominated_node))
+            state.nominate(key, result.nominated_node)
+            decisions.append(Nominate(key, result.nominated_node))
         message = diagnosis.message()
         if result.message:
             message = f"{message} {result.message}"
         rejected_by = pre.by | diagnosis.rejected_by | result.by
         decisions.extend(self._unschedulable(pod, message, now, rejected_by))
         if result.retry_at is not None:
-            self.queue.wake_at(pod.key, result.retry_at.timestamp())
+            self.queue.wake_at(key, result.retry_at.timestamp())
         elif (
-            twin is not None
+            twin_free
+            and pre.allowed_nodes is None  # restricted to some nodes: its answer is its own
             and len(decisions) == 1  # only the Unschedulable itself
             and cycle.holds_until > now.timestamp()
+            and (twin := self._twin_key(framework, pod)) is not None
         ):
             failure = _Failure(message, rejected_by, now.timestamp(), cycle.holds_until)
             self._failed_in_this_state()[twin] = failure
@@ -296,7 +302,7 @@ class Scheduler:
 
     def _failed_twin(self, twin: Hashable | None, now: float) -> _Failure | None:
         """The failure of a twin whose answer still holds now, if any."""
-        if twin is None:
+        if twin is None or not self._failed_shapes:
             return None
         failed = self._failed_in_this_state().get(twin)
         return failed if failed is not None and failed.since <= now < failed.until else None
@@ -315,22 +321,26 @@ class Scheduler:
         """What an attempt reads of the pod: its profile, filter shapes and demand, priority,
         preemption policy and group; None if a filter reads more. Computed once per queued
         pod."""
-        if len(self.state.term_label_keys) != self._label_keys_seen:
-            # Affinity terms now read more labels: pods that shared a shape may differ now.
-            self._label_keys_seen = len(self.state.term_label_keys)
-            self._shapes.clear()
-            self._failed_shapes.clear()
-            self.queue.ungroup_all()
-        if pod.key in self._shapes:
-            return self._shapes[pod.key]
+        self._follow_label_keys()
+        pod_key = pod.key
+        if pod_key in self._shapes:
+            return self._shapes[pod_key]
         shape = framework.shape_key(self.state, pod, self.state.demand(pod))
         key = (
             None
             if shape is None
             else (id(framework), shape, pod.priority, pod.preemption_policy, group_key_of(pod))
         )
-        self._shapes[pod.key] = key
+        self._shapes[pod_key] = key
         return key
+
+    def _follow_label_keys(self) -> None:
+        if len(self.state.term_label_keys) != self._label_keys_seen:
+            # Affinity terms now read more labels: pods that shared a shape may differ now.
+            self._label_keys_seen = len(self.state.term_label_keys)
+            self._shapes.clear()
+            self._failed_shapes.clear()
+            self.queue.ungroup_all()
 
     def _group_of(self, framework: Framework, pod: Pod) -> Hashable:
         """The pods whose hints one check answers: those of one shape (or the pod alone)."""

@@ -284,6 +284,11 @@ def normalize_by_max(raw: IntArray, feasible: BoolArray, reverse: bool = False) 
     return MAX_NODE_SCORE - scaled if reverse else scaled
 
 
+# One node row's filter verdict and score, as a row-local plugin gives them (`row_check`).
+RowCheck = Callable[[int], bool]
+RowScore = Callable[[int], int]
+
+
 class RowLocalPlugin(Plugin):
     """A filter and/or score whose verdict on a node depends only on that node's row of
     `free` and `allocatable` and on the pod's demand.
@@ -299,6 +304,16 @@ class RowLocalPlugin(Plugin):
 
     def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
         raise NotImplementedError
+
+    def row_check(self, cycle: Cycle) -> RowCheck | None:
+        """`fits_rows` for one row at a time, prepared once per cycle: refreshing the few
+        rows that changed since the last pod (usually one) costs no arrays then. None:
+        every row passes."""
+        return lambda row: bool(self.fits_rows(cycle, np.array([row], dtype=np.intp))[0])
+
+    def row_score(self, cycle: Cycle) -> RowScore:
+        """`score_rows` for one row at a time, prepared once per cycle (as `row_check`)."""
+        return lambda row: int(self.score_rows(cycle, np.array([row], dtype=np.intp))[0])
 
 
 class ReservePlugin(Plugin):

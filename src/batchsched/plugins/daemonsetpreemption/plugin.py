@@ -39,6 +39,7 @@ from batchsched.plugins.base import (
     PreFilterResult,
     QueueingHint,
     Rejection,
+    RowCheck,
     RowLocalPlugin,
 )
 from batchsched.plugins.daemonsetpreemption.victims import (
@@ -155,6 +156,12 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         if blocked is None:
             return rows >= 0  # all true (row indices are not negative), cheaper than np.ones
         return ~blocked[rows]
+
+    def row_check(self, cycle: Cycle) -> RowCheck | None:
+        blocked = self._blocked(cycle)
+        if blocked is None:
+            return None
+        return lambda row: not blocked.item(row)
 
     # ---- post-filter -------------------------------------------------------------------
 

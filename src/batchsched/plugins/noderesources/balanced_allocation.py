@@ -23,6 +23,7 @@ from batchsched.plugins.base import (
     Cycle,
     IndexArray,
     RowLocalPlugin,
+    RowScore,
     ScorePlugin,
 )
 from batchsched.plugins.noderesources.resource_allocation import (
@@ -31,6 +32,7 @@ from batchsched.plugins.noderesources.resource_allocation import (
     NodeUsage,
     Usage,
     read_resources,
+    row_score,
     score_rows,
     usage,
 )
@@ -104,3 +106,8 @@ class BalancedAllocation(ScorePlugin, RowLocalPlugin):
         if self.uniform(cycle):
             return np.zeros(rows.shape[0], dtype=np.int64)
         return score_rows(cycle, rows, self._columns(cycle), balanced, balanced_node)
+
+    def row_score(self, cycle: Cycle) -> RowScore:
+        if self.uniform(cycle):
+            return lambda row: 0
+        return row_score(cycle, self._columns(cycle), balanced_node)

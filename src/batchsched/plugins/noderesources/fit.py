@@ -28,7 +28,9 @@ from batchsched.plugins.base import (
     PodsHint,
     QueueingHint,
     Rejection,
+    RowCheck,
     RowLocalPlugin,
+    RowScore,
     ScorePlugin,
 )
 from batchsched.plugins.noderesources.least_allocated import (
@@ -43,6 +45,7 @@ from batchsched.plugins.noderesources.resource_allocation import (
     NodeUsage,
     Usage,
     read_resources,
+    row_score,
     score_rows,
     usage,
 )
@@ -188,19 +191,20 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
                 ok &= fits
             return ok
         if rows.shape[0] <= NODE_BY_NODE:
-            fits = []
-            for row in rows.tolist():
-                for col, amount in checked:
-                    if free.item(row, col) < amount:
-                        fits.append(False)
-                        break
-                else:
-                    fits.append(True)
-            return np.array(fits, dtype=np.bool_)
+            fits = _row_fits(free, checked)
+            return np.array([fits(row) for row in rows.tolist()], dtype=np.bool_)
         ok = np.ones(rows.shape[0], dtype=np.bool_)
         for col, amount in checked:
             ok &= free[rows, col] >= amount
         return ok
+
+    def row_check(self, cycle: Cycle) -> RowCheck | None:
+        checked = self._checked(cycle)
+        mapped = cycle.state.device_class_resources
+        names = cycle.state.resources.names
+        if mapped and any(names[col] in mapped for col, _ in checked):
+            return super().row_check(cycle)
+        return _row_fits(cycle.free, checked)
 
     @staticmethod
     def _not_left_to_dra(cycle: Cycle, col: int, rows: IndexArray | slice) -> BoolArray:
@@ -232,3 +236,18 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
 
     def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
         return score_rows(cycle, rows, self._columns(cycle), self._vectorised, self._one_node)
+
+    def row_score(self, cycle: Cycle) -> RowScore:
+        return row_score(cycle, self._columns(cycle), self._one_node)
+
+
+def _row_fits(free: IntArray, checked: list[tuple[int, int]]) -> RowCheck:
+    """Whether one row's room holds every checked request."""
+
+    def fits(row: int) -> bool:
+        for col, amount in checked:  # noqa: SIM110 (a loop is cheaper than all() over a generator)
+            if free.item(row, col) < amount:
+                return False
+        return True
+
+    return fits

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import MAX_NODE_SCORE, Cycle, IndexArray
+from batchsched.plugins.base import MAX_NODE_SCORE, Cycle, IndexArray, RowScore
 from batchsched.state.cluster import Demand, IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -183,9 +183,13 @@ def score_rows(
     agree exactly: tests/unit/noderesources check it)."""
     if rows.shape[0] > NODE_BY_NODE:
         return vectorised(usage(cycle, rows, cols), rows.shape[0])
-    return np.array(
-        [one_node(node_usage(cycle, row, cols)) for row in rows.tolist()], dtype=np.int64
-    )
+    score = row_score(cycle, cols, one_node)
+    return np.array([score(row) for row in rows.tolist()], dtype=np.int64)
+
+
+def row_score(cycle: Cycle, cols: list[Column], one_node: Callable[[NodeUsage], int]) -> RowScore:
+    """`one_node`'s score of one row at a time (a row-local plugin's `row_score`)."""
+    return lambda row: one_node(node_usage(cycle, row, cols))
 
 
 def shares(use: Usage, rows: int, part: Callable[[FloatArray, FloatArray], FloatArray]) -> IntArray:
