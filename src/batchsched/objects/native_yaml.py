@@ -17,6 +17,7 @@ here only when none of that can matter, and otherwise (None) by the PyYAML path:
   document, and any difference sends the whole text to the PyYAML path (numpy first sorts
   out, at C speed, the places where no such word can start: a regex tried at each of a
   snapshot's millions of places cost a third of fast_yaml's parse);
+- no NaN, which as a mapping key is a new key each time for PyYAML but one for fast_yaml;
 - nesting is refused at the same depth (fast_yaml's `max_depth` counts levels as the PyYAML
   path does);
 - a text fast_yaml refuses (a syntax error, a duplicate key that is `true` and `1`, more than
@@ -63,6 +64,8 @@ _LEFT_TO_LIBYAML = "&*!%:?"
 # `[a:, b]`, `{a:}`: YAML 1.2 reads a `:` before a flow indicator, PyYAML refuses it.
 _COLON_IN_FLOW = re.compile(r":[,\]}]")
 _YAML_11_ONLY = ("\ufeff", "\x85", "\u2028", "\u2029")
+# NaN is not equal to itself: as mapping keys PyYAML keeps every `.nan`, fast_yaml only one.
+_NAN = re.compile(r"[-+]?\.(?:nan|NaN|NAN)")
 
 # _word_starts' tables. _FLAGS, for bytes.translate: bit 1 for a separator, bit 2 for a
 # character `_WORD` may start with.
@@ -219,6 +222,8 @@ def native_documents(
     if any(word[0] in _LEFT_TO_LIBYAML for word in words):
         return None
     if words and not _resolve_alike(sorted(words), reference):
+        return None
+    if any(_NAN.fullmatch(word) for word in words):
         return None
     try:
         docs = list(fast_yaml.safe_load_all(text, max_depth=max_depth))
