@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.config import default_config
+from batchsched.framework import Framework
 from batchsched.objects.records import Pod
-from batchsched.plugins.coscheduling.preemption import UnitIndex, index_key
+from batchsched.oneshot import build_state
+from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex, index_key
 from batchsched.plugins.preemption.victims import (
     VictimRule,
     VictimUnits,
@@ -14,6 +21,7 @@ from batchsched.plugins.preemption.victims import (
 )
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import ClusterState
+from benchmarks.workloads import contended
 from tests.preemption_world import NOW, node, pod, priority_class, state_of
 
 
@@ -83,3 +91,40 @@ def test_unit_index_sees_members_that_started_going_since_its_last_call() -> Non
     assert [n for n, ok in zip(names, usable, strict=True) if not ok] == ["solo"]
     own = index.usable(state, {"default/gang-1"})
     assert [n for n, ok in zip(names, own, strict=True) if not ok] == ["gang-1", "solo"]
+
+
+def _contended_fit() -> tuple[GroupFit, ClusterState]:
+    state = build_state(contended.generate(30, 5))
+    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
+    index = UnitIndex(state, rule, index_key(state, rule))
+    free = state.free_for(lead).copy()
+    framework = Framework(default_config().profiles[0])
+    return GroupFit(framework, state, contended.NOW, "g", free, [], 0, index), state
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 10_000), max_size=40), min_size=1, max_size=6))
+def test_group_fit_keeps_the_room_and_the_rows_of_its_choice(picks: list[list[int]]) -> None:
+    """The room a search's choice frees is kept as units move (each check moves only the
+    units that differ from the last); it must stay `free` plus every chosen unit's entries,
+    and the rows found per unit must be the ones a walk over every unit finds."""
+    fit, state = _contended_fit()
+    index = fit.index
+    count = len(index.units)
+    pods_before = {row: list(state.node_pods[row]) for row in range(state.rows)}
+    with state.tentative():  # as in a search: pods are put back in their order at its end
+        for pick in picks:
+            chosen = np.zeros(count, dtype=np.bool_)
+            chosen[[i % count for i in pick]] = True
+            fit._move(chosen)
+            entries = np.repeat(chosen, index.sizes)
+            expected = fit.free.copy()
+            np.add.at(expected, (index.rows[entries], index.cols[entries]), index.amounts[entries])
+            assert np.array_equal(fit._room, expected)
+            rows = index.rows_of(np.flatnonzero(chosen))
+            assert np.array_equal(rows, np.flatnonzero(np.repeat(chosen, index.row_counts)))
+            assert np.array_equal(index.entries(np.flatnonzero(chosen)), np.flatnonzero(entries))
+        fit.restore()
+        assert np.array_equal(fit._room, fit.free)
+    assert {row: list(state.node_pods[row]) for row in range(state.rows)} == pods_before

@@ -138,6 +138,7 @@ class UnitIndex:
         self.cols = np.asarray(cols, dtype=np.intp)
         self.amounts = np.asarray(amounts, dtype=np.int64)
         self.sizes = np.asarray(sizes, dtype=np.intp)
+        self._entry_start = np.cumsum(self.sizes) - self.sizes
         self._state = state
         # Each unit's pods as (key, node row): the rows stay while `key` does (bound_version).
         self.placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in self.units]
@@ -154,6 +155,7 @@ class UnitIndex:
         self.unit_rows = np.asarray([r for found in rows_of for r in found], dtype=np.intp)
         self.row_counts = np.asarray([len(found) for found in rows_of], dtype=np.intp)
         self.row_unit = np.repeat(np.arange(len(self.units)), self.row_counts)
+        self._row_start = np.cumsum(self.row_counts) - self.row_counts
         self.local = np.asarray(
             [
                 all(p.pod_affinity is None and not p.volumes and not p.disks for p in unit.pods)
@@ -163,6 +165,17 @@ class UnitIndex:
         )
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
+
+    def entries(self, units: IntArray) -> IntArray:
+        """Positions in the flat room arrays of these units' entries."""
+        return _spans(self._entry_start[units], self.sizes[units])
+
+    def rows_of(self, units: IntArray) -> IntArray:
+        """Positions in `unit_rows` (and `row_unit`) of these units' distinct rows.
+
+        Per unit asked, not per unit indexed: a search asks for the few hundred units of a
+        choice among the cluster's tens of thousands."""
+        return _spans(self._row_start[units], self.row_counts[units])
 
     def usable(self, state: ClusterState, own: set[str]) -> BoolArray:
         """Units still takeable: none of their members is going already, none is `own`.
@@ -183,6 +196,14 @@ class UnitIndex:
             if unit is not None:
                 usable[unit] = False
         return usable
+
+
+def _spans(starts: IntArray, counts: IntArray) -> IntArray:
+    """The positions start, start + 1, ..., start + count - 1 of each span, in order."""
+    ends = np.cumsum(counts)
+    offsets = np.repeat(starts - (ends - counts), counts)
+    found: IntArray = np.arange(int(ends[-1]) if ends.size else 0, dtype=np.intp) + offsets
+    return found
 
 
 def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:
@@ -250,19 +271,15 @@ class GroupFit:
         self.base: BaseRoom | None = None
         self.row_local = False  # the last placement that worked was placed row-locally
         self._out = np.zeros(len(index.units), dtype=np.bool_)  # units off their nodes now
+        # `free` plus the room of the units off their nodes, kept as they move (a copy and a
+        # sum over the whole choice per check would cost per node and per unit chosen); a
+        # check's placement takes room on it and gives it back at its `undo`.
+        self._room = free.copy()
         # Each member's results with every unit on its node (before any check refreshed
         # them), and the choice of the last check that placed the group with where each
         # member went (None: nowhere).
         self._unmoved: dict[str, NodeTotals] = {}
         self._worked: tuple[BoolArray, dict[str, int | None]] | None = None
-
-    def room(self, take: BoolArray) -> IntArray:
-        """Free room with the units' entries in `take` (a mask over the index's flat
-        arrays) gone."""
-        index = self.index
-        free = self.free.copy()
-        np.add.at(free, (index.rows[take], index.cols[take]), index.amounts[take])
-        return free
 
     def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
         """Where the members go with these units gone, or None if minMember is not reached."""
@@ -282,7 +299,7 @@ class GroupFit:
             self.framework,
             self.state,
             self.now,
-            self.room(np.repeat(chosen, self.index.sizes)),
+            self._room,
             self.group,
             self.base,
         )
@@ -313,13 +330,21 @@ class GroupFit:
         """Take the units of `chosen` off their nodes and put the others back, touching only
         the units that differ from the last choice. A victim leaves its node's pods too: its
         host ports, its matches for spread and affinity and its anti-affinity go with it."""
-        placed = self.index.placed
-        toggled = np.flatnonzero(chosen != self._out).tolist()
-        off = [pod for i in toggled if chosen[i] for pod in placed[i]]
-        back = [pod for i in toggled if not chosen[i] for pod in placed[i]]
+        index = self.index
+        placed = index.placed
+        toggled = np.flatnonzero(chosen != self._out)
+        going, coming = toggled[chosen[toggled]], toggled[~chosen[toggled]]
+        off = [pod for i in going.tolist() for pod in placed[i]]
+        back = [pod for i in coming.tolist() for pod in placed[i]]
         self.state.unhold_all(off)
         self.state.hold_all(back)
         self._out = chosen.copy()
+        room = self._room
+        for units, sign in ((going, 1), (coming, -1)):
+            entries = index.entries(units)
+            np.add.at(
+                room, (index.rows[entries], index.cols[entries]), sign * index.amounts[entries]
+            )
         if self.base is not None:
             self.base.moved.extend(row for _, row in off)
             self.base.moved.extend(row for _, row in back)
@@ -342,14 +367,14 @@ class GroupFit:
         if not self.row_local:
             return set()
         index, rows = self.index, self.state.rows
-        entries = np.repeat(chosen, index.row_counts)
+        entries = index.rows_of(np.flatnonzero(chosen))
         on = index.unit_rows[entries]
         hosts = np.bincount(on, minlength=rows)
         used = np.zeros(rows, dtype=np.bool_)
         used[np.asarray([row for _, row in placements], dtype=np.intp)] = True
-        excluded = np.zeros(len(index.units), dtype=np.bool_)
-        excluded[index.row_unit[entries][(hosts[on] != 1) | used[on]]] = True
-        spare = set(np.flatnonzero(chosen & ~excluded).tolist())
+        units = index.row_unit[entries]
+        excluded = set(units[(hosts[on] != 1) | used[on]].tolist())
+        spare = set(units.tolist()) - excluded
         if len(spare) < 2:
             return set()  # checking one unit costs what checking the floor does
         if self._floor_alike(chosen, spare, placements):
@@ -393,13 +418,13 @@ class GroupFit:
         worked, base, state, index = self._worked, self.base, self.state, self.index
         if worked is None or base is None or not self.row_local or (choice & ~worked[0]).any():
             return None
-        back = self._out & ~choice  # off their nodes now, back in `choice`
+        back = np.flatnonzero(self._out & ~choice)  # off their nodes now, back in `choice`
         if state.devices.claims or not index.local[back].all():
             return None
-        rows = index.unit_rows[np.repeat(back, index.row_counts)]
+        rows = index.unit_rows[index.rows_of(back)]
         freed = np.zeros(state.rows, dtype=np.bool_)
         freed[rows] = True
-        if freed[index.unit_rows[np.repeat(choice, index.row_counts)]].any() or any(
+        if freed[index.unit_rows[index.rows_of(np.flatnonzero(choice))]].any() or any(
             row is not None and freed[row] for row in worked[1].values()
         ):
             return None
