@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from batchsched.collector import fewer_collections
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import (
     Bind,
@@ -193,7 +194,17 @@ def run(
 def settle(
     objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
 ) -> tuple[OneShotResult, Scheduler]:
-    """Run passes until nothing changes; the result, and the scheduler with its final state."""
+    """Run passes until nothing changes; the result, and the scheduler with its final state.
+
+    With the cycle collector at the simulator's pace: at the default one its walks over the
+    cluster's objects grow with the cluster and with the work (issue 18's contended run)."""
+    with fewer_collections():
+        return _settle(objects, config, now, queueing_hints)
+
+
+def _settle(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool
+) -> tuple[OneShotResult, Scheduler]:
     state = build_state(objects)
     scheduler = Scheduler(state, config, queueing_hints)
     result = OneShotResult()

@@ -9,16 +9,15 @@ terminates after its grace period and its job loses the work since its last chec
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import IntEnum
 
+from batchsched.collector import fewer_collections
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import (
     Bind,
@@ -137,7 +136,7 @@ class Simulation:
         self._events: list[tuple[float, int, Kind, object]] = []
         self._seq = 0
         self.jobs: list[JobRun] = []
-        with _fewer_collections():
+        with fewer_collections():
             for spec in jobs:
                 run = JobRun(spec, _record(spec))
                 self.jobs.append(run)
@@ -190,7 +189,7 @@ class Simulation:
         """Process events in time order, with a scheduling pass after each instant's batch,
         until nothing can change any more or the clock would pass `horizon`."""
         self._sample()
-        with _fewer_collections():
+        with fewer_collections():
             while (t := self._next_time()) is not None:
                 if horizon is not None and t > horizon:
                     self.now = max(self.now, horizon)
@@ -604,27 +603,6 @@ class Simulation:
         rows = self.state.rows
         alloc = self.state.allocatable[:rows, col][self.state.valid[:rows]]
         return float(alloc.max(initial=0)) / self._gpu_scale
-
-
-# While a simulation runs: allocations between two collections of the youngest generation,
-# and collections of each generation between two of the next (Python's defaults: 700, 10, 10).
-_COLLECTION_THRESHOLDS = (100_000, 50, 100)
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Run the cycle collector less often: a replay keeps a great many long-lived objects
-    (jobs, pods, records) and allocates fast, so at Python's default pace the collector spent
-    about 15% of TraceReplay/philly walking them again and again. Memory is still freed by
-    reference counting as before; only cycles wait a little longer."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(
-        *(max(now, less) for now, less in zip(thresholds, _COLLECTION_THRESHOLDS, strict=True))
-    )
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
 
 
 def _record(spec: JobSpec) -> JobRecord:
