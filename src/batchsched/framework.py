@@ -547,13 +547,19 @@ class Framework:
         """The pod's feasibility and score on every node of `cycle.free`, for `place_changed`
         to refresh where the room or the pods later differ; None when the pod has no shape or
         a filter or score that reads other nodes' pods (spread, inter-pod affinity) has
-        something to say about it (only a full pass decides then)."""
+        something to say about it (only a full pass decides then).
+
+        Served from the shape's kept placement (`_cached_placement`, refreshed where the room
+        or the log moved since), copied: the caller refreshes its results in place. A gang
+        search asks for every pending member, and the members of the groups of one wave
+        share a few shapes."""
         if self._keys(cycle.state, cycle.pod, cycle.demand)[1] is None or any(
             self._global_for(cycle)
         ):
             return None
-        feasible, _ = self.find_nodes(cycle, local_only=True)
-        return NodeTotals(feasible, self._totals(cycle, feasible, local_only=True))
+        placement = self._cached_placement(cycle)
+        assert placement is not None  # the pod has a shape key
+        return NodeTotals(placement.feasible.copy(), placement.total.copy())
 
     def place_changed(
         self, cycle: Cycle, base: NodeTotals, rows: IndexArray

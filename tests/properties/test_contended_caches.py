@@ -4,6 +4,8 @@ gangs that preempt):
 
 - gang preemption's tentative placements refreshed only on the rows its victims free
   (`Framework.evaluate` / `place_changed`) against a full filter and score pass each;
+- each member's results at the start of a gang search served from the placements the
+  framework keeps per pod shape (`Framework.evaluate`), against evaluating every node;
 - gang preemption's reprieve step taking back the units that `GroupFit.spare` shows
   cannot change the placement, against checking every unit;
 - `GangSearchMemo.gang_rows`, kept from the log of changed rows, against a scan of every
@@ -47,6 +49,7 @@ from batchsched.framework import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod, PodCondition
 from batchsched.oneshot import build_state, run
+from batchsched.plugins.base import NodeTotals
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
 from batchsched.plugins.preemption import gang_victims
 from batchsched.plugins.preemption.gang_victims import GangSearchMemo
@@ -62,6 +65,18 @@ from benchmarks.workloads import contended
 
 def _full_passes() -> AbstractContextManager[Any]:
     return patch.object(Framework, "evaluate", lambda self, cycle: None)
+
+
+def _evaluated_afresh(self: Framework, cycle: Any) -> NodeTotals | None:
+    """`Framework.evaluate` over every node, as before it was served per shape."""
+    if self.shape_key(cycle.state, cycle.pod, cycle.demand) is None or not self.row_local(cycle):
+        return None
+    feasible, _ = self.find_nodes(cycle, local_only=True)
+    return NodeTotals(feasible, self._totals(cycle, feasible, local_only=True))
+
+
+def _every_member_evaluated() -> AbstractContextManager[Any]:
+    return patch.object(Framework, "evaluate", _evaluated_afresh)
 
 
 def _every_unit_checked() -> AbstractContextManager[Any]:
@@ -145,6 +160,7 @@ def _every_node_scored() -> AbstractContextManager[Any]:
     "fresh",
     [
         _full_passes,
+        _every_member_evaluated,
         _every_unit_checked,
         _scanned_gang_rows,
         _matched_pdbs,

@@ -12,6 +12,7 @@ from batchsched.config import default_config
 from batchsched.framework import Framework
 from batchsched.objects.records import Pod
 from batchsched.oneshot import build_state
+from batchsched.plugins.coscheduling.placement import base_results
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex, index_key
 from batchsched.plugins.preemption.victims import (
     VictimRule,
@@ -128,3 +129,40 @@ def test_group_fit_keeps_the_room_and_the_rows_of_its_choice(picks: list[list[in
         fit.restore()
         assert np.array_equal(fit._room, fit.free)
     assert {row: list(state.node_pods[row]) for row in range(state.rows)} == pods_before
+
+
+def test_member_results_follow_the_room_between_searches() -> None:
+    """`base_results` asks `Framework.evaluate`, which serves each member from the shape's
+    placement kept by the framework, refreshed on the rows changed since: after pods leave
+    some nodes (and after a search refreshed the answer in place) it must equal a fresh
+    framework's, and differ from the answer before they left."""
+    state = build_state(contended.generate(30, 5))
+    members = sorted(
+        (p for p in state.pending.values() if p.priority_class_name == "high"), key=lambda p: p.key
+    )[:6]
+    profile = default_config().profiles[0]
+    kept = Framework(profile)
+
+    def results(framework: Framework) -> dict[str, tuple[list[bool], list[int]]]:
+        found = base_results(
+            framework, state, contended.NOW, state.free_for(members[0]), "g", members
+        )
+        return {
+            key: (r.feasible.tolist(), r.total.tolist())
+            for key, r in found.items()
+            if r is not None
+        }
+
+    before = results(kept)
+    assert before
+    answer = base_results(kept, state, contended.NOW, state.free_for(members[0]), "g", members)
+    for found in answer.values():  # as a search refreshes its copies in place
+        if found is not None:
+            found.feasible[:] = True
+            found.total[:] = 12345
+    # A few pods, so the log stays short enough for a refresh (not a placement afresh).
+    for key in sorted(state.bound)[:3]:
+        state.remove_pod(key)
+    after = results(kept)
+    assert after == results(Framework(profile))
+    assert after != before

@@ -281,18 +281,22 @@ class GroupFit:
         self._unmoved: dict[str, NodeTotals] = {}
         self._worked: tuple[BoolArray, dict[str, int | None]] | None = None
 
+    def prepare(self) -> None:
+        """Each member's results with every unit on its node (`base_results`)."""
+        results = base_results(
+            self.framework, self.state, self.now, self.free, self.group, self.pending
+        )
+        self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {})
+        self._unmoved = {
+            key: NodeTotals(found.feasible.copy(), found.total.copy())
+            for key, found in results.items()
+            if found is not None
+        }
+
     def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
         """Where the members go with these units gone, or None if minMember is not reached."""
         if self.base is None:
-            results = base_results(
-                self.framework, self.state, self.now, self.free, self.group, self.pending
-            )
-            self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {})
-            self._unmoved = {
-                key: NodeTotals(found.feasible.copy(), found.total.copy())
-                for key, found in results.items()
-                if found is not None
-            }
+            self.prepare()
         self._worked = None
         self._move(chosen)
         placement = TentativePlacement(
@@ -452,7 +456,10 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
     units are reprieved one by one. Only choices that were checked are kept.
     """
     # Every check's changes are undone (`restore`, `TentativePlacement.undo`): the caches
-    # that follow the state's change log need not see them.
+    # that follow the state's change log need not see them. The members' results come from
+    # the framework's placements kept per shape, which read the log: before the scope, so
+    # that its entries are still dropped.
+    fit.prepare()
     with fit.state.tentative():
         try:
             return _search(fit, usable)
