@@ -569,11 +569,16 @@ class Framework:
         and score work plus one argmax. `base` is brought up to date on `rows` in place, so a
         caller trying many rooms refreshes only the rows that changed since its last call.
         None when no node fits (ask `place` why). Only for a pod whose results are row-local
-        (`row_local`, which the caller asks first: the pods now on the nodes may change it)."""
+        (`row_local`, which the caller asks first: the pods now on the nodes may change it).
+        The row-local filters and scores a refresh runs follow from the pod: they are made
+        once and kept on `base`, which a gang search refreshes many times."""
         state = cycle.state
         verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
-        now = _Placement(verdict, 0, base.feasible, base.total)
         if rows.shape[0]:
+            plan = base.plan
+            if not isinstance(plan, _RowPlan):
+                plan = base.plan = self._row_plan(cycle)
+            now = _Placement(verdict, 0, base.feasible, base.total, plan)
             self._refresh(cycle, now, rows.tolist())
         return self.choose(state, cycle.pod, base)
 

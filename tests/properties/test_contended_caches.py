@@ -156,6 +156,16 @@ def _every_node_scored() -> AbstractContextManager[Any]:
     return patch.object(Framework, "select", scored)
 
 
+def _every_plan_made() -> AbstractContextManager[Any]:
+    original = Framework.place_changed
+
+    def made(self: Framework, cycle: Any, base: Any, rows: Any) -> Any:
+        base.plan = None
+        return original(self, cycle, base, rows)
+
+    return patch.object(Framework, "place_changed", made)
+
+
 @pytest.mark.parametrize(
     "fresh",
     [
@@ -170,6 +180,7 @@ def _every_node_scored() -> AbstractContextManager[Any]:
         _every_change_logged,
         _every_choice_checked,
         _every_node_scored,
+        _every_plan_made,
     ],
 )
 # From 40 nodes on there are several pending gangs, and gang preemption evicts.
@@ -196,6 +207,31 @@ def test_gang_preemption_uses_refreshed_placements() -> None:
     with patch.object(Framework, "place_changed", counted):
         run(contended.generate(40, 7), default_config(), contended.NOW)
     assert calls
+
+
+def test_refreshed_placements_keep_their_row_plan() -> None:
+    """The comparison with every plan made afresh is not vacuous: refreshes reuse the plan
+    kept on the member's results, and it is the plan made for that member."""
+    made, refreshed = [], []
+    original_plan, original_place = Framework._row_plan, Framework.place_changed
+
+    def counted_plan(self: Framework, cycle: Any) -> Any:
+        made.append(1)
+        return original_plan(self, cycle)
+
+    def checked(self: Framework, cycle: Any, base: Any, rows: Any) -> Any:
+        found = original_place(self, cycle, base, rows)
+        if rows.shape[0]:
+            refreshed.append(1)
+            assert base.plan == original_plan(self, cycle)
+        return found
+
+    with (
+        patch.object(Framework, "_row_plan", counted_plan),
+        patch.object(Framework, "place_changed", checked),
+    ):
+        run(contended.generate(40, 7), default_config(), contended.NOW)
+    assert refreshed and len(made) < len(refreshed)
 
 
 def test_the_reprieve_step_takes_units_back_unchecked() -> None:

@@ -344,6 +344,9 @@ class NodeTotals:
 
     feasible: BoolArray
     total: IntArray
+    # The framework's row plan for the pod (opaque here), made at the first refresh: the same
+    # pod's results are refreshed many times in one gang search.
+    plan: object = None
 
 
 class PlacementFramework(Protocol):
