@@ -13,8 +13,10 @@ from batchsched.framework import Framework
 from batchsched.objects.records import Pod
 from batchsched.oneshot import build_state
 from batchsched.plugins.coscheduling.placement import base_results
-from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex, index_key
+from batchsched.plugins.coscheduling.preemption import GroupFit, Unit, UnitIndex, index_key
+from batchsched.plugins.preemption.victim_table import importance_key
 from batchsched.plugins.preemption.victims import (
+    PRIORITY_SHIFT,
     VictimRule,
     VictimUnits,
     choice_key,
@@ -102,6 +104,54 @@ def _contended_fit() -> tuple[GroupFit, ClusterState]:
     free = state.free_for(lead).copy()
     framework = Framework(default_config().profiles[0])
     return GroupFit(framework, state, contended.NOW, "g", free, [], 0, index), state
+
+
+def _walked_cost(unit: Unit) -> tuple[float | int | str, ...]:
+    """Section 3's node-choice order for a unit, term by term over all its pods."""
+    priorities = [p.priority or 0 for p in unit.pods]
+    highest = max(priorities)
+    starts = [
+        p.start_time.timestamp() if p.start_time is not None else float("inf")
+        for p, priority in zip(unit.pods, priorities, strict=True)
+        if priority == highest
+    ]
+    total = sum(p + PRIORITY_SHIFT for p in priorities)
+    return (unit.violations, highest, total, len(unit.pods), -min(starts), unit.pods[0].key)
+
+
+def test_unit_index_arrays_are_a_walk_over_its_units_pods() -> None:
+    """The flat arrays are joined per pod and the one-pod units take a shortcut in cost and
+    order: both must give what a walk over every unit's pods, entry by entry, gives."""
+    state = build_state(contended.generate(30, 5))
+    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
+    # A pod asking for no cpu: fewer entries than the workload's pods.
+    state.upsert_pod(pod("idle", 0, on=min(state.node_index)))
+    index = UnitIndex(state, rule, index_key(state, rule))
+    units = index.units
+    assert any(len(u.pods) == 1 for u in units) and any(len(u.pods) > 1 for u in units)
+    assert 1 in index.sizes.tolist()
+    assert units == sorted(units, key=_walked_cost)
+    assert all(list(u.pods) == sorted(u.pods, key=importance_key) for u in units)
+    rows: list[int] = []
+    cols: list[int] = []
+    amounts: list[int] = []
+    sizes: list[int] = []
+    for unit in units:
+        for member in unit.pods:
+            demand = state.demand(member)
+            rows += [state.bound[member.key]] * len(demand.cols)
+            cols += demand.cols.tolist()
+            amounts += demand.amounts.tolist()
+        sizes.append(len(rows) - sum(sizes))
+    for got, want, dtype in (
+        (index.rows, rows, np.intp),
+        (index.cols, cols, np.intp),
+        (index.amounts, amounts, np.int64),
+        (index.sizes, sizes, np.intp),
+    ):
+        assert got.dtype == dtype
+        assert got.tolist() == want
 
 
 @settings(max_examples=20, deadline=None)

@@ -47,6 +47,11 @@ class Unit:
     violations: int
 
     def cost(self) -> tuple[float | int | str, ...]:
+        if len(self.pods) == 1:  # most units: a pod alone, the general case's terms for one
+            pod = self.pods[0]
+            priority = pod.priority or 0
+            start = pod.start_time.timestamp() if pod.start_time is not None else float("inf")
+            return (self.violations, priority, priority + PRIORITY_SHIFT, 1, -start, pod.key)
         priorities = [p.priority or 0 for p in self.pods]
         highest = max(priorities)
         starts = [
@@ -104,7 +109,7 @@ def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Cou
                     members
                 ) - len(blockers)
             continue
-        ordered = tuple(sorted(members, key=importance_key))
+        ordered = members if len(members) == 1 else tuple(sorted(members, key=importance_key))
         units.append(Unit(ordered, sum(violating.get(m.key, False) for m in ordered)))
     units.sort(key=Unit.cost)
     return units, refused
@@ -122,22 +127,21 @@ class UnitIndex:
     def __init__(self, state: ClusterState, rule: VictimRule, key: tuple[object, ...]) -> None:
         self.key = key
         self.units, self.refused = victim_units(state, rule)
-        rows: list[int] = []
-        cols: list[int] = []
-        amounts: list[int] = []
-        sizes: list[int] = []
-        for unit in self.units:
-            before = len(rows)
-            for pod in unit.pods:
-                demand = state.demand(pod)
-                rows.extend([state.bound[pod.key]] * len(demand.cols))
-                cols.extend(demand.cols.tolist())
-                amounts.extend(demand.amounts.tolist())
-            sizes.append(len(rows) - before)
-        self.rows = np.asarray(rows, dtype=np.intp)
-        self.cols = np.asarray(cols, dtype=np.intp)
-        self.amounts = np.asarray(amounts, dtype=np.int64)
-        self.sizes = np.asarray(sizes, dtype=np.intp)
+        # Joined per pod in unit order, not appended per entry: tens of thousands of pods.
+        members = [pod for unit in self.units for pod in unit.pods]
+        demands = [state.demand(pod) for pod in members]
+        count = len(members)
+        counts = np.fromiter((len(d.cols) for d in demands), dtype=np.intp, count=count)
+        pod_rows = np.fromiter((state.bound[p.key] for p in members), dtype=np.intp, count=count)
+        self.rows = np.repeat(pod_rows, counts)
+        self.cols = np.concatenate([d.cols for d in demands] or [np.empty(0, np.intp)])
+        self.amounts = np.concatenate([d.amounts for d in demands] or [np.empty(0, np.int64)])
+        # Each unit's entry count: the pods' counts summed over the unit's span of pods.
+        unit_pods = np.asarray([len(unit.pods) for unit in self.units], dtype=np.intp)
+        pod_ends = np.cumsum(unit_pods)
+        entry_ends = np.zeros(count + 1, dtype=np.intp)
+        np.cumsum(counts, out=entry_ends[1:])
+        self.sizes = entry_ends[pod_ends] - entry_ends[pod_ends - unit_pods]
         self._entry_start = np.cumsum(self.sizes) - self.sizes
         self._state = state
         # Each unit's pods as (key, node row): the rows stay while `key` does (bound_version).
