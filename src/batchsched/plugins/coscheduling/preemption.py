@@ -279,6 +279,9 @@ class GroupFit:
         # sum over the whole choice per check would cost per node and per unit chosen); a
         # check's placement takes room on it and gives it back at its `undo`.
         self._room = free.copy()
+        # Scratch per node for the reprieve step, False (0) between its calls.
+        self._freed = np.zeros(state.rows, dtype=np.bool_)
+        self._hosts = np.zeros(state.rows, dtype=np.intp)
         # Each member's results with every unit on its node (before any check refreshed
         # them), and the choice of the last check that placed the group with where each
         # member went (None: nowhere).
@@ -374,14 +377,17 @@ class GroupFit:
         a prefix that grows with the cluster."""
         if not self.row_local:
             return set()
-        index, rows = self.index, self.state.rows
+        index, hosts, used = self.index, self._hosts, self._freed
         entries = index.rows_of(np.flatnonzero(chosen))
         on = index.unit_rows[entries]
-        hosts = np.bincount(on, minlength=rows)
-        used = np.zeros(rows, dtype=np.bool_)
-        used[np.asarray([row for _, row in placements], dtype=np.intp)] = True
+        taken = np.asarray([row for _, row in placements], dtype=np.intp)
+        # Counted on the scratch arrays and cleared again: per chosen unit, not per node.
+        np.add.at(hosts, on, 1)
+        used[taken] = True
         units = index.row_unit[entries]
         excluded = set(units[(hosts[on] != 1) | used[on]].tolist())
+        hosts[on] = 0
+        used[taken] = False
         spare = set(units.tolist()) - excluded
         if len(spare) < 2:
             return set()  # checking one unit costs what checking the floor does
@@ -419,10 +425,12 @@ class GroupFit:
         found alike since shows the same). With these units back and every earlier member
         where it went then, a member sees the same results except on the units' rows,
         which are then as before the search when no unit of `choice` and no member is
-        there: its kept unmoved results. So each member goes where it went unless one of
-        those rows now wins. A reprieve step then costs per unit reprieved, not per unit of
-        the working prefix. This holds while those units' pods change nothing beyond their
-        own rows (no inter-pod terms, no volumes, no claims in the cluster to free)."""
+        there: its kept unmoved results. So each member goes where it went (what `choose`
+        gave on those results at its turn) unless one of those rows now wins, looked at on
+        those rows alone (`_still_chosen`). A reprieve step then costs per unit reprieved,
+        not per unit of the working prefix. This holds while those units' pods change
+        nothing beyond their own rows (no inter-pod terms, no volumes, no claims in the
+        cluster to free)."""
         worked, base, state, index = self._worked, self.base, self.state, self.index
         if worked is None or base is None or not self.row_local or (choice & ~worked[0]).any():
             return None
@@ -430,22 +438,57 @@ class GroupFit:
         if state.devices.claims or not index.local[back].all():
             return None
         rows = index.unit_rows[index.rows_of(back)]
-        freed = np.zeros(state.rows, dtype=np.bool_)
+        freed = self._freed  # False everywhere between calls: set on `rows` and cleared
         freed[rows] = True
-        if freed[index.unit_rows[index.rows_of(np.flatnonzero(choice))]].any() or any(
-            row is not None and freed[row] for row in worked[1].values()
-        ):
-            return None
-        for pod in self.pending:
-            now, unmoved = base.results.get(pod.key), self._unmoved.get(pod.key)
-            if now is None or unmoved is None:
+        try:
+            if freed[index.unit_rows[index.rows_of(np.flatnonzero(choice))]].any() or any(
+                row is not None and freed[row] for row in worked[1].values()
+            ):
                 return None
-            feasible, total = now.feasible.copy(), now.total.copy()
-            feasible[rows] = unmoved.feasible[rows]
-            total[rows] = unmoved.total[rows]
-            if self.framework.choose(state, pod, NodeTotals(feasible, total)) != worked[1][pod.key]:
-                return False
+            rank = state.name_rank()
+            for pod in self.pending:
+                now, unmoved = base.results.get(pod.key), self._unmoved.get(pod.key)
+                if now is None or unmoved is None:
+                    return None
+                nominated = state.nominations.get(pod.key)
+                went = worked[1][pod.key]
+                if not _still_chosen(went, nominated, now, unmoved, rows, freed, rank):
+                    return False
+            return True
+        finally:
+            freed[rows] = False
+
+
+def _still_chosen(
+    went: int | None,
+    nominated: int | None,
+    now: NodeTotals,
+    unmoved: NodeTotals,
+    rows: IntArray,
+    freed: BoolArray,
+    rank: IntArray,
+) -> bool:
+    """Whether `Framework.choose` gives `went` on `now` with its entries on `rows` (marked
+    in `freed`) replaced by `unmoved`'s, where `went` is what it gives on `now` itself and
+    is not among `rows`.
+
+    Looked at on `rows` alone (a copy and an argmax over every node per member cost per
+    node): outside them `went` still beats every row, so only a row of `rows` can take its
+    place, by the same order `choose` uses (the nominated node if it fits, else the highest
+    total, -1 where infeasible, ties to the node first by name)."""
+    if went is None:  # nothing fits on `now`: still so unless a row of `rows` fits
+        return not unmoved.feasible[rows].any()
+    if nominated == went:  # chosen as the fitting nominated node, which stays as it was
         return True
+    if nominated is not None and freed[nominated] and unmoved.feasible[nominated]:
+        return False
+    if not rows.size:
+        return True
+    totals = unmoved.total[rows]
+    best, top = int(totals.max()), int(now.total[went])
+    if best != top:
+        return best < top
+    return bool(rank[went] < rank[rows[totals == top]].min())
 
 
 def _rows(placements: Placements) -> list[tuple[str, int]]:
