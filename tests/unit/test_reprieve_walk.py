@@ -3,6 +3,7 @@ kept across searches must be what the whole-node computation answers."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from unittest.mock import patch
 
@@ -16,11 +17,15 @@ from batchsched.oneshot import run
 from batchsched.plugins.base import NodeTotals
 from batchsched.plugins.coscheduling.preemption import (
     GroupFit,
+    UnitIndex,
     _still_chosen,
+    index_key,
 )
+from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import IntArray
 from benchmarks.workloads import contended
-from tests.preemption_world import pod
+from tests.preemption_world import NOW, node, pdb, pod, priority_class, state_of
 
 
 class _Nodes:
@@ -76,6 +81,38 @@ def test_still_chosen_is_choose_on_the_results_with_the_rows_replaced(
     whole = Framework.choose(nodes, member, NodeTotals(feasible, total))  # type: ignore[arg-type]
     found = _still_chosen(went, nominated, now, unmoved, rows, freed, nodes.name_rank())
     assert found == (whole == went)
+
+
+def test_reprieve_order_kept_across_calls_is_the_sections_order() -> None:
+    """The reprieve step takes back PDB-violating units first, then the most important
+    (higher priority, earlier start, then name); the keys kept per unit across calls must
+    give that order for any subset (fails with the violating units last, with a stale key
+    for a unit asked again, or with starts compared latest first)."""
+    state = state_of(
+        node("n1"),
+        node("n2"),
+        priority_class("high", 9000),
+        priority_class("low", 8000),
+        pdb("guard", {"app": "guarded"}, 0),
+        pod("late", 1000, on="n1", klass="low", started=timedelta(minutes=5)),
+        pod("early", 1000, on="n1", klass="low", started=timedelta(hours=5)),
+        pod("b-same", 1000, on="n2", klass="low", started=timedelta(hours=1)),
+        pod("a-same", 1000, on="n2", klass="low", started=timedelta(hours=1)),
+        pod("lower", 1000, on="n2", priority=10, started=timedelta(hours=9)),
+        pod("guarded", 1000, on="n1", priority=5, labels={"app": "guarded"}),
+        pod("p", 3000, klass="high"),
+    )
+    preemptor = state.pods["default/p"]
+    verdicts = PreemptionToleration().class_verdicts(state, preemptor, 9000, [])
+    rule = VictimRule(state, preemptor, 9000, NOW, verdicts)
+    index = UnitIndex(state, rule, index_key(state, rule))
+    position = {unit.pods[0].name: u for u, unit in enumerate(index.units)}
+    expected = ["guarded", "early", "a-same", "b-same", "late", "lower"]
+    assert sorted(position) == sorted(expected)
+    for names in (expected[::-1], ["late", "early"], expected[2:][::-1], expected):
+        asked = [position[name] for name in names]
+        order = [index.units[u].pods[0].name for u in index.reprieve_order(asked)]
+        assert order == [name for name in expected if name in names]
 
 
 def test_the_reprieve_steps_scratch_is_clean_between_calls() -> None:

@@ -169,6 +169,21 @@ class UnitIndex:
         )
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
+        # Each unit's key in the reprieve order, made when a search first walks it: the
+        # searches of a run walk the same cheap units again and again (at 5000 nodes 44,000
+        # steps over 1,000 units), and the key reads dates and names. Flat: a sort compares
+        # flat tuples faster than nested ones.
+        self._reprieve_keys: dict[int, tuple[bool, int, float, str]] = {}
+
+    def reprieve_order(self, units: list[int]) -> list[int]:
+        """These units in the order the reprieve step takes them back: PDB-violating ones
+        first, then most important first (`importance_key` of each unit's first pod)."""
+        keys = self._reprieve_keys
+        for u in units:
+            if u not in keys:
+                unit = self.units[u]
+                keys[u] = (unit.violations == 0, *importance_key(unit.pods[0]))
+        return sorted(units, key=keys.__getitem__)
 
     def entries(self, units: IntArray) -> IntArray:
         """Positions in the flat room arrays of these units' entries."""
@@ -542,7 +557,7 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
             low = mid
     chosen = prefix(high)
     spare = fit.spare(chosen, placements)
-    for i in sorted(order[:high].tolist(), key=lambda i: _reprieve_order(units[i])):
+    for i in fit.index.reprieve_order(order[:high].tolist()):
         chosen[i] = False
         if i in spare:
             continue  # the check would find `placements` again
@@ -554,10 +569,6 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
             spare = fit.spare(chosen, placements)
     victims = sorted((p for i in np.flatnonzero(chosen) for p in units[i].pods), key=importance_key)
     return Found(victims, placements)
-
-
-def _reprieve_order(unit: Unit) -> tuple[bool, tuple[int, float, str]]:
-    return (unit.violations == 0, importance_key(unit.pods[0]))
 
 
 def waiting_for_victims(state: ClusterState, pending: Sequence[Pod], priority: int) -> bool:
