@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from batchsched.config import default_config
 from batchsched.framework import Framework
-from batchsched.objects.records import Pod
+from batchsched.objects.records import Pod, PodAffinity
 from batchsched.oneshot import build_state
 from batchsched.plugins.coscheduling.placement import base_results
 from batchsched.plugins.coscheduling.preemption import GroupFit, Unit, UnitIndex, index_key
@@ -216,3 +217,38 @@ def test_member_results_follow_the_room_between_searches() -> None:
     after = results(kept)
     assert after == results(Framework(profile))
     assert after != before
+
+
+def test_unit_index_per_unit_structures_are_a_walk_over_its_units_pods() -> None:
+    """Built in one pass with a shortcut for one-pod units, each unit's (key, row) pairs,
+    distinct sorted rows and locality, and the units by pod and by row, must be what a walk
+    over every unit's pods gives (fails with a one-pod row or key taken from the wrong pod,
+    rows left unsorted or repeated, or an inter-pod pod counted as local)."""
+    state = build_state(contended.generate(40, 7))
+    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
+    gang = next(
+        u.pods for u in UnitIndex(state, rule, index_key(state, rule)).units if len(u.pods) > 1
+    )
+    # A second member on the last member's node (a unit's row twice) and a lone pod with
+    # an inter-pod term (not local).
+    state.upsert_pod(replace(gang[0], name=gang[0].name + "-twin", node_name=gang[-1].node_name))
+    lone = pod("near", 100, on=min(state.node_index), priority=1)
+    state.upsert_pod(replace(lone, pod_affinity=PodAffinity()))
+    index = UnitIndex(state, rule, index_key(state, rule))
+    placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in index.units]
+    rows = [sorted({row for _, row in pods}) for pods in placed]
+    assert any(len(found) < len(pods) for found, pods in zip(rows, placed, strict=True))
+    assert any([r for _, r in pods] != found for found, pods in zip(rows, placed, strict=True))
+    assert index.placed == placed
+    assert index.unit_rows.tolist() == [r for found in rows for r in found]
+    assert index.row_counts.tolist() == [len(found) for found in rows]
+    assert index.row_unit.tolist() == [u for u, found in enumerate(rows) for _ in found]
+    local = [all(p.pod_affinity is None for p in unit.pods) for unit in index.units]
+    assert index.local.tolist() == local and not all(local)
+    assert index._unit_of == {key: u for u, pods in enumerate(placed) for key, _ in pods}
+    on: dict[int, list[int]] = {}
+    for u, pods in enumerate(placed):
+        for _, row in pods:
+            on.setdefault(row, []).append(u)
+    assert index._units_on == on

@@ -144,29 +144,50 @@ class UnitIndex:
         self.sizes = entry_ends[pod_ends] - entry_ends[pod_ends - unit_pods]
         self._entry_start = np.cumsum(self.sizes) - self.sizes
         self._state = state
-        # Each unit's pods as (key, node row): the rows stay while `key` does (bound_version).
-        self.placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in self.units]
+        # In one pass over the units: each unit's pods as (key, node row) (the rows stay
+        # while `key` does: bound_version), its distinct rows, flat (`unit_rows`;
+        # `row_counts` per unit, `row_unit` per entry), and whether its pods change nothing
+        # beyond their rows (`local`: no inter-pod terms, no volumes). A one-pod unit (most
+        # of them) needs no set, sort or generator.
+        keys = [pod.key for pod in members]
+        on = pod_rows.tolist()
+        self.placed: list[tuple[tuple[str, int], ...]] = []
         self._unit_of: dict[str, int] = {}
         self._units_on: dict[int, list[int]] = {}
-        for u, pods in enumerate(self.placed):
+        unit_of, units_on, placed = self._unit_of, self._units_on, self.placed
+        unit_rows: list[int] = []
+        row_counts: list[int] = []
+        local: list[bool] = []
+        start = 0
+        for u, unit in enumerate(self.units):
+            if len(unit.pods) == 1:
+                pod_key, row, pod = keys[start], on[start], unit.pods[0]
+                placed.append(((pod_key, row),))
+                unit_of[pod_key] = u
+                units_on.setdefault(row, []).append(u)
+                unit_rows.append(row)
+                row_counts.append(1)
+                local.append(pod.pod_affinity is None and not pod.volumes and not pod.disks)
+                start += 1
+                continue
+            end = start + len(unit.pods)
+            pods = tuple(zip(keys[start:end], on[start:end], strict=True))
+            placed.append(pods)
             for pod_key, row in pods:
-                self._unit_of[pod_key] = u
-                self._units_on.setdefault(row, []).append(u)
-        # Each unit's distinct rows, flat (`unit_rows`; `row_counts` per unit, `row_unit`
-        # per entry), and whether its pods change nothing beyond their rows (`local`: no
-        # inter-pod terms, no volumes).
-        rows_of = [sorted({row for _, row in pods}) for pods in self.placed]
-        self.unit_rows = np.asarray([r for found in rows_of for r in found], dtype=np.intp)
-        self.row_counts = np.asarray([len(found) for found in rows_of], dtype=np.intp)
+                unit_of[pod_key] = u
+                units_on.setdefault(row, []).append(u)
+            found = sorted(set(on[start:end]))
+            unit_rows.extend(found)
+            row_counts.append(len(found))
+            local.append(
+                all(p.pod_affinity is None and not p.volumes and not p.disks for p in unit.pods)
+            )
+            start = end
+        self.unit_rows = np.asarray(unit_rows, dtype=np.intp)
+        self.row_counts = np.asarray(row_counts, dtype=np.intp)
         self.row_unit = np.repeat(np.arange(len(self.units)), self.row_counts)
         self._row_start = np.cumsum(self.row_counts) - self.row_counts
-        self.local = np.asarray(
-            [
-                all(p.pod_affinity is None and not p.volumes and not p.disks for p in unit.pods)
-                for unit in self.units
-            ],
-            dtype=np.bool_,
-        )
+        self.local = np.asarray(local, dtype=np.bool_)
         self._going = np.zeros(len(self.units), dtype=np.bool_)
         self._going_mark = -1  # before any mark: every unit is checked at the first call
         # Each unit's key in the reprieve order, made when a search first walks it: the
