@@ -164,10 +164,11 @@ class Framework:
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
-        self._shapes_memo: tuple[Pod, tuple[Hashable, ...] | None] | None = None
-        # Per pod object (by id, the pod kept with its entry so the id is not reused).
+        # Per pod object (by id, the pod kept with its entry so the id is not reused); kept
+        # for at least twice the pending pods (`_keys`).
         self._memo: dict[
-            int, tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, tuple[int, int]]
+            int,
+            tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, tuple[int, int, str]],
         ] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
@@ -191,13 +192,6 @@ class Framework:
 
     # ---- filter ------------------------------------------------------------------------
 
-    def _shapes(self, pod: Pod) -> tuple[Hashable, ...] | None:
-        """The pod's shape for every static filter, or None if any says 'do not cache'."""
-        memo = self._shapes_memo
-        if memo is None or memo[0] is not pod:
-            memo = self._shapes_memo = (pod, self._static_shapes_of(pod))
-        return memo[1]
-
     def _static_shapes_of(self, pod: Pod) -> tuple[Hashable, ...] | None:
         shapes = tuple([shape(pod) for shape in self._static_shapes])
         return None if any(s is None for s in shapes) else shapes
@@ -205,18 +199,22 @@ class Framework:
     def _keys(
         self, state: ClusterState, pod: Pod, demand: Demand
     ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
-        """The pod's static filter shapes and its shape key, remembered per pod: the queue's
-        grouping, the scheduler's twin check and the placement all ask, not one after the
-        other."""
+        """The pod's static filter shapes (None if any says 'do not cache') and its shape key,
+        remembered per pod: the queue's grouping, the scheduler's twin check and the placement
+        all ask, not one after the other. The memo is forgotten only past twice the pending
+        pods (and at least `_CACHE_LIMIT`): a gang search or a pass asks for its pods in
+        turn, and a smaller memo would drop each pod's entry before its next turn once more
+        pods wait than it holds."""
         memo = self._memo.get(id(pod))
         # What the key reads of the cluster: the labels affinity terms name, and what moves
-        # the node generation (e.g. which resources DeviceClasses map, for DynamicResources).
-        seen = (len(state.term_label_keys), state.node_generation)
+        # the node generation (e.g. which resources DeviceClasses map, for DynamicResources),
+        # and the pod's node, which `assume` and `forget` set on the same object (NodeName's
+        # shape).
+        seen = (len(state.term_label_keys), state.node_generation, pod.node_name)
         if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
             shapes = self._static_shapes_of(pod)
-            self._shapes_memo = (pod, shapes)
             key = self._shape_key(state, pod, demand, shapes)
-            if len(self._memo) >= _CACHE_LIMIT:
+            if len(self._memo) >= max(_CACHE_LIMIT, 2 * len(state.pending)):
                 self._memo.clear()
             memo = self._memo[id(pod)] = (pod, demand, shapes, key, seen)
         return memo[2], memo[3]
@@ -332,7 +330,8 @@ class Framework:
         """Feasible nodes, and the diagnosis for the nodes that are not (with `local_only`,
         as the static and row-local filters alone see them)."""
         state = cycle.state
-        verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
+        shapes = self._keys(state, cycle.pod, cycle.demand)[0]
+        verdict = self._static_verdict(state, cycle, shapes)
         rejections = list(verdict.rejections)
         rejected_by = set(verdict.rejected_by)
         candidates = verdict.passing.copy()
@@ -573,7 +572,8 @@ class Framework:
         The row-local filters and scores a refresh runs follow from the pod: they are made
         once and kept on `base`, which a gang search refreshes many times."""
         state = cycle.state
-        verdict = self._static_verdict(state, cycle, self._shapes(cycle.pod))
+        shapes = self._keys(state, cycle.pod, cycle.demand)[0]
+        verdict = self._static_verdict(state, cycle, shapes)
         if rows.shape[0]:
             plan = base.plan
             if not isinstance(plan, _RowPlan):
