@@ -35,14 +35,14 @@ from batchsched.plugins.base import (
     Diagnosis,
     GroupAttempt,
     GroupPlugin,
+    IndexArray,
 )
 from batchsched.plugins.support import not_ready, refusal
-from batchsched.state.cluster import ClusterState
+from batchsched.state.cluster import BoolArray, ClusterState
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
 # The events `marks` follows by a version of their own, in its order after the first five.
 _OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPACE)
-_CHANGES_KEPT = 64  # changes since distinct marks kept in one refresh (each holds its rows)
 
 
 class _Failure(NamedTuple):
@@ -81,8 +81,6 @@ class Scheduler:
         self._failed_at: Hashable = None
         self._instant = -math.inf  # the time of the current pass, in seconds
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
-        self._changes: dict[Hashable, ClusterChange] = {}  # by mark, as of `_changes_at`
-        self._changes_at: Hashable = None
         self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
@@ -384,10 +382,11 @@ class Scheduler:
                 questions[key] = [i]
             else:
                 places.append(i)
-        for (since, profile), places in questions.items():
+        changes = self._changes([since for since, _ in questions])
+        for ((_, profile), places), change in zip(questions.items(), changes, strict=True):
             framework = self.frameworks.get(profile, self.default_framework)
             found = framework.queueing_hints(
-                self._change_since(since),
+                change,
                 [asked[i][0][1] for i in places],  # a group is (shape, rejecting plugins)
                 [asked[i][1] for i in places],
             )
@@ -396,24 +395,52 @@ class Scheduler:
                     events[i] = event.value
         return events
 
-    def _change_since(self, since: Hashable) -> ClusterChange:
-        """What changed since `since`, made once per mark while the state stands still (the
-        groups judged in one refresh mostly share their marks)."""
-        now = self.marks()
-        if now != self._changes_at:
-            self._changes.clear()
-            self._changes_at = now
-        change = self._changes.get(since)
-        if change is None:
-            if len(self._changes) >= _CHANGES_KEPT:
-                self._changes.clear()
-            change = self._changes[since] = self._change(since)
-        return change
+    def _changes(self, sinces: Sequence[Hashable]) -> list[ClusterChange]:
+        """What changed since each of `sinces` (marks). A refresh judges groups of many
+        marks (hundreds at 5000 nodes, most with thousands of rows changed since): the log is
+        read once, from the oldest mark it reaches, and walked from the newest mark back,
+        each mark adding the rows logged between it and the next one's."""
+        state = self.state
+        events = [self._events_since(since) for since in sinces]
+        positions: list[int] = []
+        for since in sinces:
+            assert isinstance(since, tuple)
+            positions.append(since[0])
+        rows: list[IndexArray | None] = [None] * len(sinces)
+        order = sorted(range(len(sinces)), key=positions.__getitem__)
+        log: list[int] | None = None
+        first = 0  # the mark `log` begins at
+        for i in order:
+            log = state.rows_changed_since(positions[i])
+            if log is not None:
+                first = positions[i]
+                break
+        if log is not None:
+            changed: BoolArray = np.zeros(state.rows, dtype=np.bool_)
+            upto = len(log)
+            for i in reversed(order):
+                start = positions[i] - first
+                if start < 0:
+                    break  # older than the log reaches
+                if start < upto:
+                    changed[log[start:upto]] = True
+                    upto = start
+                rows[i] = np.flatnonzero(changed)
+        changes = []
+        for found, position, kinds in zip(rows, positions, events, strict=True):
+            mark: int | None = position
+            if found is None:  # the log no longer reaches back: every row may have changed
+                found, mark = np.arange(state.rows, dtype=np.intp), None
+            if found.shape[0]:
+                kinds = kinds | {ClusterEvent.NODE_ROOM}
+            changes.append(ClusterChange(state, frozenset(kinds), found, mark))
+        return changes
 
-    def _change(self, since: Hashable) -> ClusterChange:
+    def _events_since(self, since: Hashable) -> set[ClusterEvent]:
+        """The events other than NODE_ROOM since `since` (a mark)."""
         assert isinstance(since, tuple)
         state = self.state
-        mark, node_generation, policy_version, generation, group_version, *others = since
+        _, node_generation, policy_version, generation, group_version, *others = since
         now = (state.volume_version, state.devices.epoch, state.namespace_version)
         events = {
             event
@@ -428,15 +455,7 @@ class Scheduler:
             events.add(ClusterEvent.POLICY)
         if generation != state.generation:
             events.add(ClusterEvent.ANY)
-        changed = state.rows_changed_since(mark)
-        if changed is None:
-            rows = np.arange(state.rows, dtype=np.intp)
-        else:
-            # Mostly a few rows: sorting them in Python costs less than np.unique.
-            rows = np.array(sorted(set(changed)), dtype=np.intp)
-        if rows.shape[0]:
-            events.add(ClusterEvent.NODE_ROOM)
-        return ClusterChange(state, frozenset(events), rows, None if changed is None else mark)
+        return events
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
@@ -18,7 +18,7 @@ from batchsched.decisions import Decision, Evict, Unschedulable
 from batchsched.objects.load import Objects
 from batchsched.objects.records import Node, Pod
 from batchsched.oneshot import build_state, run
-from batchsched.plugins.base import ClusterChange, ClusterEvent, PodsHint
+from batchsched.plugins.base import ClusterChange, ClusterEvent, IndexArray, PodsHint
 from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from batchsched.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -169,24 +169,72 @@ def test_the_room_hint_answers_all_pods_at_once_as_each_alone(
     change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), changed, None)
     pods = [_pod(f"w{i}", amounts) for i, amounts in enumerate(waiting)]
 
-    def fits_alone(pod: Pod) -> bool:
-        cols = state.resources.names
-        for row in changed.tolist():
-            ok = True
-            for name, amount in pod.requests.items():
-                col = cols.index(name)
-                if name == "example.com/fpga" or not amount:
-                    continue
-                if name == "dra.example.com/dev" and state.allocatable[row, col] == 0:
-                    continue
-                ok = ok and state.free[row, col] >= amount
-            if ok:
-                return True
-        return False
-
     asked = fit.events_to_register()[ClusterEvent.NODE_ROOM]
     assert isinstance(asked, PodsHint)
-    assert asked.ask(change, pods) == [fits_alone(p) for p in pods]
+    assert asked.ask(change, pods) == [_fits_alone(state, changed, p) for p in pods]
+
+
+@SETTINGS
+@given(
+    st.lists(_amounts, min_size=1, max_size=5),  # per node: its allocatable
+    st.lists(_amounts, min_size=1, max_size=6),  # waiting pods' requests
+    # Between asks: a pod arriving on a node (or the last arrival leaving), and the rows
+    # whose room changed as the next ask sees them.
+    st.lists(
+        st.tuples(st.integers(0, 5), _amounts, st.lists(st.integers(0, 4), max_size=5)),
+        min_size=1,
+        max_size=6,
+    ),
+)
+@example(nodes=[(1, 0, 0, 0)], waiting=[(1, 0, 0, 0)], steps=[(0, (1, 0, 0, 0), [0])])
+def test_the_room_hint_follows_the_room_between_asks(
+    nodes: list[tuple[int, ...]],
+    waiting: list[tuple[int, ...]],
+    steps: list[tuple[int, tuple[int, ...], list[int]]],
+) -> None:
+    """The rows where a request fits are kept while the room stands still: asked again after
+    pods arrive on or leave a node, the hint answers for the room as it is then."""
+    state = ClusterState()
+    for i, amounts in enumerate(nodes):
+        state.upsert_node(Node(f"n{i}", dict(zip(_ROOM, amounts, strict=True))))
+    state.device_class_resources = {"dra.example.com/dev": "devices"}
+    fit = NodeResourcesFit({"ignoredResourceGroups": ["example.com"]})
+    asked = fit.events_to_register()[ClusterEvent.NODE_ROOM]
+    assert isinstance(asked, PodsHint)
+    pods = [_pod(f"w{i}", amounts) for i, amounts in enumerate(waiting)]
+    every = np.arange(len(nodes), dtype=np.intp)
+    change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), every, None)
+    assert asked.ask(change, pods) == [_fits_alone(state, every, p) for p in pods]
+    arrived: list[str] = []
+    for step, (row, amounts, rows) in enumerate(steps):
+        if row < len(nodes):
+            state.upsert_pod(_pod(f"r{step}", amounts, f"n{row}"))
+            arrived.append(f"ns/r{step}")
+        elif arrived:
+            state.remove_pod(arrived.pop())
+        changed = np.array(sorted({r for r in rows if r < len(nodes)}), dtype=np.intp)
+        change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), changed, None)
+        for _ in range(2):  # the second time from the kept rows
+            assert asked.ask(change, pods) == [_fits_alone(state, changed, p) for p in pods]
+
+
+def _fits_alone(state: ClusterState, changed: IndexArray, pod: Pod) -> bool:
+    """What NodeResourcesFit's filter says of the changed rows alone, row by row: the pod
+    fits one of them in every resource it checks (an ignored group never counts; a
+    DeviceClass-mapped one counts only where a node advertises it)."""
+    cols = state.resources.names
+    for row in changed.tolist():
+        ok = True
+        for name, amount in pod.requests.items():
+            col = cols.index(name)
+            if name == "example.com/fpga" or not amount:
+                continue
+            if name == "dra.example.com/dev" and state.allocatable[row, col] == 0:
+                continue
+            ok = ok and state.free[row, col] >= amount
+        if ok:
+            return True
+    return False
 
 
 def _pod(name: str, amounts: tuple[int, ...], node: str = "") -> Pod:

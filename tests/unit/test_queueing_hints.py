@@ -306,3 +306,42 @@ def test_a_waiting_pods_new_condition_does_not_bring_it_back() -> None:
     written = PodCondition("PodScheduled", "False", NOW, "Unschedulable", "0/1 nodes")
     state.upsert_pod(replace(pod("wide", 2000), conditions=(written,), resource_version="7"))
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
+
+
+@pytest.mark.parametrize("log_limit", [1000, 5])
+def test_changes_since_many_marks_are_each_marks_own(
+    monkeypatch: pytest.MonkeyPatch, log_limit: int
+) -> None:
+    """A refresh asks for the changes since many marks at once (`Scheduler._changes`, one
+    walk of the log from the newest mark back): each is what its own mark alone gives,
+    rows since it sorted and distinct, every row once the log no longer reaches back."""
+    monkeypatch.setattr("batchsched.state.cluster._CHANGE_LOG_LIMIT", log_limit)
+    state = ClusterState()
+    for i in range(6):
+        state.upsert_node(Node(f"n{i}", {"cpu": 4000, "memory": 8 * GI, "pods": 110}))
+    scheduler = Scheduler(state, default_config())
+    marks = [scheduler.marks()]
+    # Rows changed between marks: some twice, some between no two marks, one mark repeated.
+    for step, rows in enumerate([[3, 1], [], [1, 5, 5], [0], [4, 2, 3]]):
+        for row in rows:
+            state.upsert_pod(
+                Pod("ns", f"p{step}-{row}-{len(marks)}", requests={"cpu": 10}, node_name=f"n{row}")
+            )
+            marks.append(scheduler.marks())
+        marks.append(scheduler.marks())
+    state.upsert_pod(Pod("ns", "last", requests={"cpu": 10}, node_name="n2"))
+    asked = [marks[i] for i in (4, 0, 9, 4, 2, len(marks) - 1, 7)]
+    reached = []
+    for since, change in zip(asked, scheduler._changes(asked), strict=True):
+        assert isinstance(since, tuple)
+        logged = state.rows_changed_since(since[0])
+        reached.append(logged is not None)
+        if logged is None:
+            assert change.rows.tolist() == list(range(6)) and change.mark is None
+        else:
+            assert change.rows.tolist() == sorted(set(logged)) and change.mark == since[0]
+        assert change.rows.dtype == np.intp
+        assert (ClusterEvent.NODE_ROOM in change.events) == bool(change.rows.shape[0])
+        assert (ClusterEvent.ANY in change.events) == (since[3] != state.generation)
+    # The short log reaches back to some of the marks only.
+    assert all(reached) == (log_limit > 5) and any(reached)
