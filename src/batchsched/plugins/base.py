@@ -135,7 +135,7 @@ class ClusterChange:
 
     state: ClusterState
     events: frozenset[ClusterEvent]
-    rows: IndexArray  # node rows whose room changed (for NODE_ROOM), sorted and distinct
+    rows: IndexArray  # node rows whose room changed (for NODE_ROOM)
     # Where the changes begin in the state's log of changed rows (None: it no longer reaches
     # back), for the pods behind them.
     mark: int | None

@@ -61,8 +61,6 @@ STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsag
 # node's room passes, even where more is requested than allocatable (room below zero).
 _NEEDS_NOTHING = np.iinfo(np.int64).min
 _PODS_KNOWN = 4096  # waiting pods whose rows the room hint keeps
-# The rows where a request fits (sorted), and the same as a mask over every row.
-_Fitting = tuple[IndexArray, BoolArray]
 
 # The scoring when none is configured. kube-scheduler's LeastAllocated spreads pods, so on a
 # GPU cluster small jobs take a share of every node and a job needing a whole node waits with
@@ -119,7 +117,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         self._pod_needs: dict[int, tuple[Pod, IntArray, bytes]] = {}
         self._pod_needs_width = 0
         # Per needs row (its bytes): the rows where it fits, for the room as of `_fits_stamp`.
-        self._fits: dict[bytes, _Fitting] = {}
+        self._fits: dict[bytes, BoolArray | None] = {}
         self._fits_of: ClusterState | None = None
         self._fits_stamp: tuple[int, int, int, int] = (-1, -1, -1, -1)
 
@@ -137,7 +135,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         every change since a waiting group's mark (hundreds, each of thousands of rows, at
         5000 nodes) and for the few requests of the waiting pods: the rows where a request
         fits are found once over every node while the room stands still (`_fitting`), and
-        each pod asks only whether one of them is among the changed rows.
+        each request asks only whether one of them is among the changed rows.
         """
         state = change.state
         width = state.free.shape[1]
@@ -155,28 +153,29 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
                 found = known[id(pod)] = (pod, needs, needs.tobytes())
             answer = by_needs.get(found[2])
             if answer is None:
-                answer = by_needs[found[2]] = _meet(changed, *self._fitting(state, *found[1:]))
+                fitting = self._fitting(state, *found[1:])
+                answer = fitting is not None and bool(fitting[changed].any())
+                by_needs[found[2]] = answer
             answers.append(answer)
         return answers
 
-    def _fitting(self, state: ClusterState, needs: IntArray, key: bytes) -> _Fitting:
-        """The rows (sorted) whose free room fits `needs`, and the same as a mask over every
-        row, kept per needs while the state's room stands still: every change of it is
-        logged (`change_mark` moves), and the columns left to DRA follow the node
-        generation."""
+    def _fitting(self, state: ClusterState, needs: IntArray, key: bytes) -> BoolArray | None:
+        """The rows whose free room fits `needs` (None: no row), kept per needs while the
+        state's room stands still: every change of it is logged (`change_mark` moves), and
+        the columns left to DRA follow the node generation."""
         stamp = (state.change_mark(), state.rows, needs.shape[0], state.node_generation)
         if self._fits_of is not state or self._fits_stamp != stamp:
             self._fits_of, self._fits_stamp, self._fits = state, stamp, {}
-        found = self._fits.get(key)
-        if found is None:
-            fits = state.free[: state.rows] >= needs
-            if state.device_class_resources:
-                names = state.resources.names
-                for col in range(needs.shape[0]):
-                    if names[col] in state.device_class_resources:
-                        fits[:, col] |= state.allocatable[: state.rows, col] == 0
-            mask = np.logical_and.reduce(fits, axis=1)
-            found = self._fits[key] = (np.flatnonzero(mask), mask)
+        if key in self._fits:
+            return self._fits[key]
+        fits = state.free[: state.rows] >= needs
+        if state.device_class_resources:
+            names = state.resources.names
+            for col in range(needs.shape[0]):
+                if names[col] in state.device_class_resources:
+                    fits[:, col] |= state.allocatable[: state.rows, col] == 0
+        mask: BoolArray = np.logical_and.reduce(fits, axis=1)
+        found = self._fits[key] = mask if mask.any() else None
         return found
 
     def _needs(self, state: ClusterState, demand: Demand, width: int) -> IntArray:
@@ -275,15 +274,3 @@ def _row_fits(free: IntArray, checked: list[tuple[int, int]]) -> RowCheck:
         return True
 
     return fits
-
-
-def _meet(changed: IndexArray, rows: IndexArray, mask: BoolArray) -> bool:
-    """Whether a row of `rows` (sorted, `mask` the same over every row) is among `changed`
-    (sorted, distinct): the smaller of the two is looked up in the other."""
-    if not rows.shape[0] or not changed.shape[0]:
-        return False
-    if rows.shape[0] > changed.shape[0]:
-        return bool(mask[changed].any())
-    at = np.searchsorted(changed, rows)
-    at[at == changed.shape[0]] = 0  # past the last changed row: not among them
-    return bool((changed[at] == rows).any())
