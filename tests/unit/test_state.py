@@ -219,6 +219,87 @@ def test_a_tentative_scope_longer_than_the_log_still_leaves_no_trace(
     assert state.rows_changed_since(mark) == []
 
 
+def _on_two_nodes() -> ClusterState:
+    """Node a with x, y, z (y without requests: it counts the non-zero defaults); node b
+    with v, w (w as read from a manifest, with its own non-zero requests)."""
+    state = state_with()
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    pods = [pending("x", 100, 0), Pod("ns", "y", priority=0), pending("z", 100, 0)]
+    pods += [pending("v", 100, 0), replace(pending("w", 100, 0), nonzero_requests=(300, GI))]
+    for pod in pods:
+        pod.node_name = "a" if pod.name in "xyz" else "b"
+        state.upsert_pod(pod)
+    return state
+
+
+def test_a_tentative_scope_puts_back_each_row_as_it_found_it() -> None:
+    """Victims taken off and put back in one call each, a pending pod shown on a row and
+    taken off again: every row ends with its pods in their order and its non-zero defaults,
+    and within the scope the defaults follow each pod as it moves."""
+    state = _on_two_nodes()
+    gaps = state.nonzero_gap[:2].tolist()
+    default_memory = 200 * 2**20  # every pod here but y and w requests cpu only
+    assert gaps == [[100, 3 * default_memory], [200, GI + default_memory]]
+    state.upsert_pod(pending("member", 100, 0))
+    with state.tentative():
+        state.unhold_all([("ns/x", 0), ("ns/y", 0), ("ns/w", 1), ("ns/v", 1)])
+        assert state.nonzero_gap[:2].tolist() == [[0, default_memory], [0, 0]]
+        state.hold("ns/member", 1)
+        state.hold_all([("ns/v", 1), ("ns/w", 1), ("ns/y", 0)])
+        assert state.nonzero_gap[:2].tolist() == [
+            [100, 2 * default_memory],
+            [200, GI + 2 * default_memory],
+        ]
+        assert list(state.node_pods[0]) == ["ns/z", "ns/y"]
+        assert list(state.node_pods[1]) == ["ns/member", "ns/v", "ns/w"]
+        state.hold("ns/x", 0)
+        state.hold("ns/x", 0)  # already there: it stays where it is
+        state.unhold("ns/member", 1)
+    assert [list(pods) for pods in state.node_pods] == [["ns/x", "ns/y", "ns/z"], ["ns/v", "ns/w"]]
+    assert state.nonzero_gap[:2].tolist() == gaps
+    assert all(state.node_pods[state.bound[key]][key] is state.pods[key] for key in state.bound)
+
+
+@pytest.mark.parametrize("left", ["a pod off", "another pod on", "a pod swapped"])
+def test_a_tentative_scope_that_leaves_a_row_changed_says_so(left: str) -> None:
+    state = _on_two_nodes()
+    state.upsert_pod(pending("member", 100, 0))
+    raised = pytest.raises(AssertionError, match="row 0's pods were not restored")
+    with raised, state.tentative():
+        state.unhold("ns/y", 1)  # not there: changes nothing
+        state.unhold("ns/v", 1)
+        state.hold("ns/v", 1)
+        if left != "another pod on":
+            state.unhold("ns/x", 0)
+        if left != "a pod off":
+            state.hold("ns/member", 0)  # the same number of pods, another one among them
+
+
+def test_moves_logged_together_roll_the_log_over_as_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Out of a tentative scope, a call moving several pods logs each as `hold` would, and
+    the log rolls over where it would have: a mark from before then reaches back no more."""
+    monkeypatch.setattr(cluster, "_CHANGE_LOG_LIMIT", 8)
+    for calls in ("one by one", "together"):
+        state = _on_two_nodes()  # 7 rows logged: 2 nodes and 5 pods
+        mark = state.change_mark()
+        placed = [("ns/x", 0), ("ns/v", 1)]
+        if calls == "together":
+            state.unhold_all(placed)
+        else:
+            for key, idx in placed:
+                state.unhold(key, idx)
+        assert state.rows_changed_since(mark) is None
+        mark = state.change_mark()
+        state.hold_all(placed)
+        assert state.rows_changed_since(mark) == [0, 1]
+        assert [pod.key if pod else None for pod in state.pods_changed_since(mark) or ()] == [
+            "ns/x",
+            "ns/v",
+        ]
+
+
 def test_confirm_bound_of_a_pod_never_assumed_is_a_plain_report() -> None:
     """A Bind the simulator did not get from this state's scheduler (a test injects one):
     the pod is counted on its node as `upsert_pod` counts it."""

@@ -7,7 +7,7 @@ the scheduler records its own assumptions (a pod bound, a node nominated) throug
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -140,9 +140,10 @@ class ClusterState:
         self._changed_pods: list[Pod | None] = []
         self._changed_base = 0
         # Reads of that log (marks handed out, changes asked for), and for a `tentative`
-        # scope the order of the pods on each row it touched, as the scope found them.
+        # scope the pods of each row it touched as the scope found them: the row's own
+        # mapping, put back at the scope's end (the scope works on a copy).
         self._log_reads = 0
-        self._tentative_rows: dict[int, list[str]] | None = None
+        self._tentative_rows: dict[int, dict[str, Pod]] | None = None
         # Move when a PVC, PV, StorageClass or CSINode changes, or a Namespace.
         self.volume_version = 0
         self.namespace_version = 0
@@ -269,6 +270,15 @@ class ClusterState:
         self._changed_rows.append(idx)
         self._changed_pods.append(pod)
 
+    def _touch_all(self, rows: Sequence[int], pods: Sequence[Pod | None]) -> None:
+        """`_touch` each row with its pod, in one step unless the log is to roll over."""
+        if self._tentative_rows is None and len(self._changed_rows) + len(rows) > _CHANGE_LOG_LIMIT:
+            for idx, pod in zip(rows, pods, strict=True):
+                self._touch(idx, pod)
+        else:
+            self._changed_rows += rows
+            self._changed_pods += pods
+
     @contextmanager
     def tentative(self) -> Iterator[None]:
         """A scope for changes that the caller undoes before it ends (a search trying
@@ -279,19 +289,18 @@ class ClusterState:
         Had anything read the log, it saw the rows change and must see them change back."""
         assert self._tentative_rows is None, "tentative scopes do not nest"
         length, reads = len(self._changed_rows), self._log_reads
-        rows: dict[int, list[str]] = {}
+        rows: dict[int, dict[str, Pod]] = {}
         self._tentative_rows = rows
         try:
             yield
         finally:
             self._tentative_rows = None
-        for idx, keys in rows.items():
-            pods = self.node_pods[idx]
-            if list(pods) != keys:
-                assert sorted(pods) == sorted(keys), f"row {idx}'s pods were not restored"
-                ordered = {key: pods[key] for key in keys}
-                pods.clear()
-                pods.update(ordered)
+        node_pods = self.node_pods
+        for idx, pods in rows.items():
+            # The same pods (in whatever order): the row's own mapping, in its order, back.
+            if node_pods[idx].keys() != pods.keys():
+                raise AssertionError(f"row {idx}'s pods were not restored")
+            node_pods[idx] = pods
         if self._log_reads == reads:
             del self._changed_rows[length:]
             del self._changed_pods[length:]
@@ -643,7 +652,7 @@ class ClusterState:
         free = self._free_cells()
         for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
             free[idx, col] -= amount
-        self._count_gap(idx, pod, 1, demand)
+        self._count_gaps((idx,), (pod,), 1)
         self._touch(idx, pod)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
@@ -689,7 +698,7 @@ class ClusterState:
         free = self._free_cells()
         for col, amount in demand.key:
             free[idx, col] += amount
-        self._count_gap(idx, pod, -1, demand)
+        self._count_gaps((idx,), (pod,), -1)
         self._touch(idx, pod)
         self.bound_version += 1
         self._uncount_priority(key)
@@ -709,17 +718,22 @@ class ClusterState:
             self._cells = self.free.data
         return self._cells
 
-    def _count_gap(self, idx: int, pod: Pod, sign: int, demand: Demand | None = None) -> None:
-        if pod.nonzero_requests is None:
-            cpu, memory = (self.demand(pod) if demand is None else demand).gap
-        else:
-            cpu, memory = pod.nonzero_requests
-            cpu -= pod.requests.get(CPU, 0)
-            memory -= pod.requests.get(MEMORY, 0)
-        if cpu or memory:
-            gap = self.nonzero_gap[idx]
-            gap[0] += sign * cpu
-            gap[1] += sign * memory
+    def _count_gaps(self, rows: Sequence[int], pods: Sequence[Pod], sign: int) -> None:
+        """Add (sign 1) or take off (sign -1) each pod's non-zero defaults on its row."""
+        demands = self._demands
+        for idx, pod in zip(rows, pods, strict=True):
+            nonzero = pod.nonzero_requests
+            if nonzero is None:
+                demand = demands.get(pod.key)
+                cpu, memory = (self.demand(pod) if demand is None else demand).gap
+            else:
+                cpu, memory = nonzero
+                cpu -= pod.requests.get(CPU, 0)
+                memory -= pod.requests.get(MEMORY, 0)
+            if cpu or memory:
+                gap = self.nonzero_gap[idx]
+                gap[0] += sign * cpu
+                gap[1] += sign * memory
 
     @staticmethod
     def nonzero_of(pod: Pod) -> tuple[int, int]:
@@ -759,31 +773,45 @@ class ClusterState:
     def hold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`hold` each (pod key, node row): a gang search puts many victims back at once."""
         kept = self._tentative_rows
+        node_pods, rows, came_rows, came_pods = self.node_pods, [], [], []
+        logged: list[Pod | None] = []
         for key, idx in placed:
-            pods = self.node_pods[idx]
+            pods = node_pods[idx]
             if kept is not None and idx not in kept:
-                kept[idx] = list(pods)
+                kept[idx], pods = pods, dict(pods)
+                node_pods[idx] = pods
             pod = pods.get(key)
             if pod is None:
                 pod = pods[key] = self.pods[key]
-                self._count_gap(idx, pod, 1)
+                came_rows.append(idx)
+                came_pods.append(pod)
                 if pod.volumes or pod.disks:  # its claims, disks and attachments count too
                     self.volumes.place(pod, idx)
-            self._touch(idx, pod)
+            rows.append(idx)
+            logged.append(pod)
+        self._count_gaps(came_rows, came_pods, 1)
+        self._touch_all(rows, logged)
 
     def unhold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`unhold` each (pod key, node row)."""
         kept = self._tentative_rows
+        node_pods, rows, gone_rows, gone_pods = self.node_pods, [], [], []
+        logged: list[Pod | None] = []
         for key, idx in placed:
-            pods = self.node_pods[idx]
+            pods = node_pods[idx]
             if kept is not None and idx not in kept:
-                kept[idx] = list(pods)
+                kept[idx], pods = pods, dict(pods)
+                node_pods[idx] = pods
             pod = pods.pop(key, None)
             if pod is not None:
-                self._count_gap(idx, pod, -1)
+                gone_rows.append(idx)
+                gone_pods.append(pod)
                 if pod.volumes or pod.disks:
                     self.volumes.unplace(pod, idx)
-            self._touch(idx, pod)
+            rows.append(idx)
+            logged.append(pod)
+        self._count_gaps(gone_rows, gone_pods, -1)
+        self._touch_all(rows, logged)
 
     def forget(self, key: str) -> None:
         """A bind the scheduler assumed failed: give the room back and make the pod pending.
