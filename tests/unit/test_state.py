@@ -260,6 +260,33 @@ def test_a_tentative_scope_puts_back_each_row_as_it_found_it() -> None:
     assert all(state.node_pods[state.bound[key]][key] is state.pods[key] for key in state.bound)
 
 
+def test_a_pod_reported_anew_counts_the_non_zero_defaults_of_its_new_report() -> None:
+    """A running pod re-reported with requests, then without, then gone: its node's
+    non-zero defaults follow each report, and a tentative scope moves the ones it has now."""
+    state = _on_two_nodes()
+    default_memory = 200 * 2**20
+    a = state.nonzero_gap[0].tolist()
+    assert a == [100, 3 * default_memory]
+    requested = replace(state.pods["ns/y"], requests={"cpu": 100, "memory": GI})
+    state.upsert_pod(requested)
+    assert state.nonzero_gap[0].tolist() == [0, 2 * default_memory]
+    with state.tentative():
+        state.unhold_all([("ns/y", 0), ("ns/x", 0)])
+        assert state.nonzero_gap[0].tolist() == [0, default_memory]
+        state.hold_all([("ns/x", 0), ("ns/y", 0)])
+    state.upsert_pod(replace(requested, requests={}))
+    assert state.nonzero_gap[0].tolist() == a
+    with state.tentative():
+        state.unhold("ns/y", 0)
+        assert state.nonzero_gap[0].tolist() == [0, 2 * default_memory]
+        state.hold("ns/y", 0)
+    state.remove_pod("ns/y")
+    assert state.nonzero_gap[0].tolist() == [0, 2 * default_memory]
+    state.upsert_pod(replace(requested, node_name=""))  # pending again, with requests
+    state.hold("ns/y", 0)
+    assert state.nonzero_gap[0].tolist() == [0, 2 * default_memory]
+
+
 @pytest.mark.parametrize("left", ["a pod off", "another pod on", "a pod swapped"])
 def test_a_tentative_scope_that_leaves_a_row_changed_says_so(left: str) -> None:
     state = _on_two_nodes()

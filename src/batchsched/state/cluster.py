@@ -88,6 +88,12 @@ class ClusterState:
         # Bumped on every change that could let a waiting pod fit.
         self.generation = 0
         self.pods: dict[str, Pod] = {}
+        # What a pod's place on a node counts beyond its room, kept per pod as it is reported
+        # so that moving a pod on and off its node (`hold`, `unhold`: thousands in one gang
+        # search) does not read it again: the non-zero defaults scoring adds for it (cpu,
+        # memory; only pods with any), and the pods with volumes or disks.
+        self._gaps: dict[str, tuple[int, int]] = {}
+        self._with_volumes: set[str] = set()
         self.bound: dict[str, int] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed: set[str] = set()
@@ -575,6 +581,7 @@ class ClusterState:
         if old_node is not None and not stays:
             self._unbind(key)
         self.pods[key] = pod
+        self._count_extras(key, pod)
         self._index_group(key, group_key_of(pod))
         was_pending = self.pending.pop(key, None) is not None
         if terminated:
@@ -641,6 +648,8 @@ class ClusterState:
         self._index_group(key, None)
         if self.pending.pop(key, None) is not None:
             self._pending_dirty.add(key)
+        self._gaps.pop(key, None)
+        self._with_volumes.discard(key)
         self.generation += 1
 
     def _bind(self, key: str, pod: Pod) -> None:
@@ -652,7 +661,7 @@ class ClusterState:
         free = self._free_cells()
         for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
             free[idx, col] -= amount
-        self._count_gaps((idx,), (pod,), 1)
+        self._count_gap(idx, key, 1)
         self._touch(idx, pod)
         self.bound[key] = idx
         self.node_pods[idx][key] = pod
@@ -698,7 +707,7 @@ class ClusterState:
         free = self._free_cells()
         for col, amount in demand.key:
             free[idx, col] += amount
-        self._count_gaps((idx,), (pod,), -1)
+        self._count_gap(idx, key, -1)
         self._touch(idx, pod)
         self.bound_version += 1
         self._uncount_priority(key)
@@ -718,22 +727,28 @@ class ClusterState:
             self._cells = self.free.data
         return self._cells
 
-    def _count_gaps(self, rows: Sequence[int], pods: Sequence[Pod], sign: int) -> None:
-        """Add (sign 1) or take off (sign -1) each pod's non-zero defaults on its row."""
-        demands = self._demands
-        for idx, pod in zip(rows, pods, strict=True):
-            nonzero = pod.nonzero_requests
-            if nonzero is None:
-                demand = demands.get(pod.key)
-                cpu, memory = (self.demand(pod) if demand is None else demand).gap
-            else:
-                cpu, memory = nonzero
-                cpu -= pod.requests.get(CPU, 0)
-                memory -= pod.requests.get(MEMORY, 0)
-            if cpu or memory:
-                gap = self.nonzero_gap[idx]
-                gap[0] += sign * cpu
-                gap[1] += sign * memory
+    def _count_extras(self, key: str, pod: Pod) -> None:
+        """Keep what the pod's place on a node counts beyond its room (`_gaps`,
+        `_with_volumes`): the pod as now reported, before it is counted on a node."""
+        cpu, memory = self.nonzero_of(pod)
+        cpu -= pod.requests.get(CPU, 0)
+        memory -= pod.requests.get(MEMORY, 0)
+        if cpu or memory:
+            self._gaps[key] = cpu, memory
+        else:
+            self._gaps.pop(key, None)
+        if pod.volumes or pod.disks:
+            self._with_volumes.add(key)
+        else:
+            self._with_volumes.discard(key)
+
+    def _count_gap(self, idx: int, key: str, sign: int) -> None:
+        """Add (sign 1) or take off (sign -1) the pod's non-zero defaults on row `idx`."""
+        gap = self._gaps.get(key)
+        if gap is not None:
+            row = self.nonzero_gap[idx]
+            row[0] += sign * gap[0]
+            row[1] += sign * gap[1]
 
     @staticmethod
     def nonzero_of(pod: Pod) -> tuple[int, int]:
@@ -772,8 +787,8 @@ class ClusterState:
 
     def hold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`hold` each (pod key, node row): a gang search puts many victims back at once."""
-        kept = self._tentative_rows
-        node_pods, rows, came_rows, came_pods = self.node_pods, [], [], []
+        kept, gaps, with_volumes = self._tentative_rows, self._gaps, self._with_volumes
+        node_pods, rows = self.node_pods, []
         logged: list[Pod | None] = []
         for key, idx in placed:
             pods = node_pods[idx]
@@ -783,19 +798,18 @@ class ClusterState:
             pod = pods.get(key)
             if pod is None:
                 pod = pods[key] = self.pods[key]
-                came_rows.append(idx)
-                came_pods.append(pod)
-                if pod.volumes or pod.disks:  # its claims, disks and attachments count too
+                if key in gaps:
+                    self._count_gap(idx, key, 1)
+                if key in with_volumes:  # its claims, disks and attachments count too
                     self.volumes.place(pod, idx)
             rows.append(idx)
             logged.append(pod)
-        self._count_gaps(came_rows, came_pods, 1)
         self._touch_all(rows, logged)
 
     def unhold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`unhold` each (pod key, node row)."""
-        kept = self._tentative_rows
-        node_pods, rows, gone_rows, gone_pods = self.node_pods, [], [], []
+        kept, gaps, with_volumes = self._tentative_rows, self._gaps, self._with_volumes
+        node_pods, rows = self.node_pods, []
         logged: list[Pod | None] = []
         for key, idx in placed:
             pods = node_pods[idx]
@@ -804,13 +818,12 @@ class ClusterState:
                 node_pods[idx] = pods
             pod = pods.pop(key, None)
             if pod is not None:
-                gone_rows.append(idx)
-                gone_pods.append(pod)
-                if pod.volumes or pod.disks:
+                if key in gaps:
+                    self._count_gap(idx, key, -1)
+                if key in with_volumes:
                     self.volumes.unplace(pod, idx)
             rows.append(idx)
             logged.append(pod)
-        self._count_gaps(gone_rows, gone_pods, -1)
         self._touch_all(rows, logged)
 
     def forget(self, key: str) -> None:
