@@ -399,3 +399,28 @@ def test_a_pods_key_is_its_namespace_and_name_also_when_copied() -> None:
     assert replace(pod, name="q").key == "ns/q"
     assert replace(pod, namespace="other").key == "other/p"
     assert "key=" not in repr(pod)
+
+
+def test_take_room_takes_and_gives_back_each_requested_column_of_any_room() -> None:
+    """On the state's own room (logged), on a copy (C or Fortran order) and on a slice of
+    the state's room that is not contiguous: only the row's requested columns move."""
+    state = state_with()
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10, "example.com/x": 2}))
+    state.upsert_node(Node("c", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    pod = Pod("ns", "p", requests={"cpu": 300, "memory": GI, "example.com/x": 1, "pods": 0})
+    demand = state.demand(pod)
+    assert len(demand.key) == 3  # a zero request takes no column
+    shared = state.free_for(pod)
+    rooms = [shared, shared.copy(), shared.copy(order="F"), state.free[:2]]
+    assert state.is_shared_free(rooms[3]) and not rooms[3].flags.forc  # a strided view
+    for room in rooms:
+        before, mark = room.copy(), state.change_mark()
+        state.take_room(room, 1, demand)
+        expected = before.copy()
+        for name, amount in pod.requests.items():
+            expected[1, state.resources.get(name)] -= amount
+        assert (room == expected).all()
+        logged = state.rows_changed_since(mark)
+        assert logged == ([1] if state.is_shared_free(room) else [])
+        state.take_room(room, 1, demand, sign=-1)
+        assert (room == before).all()

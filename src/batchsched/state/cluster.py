@@ -976,8 +976,11 @@ class ClusterState:
         when `free` is the state's own room the change is logged like any other, so cached
         per-node results are refreshed for that row.
         """
-        free[idx, demand.cols] -= sign * demand.amounts
-        if self.is_shared_free(free):
+        shared = self.is_shared_free(free)
+        cells = self._free_cells() if shared else free.data
+        for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
+            cells[idx, col] -= sign * amount
+        if shared:
             self._touch(idx)
 
 
