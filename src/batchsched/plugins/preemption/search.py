@@ -173,9 +173,13 @@ class PreemptionSearch:
             shape.seen[stale] = free[stale][:, cols]
             base = shape.seen[stale] + table.terminating_room[stale][:, cols]
             slots = Slots.of(table, rule, classes, demand, base, stale)
-            shape.results.store(stale, row_results(table, rule, slots, demand, shape.reasons))
+            fresh = row_results(table, rule, slots, demand, shape.reasons)
+            # About half the recomputed rows keep their place (failing before and after, or
+            # the same criteria): leaving them clean keeps `best`'s apart-ranked rows few.
+            moved_rank = shape.results.rank_moved(stale, fresh)
+            shape.results.store(stale, fresh)
             shape.expires = min(shape.expires, slots.protection_ends())
-            shape.ranking.mark(stale)
+            shape.ranking.mark(stale[moved_rank])
             if shape.ranking.worn:
                 shape.ranking = Ranking(shape.results, rank)
         shape.mark = state.change_mark()
