@@ -95,6 +95,9 @@ class _Placement:
     # The room the results were computed on when it was a copy of the state's adjusted for
     # nominations (None: the state's own, whose changes the row log records).
     free: IntArray | None = None
+    # `free` is a pod's `free_for` as its attempt made it (`Cycle.own_room`), the pod not
+    # nominated: another such pod's room differs from it only on rows the log names.
+    plain: bool = False
 
 
 class Framework:
@@ -643,13 +646,14 @@ class Framework:
         rows = state.rows
         if placement is not None and placement.feasible.shape[0] == rows:
             changed = state.rows_changed_since(placement.mark)
-            stale = None if changed is None else _stale_rows(cycle.free, placement, changed)
+            stale = None if changed is None else _stale_rows(cycle, placement, changed)
             if stale is not None:
                 if stale:
                     self._refresh(cycle, placement, stale)
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
                 placement.mark = state.change_mark()
+                placement.plain = _plain(cycle)
                 return placement
         verdict = self._static_verdict(state, cycle, shapes)
         feasible, _ = self.find_nodes(cycle, local_only=True)
@@ -659,6 +663,7 @@ class Framework:
             feasible,
             self._totals(cycle, feasible, local_only=True),
             free=None if shared else cycle.free.copy(order="K"),
+            plain=_plain(cycle),
         )
         if len(kept) >= limit:
             kept.clear()
@@ -862,11 +867,18 @@ def _run_static(
     return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
 
 
-def _stale_rows(free: IntArray, placement: _Placement, changed: list[int]) -> list[int] | None:
-    """The rows of `placement` to refresh for `free` (sorted, distinct): those in the log
-    since it was made and, for a placement on a copy of the room, those where `free` differs
-    from that copy. None when so many changed (or the copy has other columns) that making it
-    afresh is cheaper."""
+def _plain(cycle: Cycle) -> bool:
+    """`cycle.free` is `free_for` a pod without a nomination of its own, unchanged."""
+    return cycle.own_room and cycle.pod.key not in cycle.state.nominations
+
+
+def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list[int] | None:
+    """The rows of `placement` to refresh for `cycle.free` (sorted, distinct): those in the
+    log since it was made and, for a placement on a copy of the room, those where the room
+    differs from that copy (compared over every row unless both are plain `free_for` rooms,
+    which differ only on logged rows). None when so many changed (or the copy has other
+    columns) that making it afresh is cheaper."""
+    free = cycle.free
     limit = free.shape[0] // 4
     if len(changed) > limit:
         return None
@@ -874,6 +886,8 @@ def _stale_rows(free: IntArray, placement: _Placement, changed: list[int]) -> li
         return sorted(set(changed))
     if placement.free.shape != free.shape:
         return None
+    if placement.plain and _plain(cycle):
+        return sorted(set(changed))
     moved = rows_differ(free, placement.free)
     moved[changed] = True
     stale = np.flatnonzero(moved)

@@ -244,7 +244,7 @@ class Scheduler:
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
         # A nominated pod has no twin (`_twin_key`), as it was when the attempt began.
         twin_free = key not in state.nominations
-        cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
+        cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod), own_room=True)
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now, pre.by)

@@ -25,7 +25,8 @@ from batchsched.objects.records import (
     Requirement,
 )
 from batchsched.plugins.args import ConfigError
-from batchsched.plugins.daemonsetpreemption.plugin import read_args
+from batchsched.plugins.base import Cycle
+from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption, read_args
 from batchsched.plugins.daemonsetpreemption.victims import (
     VictimChooser,
     VictimSettings,
@@ -417,3 +418,23 @@ def test_node_affinity_one_row_matches_all_rows(
         rejected |= rejection.nodes
     for row in range(state.rows):
         assert NodeAffinity().passes_row(state, subject, row) == (not rejected[row])
+
+
+def test_pre_filter_giving_a_reserved_node_its_room_back_says_the_room_changed() -> None:
+    """The pre-filter gives the pod's reserved node its room back on the cycle's adjusted
+    copy: that room is no longer `free_for` the pod as made (`Cycle.own_room`), so kept
+    results must compare it over every row rather than follow the log alone."""
+    state = ClusterState()
+    for name in ("n0", "n1"):
+        state.upsert_node(Node(name, {"cpu": 4000, "memory": 4096, "pods": 110}))
+    state.upsert_pod(pod("holder", 1000, 1, priority=1000))
+    state.nominate("default/holder", "n1")  # other pods see n1's room adjusted for it
+    on_n1 = NodeSelectorTerm((), (Requirement("metadata.name", "In", ("n1",)),))
+    agent = pod("agent", 1000, 1, priority=100, owner_references=DS_OWNER, required_terms=(on_n1,))
+    state.upsert_pod(agent)
+    state.reserve("n1", agent.key, NOW)
+    c = Cycle(state, agent, NOW, state.demand(agent), state.free_for(agent), own_room=True)
+    assert not state.is_shared_free(c.free)
+    DaemonSetPreemption().pre_filter(c)
+    assert c.free[1].tolist() == state.free[1].tolist()
+    assert not c.own_room

@@ -4,6 +4,9 @@
 others hold some of it (a copy per cycle, `ClusterState.free_for`); it refreshes the rows
 the state's log names and the rows where the copy differs from the room the scores were
 made on, e.g. room a gang's earlier members took on the copy (`ClusterState.take_room`).
+Rooms made by `free_for` for pods without a nomination of their own (`Cycle.own_room`) are
+compared with each other only through the log; a copy in between, or a pod of the same
+shape with a nomination, brings the comparison back.
 """
 
 from __future__ import annotations
@@ -28,12 +31,26 @@ STEPS = st.lists(
 )
 
 
-def _place(framework: Framework, state: ClusterState, key: str, free: object) -> int | None:
+def _place(
+    framework: Framework, state: ClusterState, key: str, free: object, own_room: bool = False
+) -> int | None:
     who = state.pods[key]
     assert free is not None
     cycle = Cycle(state, who, NOW, state.demand(who), free)  # type: ignore[arg-type]
+    cycle.own_room = own_room
     placed = framework.place(cycle)
     return None if isinstance(placed, Diagnosis) else placed
+
+
+def _totals(
+    framework: Framework, state: ClusterState, key: str, free: object, own_room: bool = False
+) -> tuple[list[bool], list[int]] | None:
+    """Feasibility and scores on every node, as a gang search asks for them."""
+    who = state.pods[key]
+    cycle = Cycle(state, who, NOW, state.demand(who), free)  # type: ignore[arg-type]
+    cycle.own_room = own_room
+    found = framework.evaluate(cycle)
+    return None if found is None else (found.feasible.tolist(), found.total.tolist())
 
 
 @settings(max_examples=60, deadline=None)
@@ -64,7 +81,29 @@ def test_kept_placement_follows_the_copy_and_the_log(
             state.assume(key, f"n{n}")
         elif kind == "nominate" and key in state.pending and key != placer.key:
             state.nominate(key, f"n{n}")
-        for who in ("default/p0", "default/p1"):
-            room = free if who == placer.key else state.free_for(state.pods[who])
+        # p0 and p2 are of one shape, p1 and p3 of another (either may be nominated).
+        for who in ("default/p0", "default/p2", "default/p1", "default/p3"):
+            own = who != placer.key
+            if own and who not in state.pending:
+                continue
+            room = state.free_for(state.pods[who]) if own else free
             fresh = Scheduler(state, default_config()).default_framework
-            assert _place(kept, state, who, room) == _place(fresh, state, who, room)
+            assert _place(kept, state, who, room, own) == _place(fresh, state, who, room)
+            # Every row's results: a nominated pod's own row differs from its shape's others.
+            assert _totals(kept, state, who, room, own) == _totals(fresh, state, who, room)
+
+
+def test_a_nominated_pods_own_room_is_compared_with_its_shapes_kept_one() -> None:
+    """p1's room has its own nomination's hold back on n2, p3's has not: one shape, no row
+    logged between them, so only the comparison over every row finds n2."""
+    state = ClusterState()
+    for i, cpu in enumerate([2, 3, 4, 2, 8, 1]):
+        state.upsert_node(node(f"n{i}", cpu=1000 * cpu))
+    for i in range(4):
+        state.upsert_pod(pod(f"p{i}", 500 * (1 + i % 2), priority=100))
+    state.nominate("default/p1", "n2")
+    kept = Scheduler(state, default_config()).default_framework
+    for who in ("default/p3", "default/p1", "default/p3", "default/p1"):
+        room = state.free_for(state.pods[who])
+        fresh = Scheduler(state, default_config()).default_framework
+        assert _totals(kept, state, who, room, True) == _totals(fresh, state, who, room)

@@ -3,7 +3,10 @@
 `PreemptionSearch` keeps, per preemptor shape, each row's victims and criteria with the room
 the preemptor saw there; a later search recomputes the rows the state's log names and the
 rows where the room it is given differs from the room seen (room held by nominations, or
-taken on the cycle's own copy), so its answer must equal a search made afresh.
+taken on the cycle's own copy), so its answer must equal a search made afresh. Room said to
+be `free_for` a preemptor without a nomination of its own (`own_room`) is compared with the
+last such room only through the log: the preemptor's own nomination, or a copy in between,
+must bring the comparison back.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from tests.preemption_world import NOW, node, pod
 
 STEPS = st.lists(
     st.tuples(
-        st.sampled_from(["take", "give", "bind", "nominate", "terminate", "remove"]),
+        st.sampled_from(["take", "give", "bind", "nominate", "self", "terminate", "remove"]),
         st.integers(0, 3),  # node
         st.integers(0, 11),  # pod
     ),
@@ -27,11 +30,17 @@ STEPS = st.lists(
 )
 
 
-def _answer(search: PreemptionSearch, state: ClusterState, free: IntArray) -> Evaluation:
-    preemptor = state.pods["default/preemptor"]
+def _answer(
+    search: PreemptionSearch,
+    state: ClusterState,
+    free: IntArray,
+    own_room: bool = False,
+    key: str = "default/preemptor",
+) -> Evaluation:
+    preemptor = state.pods[key]
     rule = VictimRule(state, preemptor, 500, NOW, lambda name: (False, None))
     candidates = np.ones(state.rows, dtype=np.bool_)
-    return search.evaluate(rule, state.demand(preemptor), free, candidates)
+    return search.evaluate(rule, state.demand(preemptor), free, candidates, own_room)
 
 
 @settings(max_examples=60, deadline=None)
@@ -45,6 +54,7 @@ def test_kept_search_follows_room_and_log(steps: list[tuple[str, int, int]]) -> 
     for i in range(4):
         state.upsert_pod(pod(f"w{i}", 1000, priority=1000))  # nominated, above the preemptor
     state.upsert_pod(pod("preemptor", 2000, priority=500))
+    state.upsert_pod(pod("twin", 2000, priority=500))  # the same shape: its results are kept
     demand = state.demand(state.pods["default/preemptor"])
     kept = PreemptionSearch(state)
     free = state.free[: state.rows].copy(order="K")  # the cycle's own copy
@@ -58,9 +68,17 @@ def test_kept_search_follows_room_and_log(steps: list[tuple[str, int, int]]) -> 
             state.upsert_pod(pod(f"v{p}", 500, on=f"n{n}", priority=10 * (p % 3)))
         elif kind == "nominate" and f"default/w{p % 4}" in state.pending:
             state.nominate(f"default/w{p % 4}", f"n{n}")
+        elif kind == "self":  # a preemptor's own nomination comes and goes
+            who = "default/twin" if p % 4 > 1 else "default/preemptor"
+            state.nominate(who, f"n{n}" if p % 2 else None)
         elif kind == "terminate" and bound:
             state.mark_terminating(bound[p % len(bound)], NOW)
         elif kind == "remove" and bound:
             state.remove_pod(bound[p % len(bound)])
-        for room in (free, state.free_for(state.pods["default/preemptor"])):
-            assert _answer(kept, state, room) == _answer(PreemptionSearch(state), state, room)
+        rooms = [] if p % 3 else [(free, False, "default/preemptor")]
+        rooms += [
+            (state.free_for(state.pods[k]), True, k) for k in ("default/preemptor", "default/twin")
+        ]
+        for room, own_room, key in rooms:
+            fresh = _answer(PreemptionSearch(state), state, room, key=key)
+            assert _answer(kept, state, room, own_room, key) == fresh

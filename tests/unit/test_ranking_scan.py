@@ -59,3 +59,29 @@ def test_best_weighs_rows_recomputed_since_against_the_clean_ones() -> None:
     for _ in range(20):
         candidates = rng.random(rows) < rng.choice([0.002, 0.02, 0.5])
         assert ranking.best(results, candidates, rank) == _expected(results, candidates, rank)
+
+
+def test_ranking_marked_with_moved_rows_only_answers_as_a_fresh_sort() -> None:
+    """Rows recomputed with their place unchanged stay clean; many rounds of changes (past
+    the bound that re-sorts) keep `best` equal to the SPEC's order over every candidate."""
+    rng = np.random.default_rng(24)
+    rows = 400
+    results = _results(rows, rng)
+    rank = rng.permutation(rows).astype(np.int64)
+    ranking = Ranking(results, rank)
+    for _ in range(60):
+        at = np.unique(rng.choice(rows, int(rng.integers(1, 12)))).astype(np.intp)
+        fresh = _results(at.size, rng)
+        keep = rng.random(at.size) < 0.5  # half keep their criteria (and work or fail as before)
+        for name in ("works", "violations", "highest", "total", "count", "latest"):
+            getattr(fresh, name)[keep] = getattr(results, name)[at[keep]]
+        moved = results.rank_moved(at, fresh)
+        results.store(at, fresh)
+        ranking.mark(at[moved])
+        if ranking.worn:
+            ranking = Ranking(results, rank)
+        for share in (0.01, 0.1, 0.9):
+            candidates = rng.random(rows) < share
+            usable = np.flatnonzero(candidates & results.works)
+            expected = None if usable.size == 0 else int(results.order(usable, rank)[0])
+            assert ranking.best(results, candidates, rank) == expected

@@ -45,6 +45,10 @@ class Cycle:
     # Seconds since the epoch: the answer of this attempt holds, while the cluster stays as
     # it is, at every time before this one (`changes_at`).
     holds_until: float = math.inf
+    # `free` is `state.free_for(pod)` as made for this attempt, unchanged (a plugin that
+    # changes it clears this): room that differs from another such pod's of the same
+    # priority, neither nominated, only on rows the state's log names.
+    own_room: bool = False
 
     @property
     def priority(self) -> int:

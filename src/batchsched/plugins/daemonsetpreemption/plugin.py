@@ -123,6 +123,7 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
             allowed[idx] = True
             if state.reserved_by.get(cycle.pod.key) == idx and not state.is_shared_free(cycle.free):
                 cycle.free[idx] = state.free[idx]  # `free` is this cycle's own adjusted copy
+                cycle.own_room = False
         return PreFilterResult(allowed_nodes=allowed)
 
     # ---- filter ------------------------------------------------------------------------

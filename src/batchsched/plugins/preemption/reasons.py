@@ -45,6 +45,10 @@ class Reasons:
             self._keys.append(key)
         return found
 
+    def shows_unlock(self, rid: int) -> bool:
+        """Whether `text` of this reason shows its unlock time (tolerations held it back)."""
+        return self._keys[rid][0] == self.TOLERATED
+
     def text(self, rid: int, unlock: float) -> str:
         kind, classes = self._keys[rid]
         listed = ", ".join(classes)

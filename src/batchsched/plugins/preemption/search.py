@@ -52,6 +52,9 @@ class _Shape:
     # Room per row as the preemptor saw it, for the demanded resources (column-major); room
     # of terminating pods comes on top, which changes only on rows the log names.
     seen: IntArray
+    # Whether `seen` is `free_for` a preemptor without a nomination of its own: two such
+    # preemptors of one priority see the same room but on rows the log names since.
+    plain: bool
     results: RowResults
     ranking: Ranking
     reasons: Reasons = field(default_factory=Reasons)
@@ -83,17 +86,24 @@ class PreemptionSearch:
         self._pdbs_version = -1
 
     def evaluate(
-        self, rule: VictimRule, demand: Demand, free: IntArray, candidates: BoolArray
+        self,
+        rule: VictimRule,
+        demand: Demand,
+        free: IntArray,
+        candidates: BoolArray,
+        own_room: bool = False,
     ) -> Evaluation:
         """The best candidate node for the rule's preemptor and its victims, or why none works.
 
-        `free` is the room per node as the preemptor sees it (`ClusterState.free_for`).
+        `free` is the room per node as the preemptor sees it (`ClusterState.free_for`);
+        `own_room` says it is exactly that (`Cycle.own_room`), not a copy changed since.
         """
         state, table = self.state, self.table
         table.sync()
         rows = state.rows
         classes = ClassArrays.of(table, rule)
-        shape = self._refresh(rule, demand, classes, free[:rows])
+        plain = own_room and rule.preemptor.key not in state.nominations
+        shape = self._refresh(rule, demand, classes, free[:rows], plain)
         best = shape.ranking.best(shape.results, candidates, state.name_rank())
         if best is None:
             return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
@@ -137,7 +147,7 @@ class PreemptionSearch:
         return kept.first
 
     def _refresh(
-        self, rule: VictimRule, demand: Demand, classes: ClassArrays, free: IntArray
+        self, rule: VictimRule, demand: Demand, classes: ClassArrays, free: IntArray, plain: bool
     ) -> _Shape:
         state, table = self.state, self.table
         key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
@@ -159,23 +169,35 @@ class PreemptionSearch:
         ):
             results = RowResults.empty(rows, table.slots)
             seen = np.zeros((rows, cols.shape[0]), dtype=np.int64, order="F")
-            shape = _Shape(policy, 0, now, math.inf, seen, results, Ranking(results, rank))
+            ranking = Ranking(results, rank)
+            shape = _Shape(policy, 0, now, math.inf, seen, plain, results, ranking)
             stale = np.arange(rows)
         else:
             changed = state.rows_changed_since(shape.mark)
-            moved = rows_differ(free, shape.seen, cols.tolist())
             if changed is None:
-                moved[:] = True
-            elif changed:
-                moved[np.asarray(changed, dtype=np.intp)] = True
-            stale = np.flatnonzero(moved)
+                stale = np.arange(rows)
+            elif plain and shape.plain:
+                # Both rooms are `free_for` such a preemptor: the state's room less what
+                # nominations at its priority or above hold, both changing only on logged
+                # rows. So no comparison over every row (it grew with the cluster).
+                stale = np.unique(np.asarray(changed, dtype=np.intp))
+            else:
+                moved = rows_differ(free, shape.seen, cols.tolist())
+                if changed:
+                    moved[np.asarray(changed, dtype=np.intp)] = True
+                stale = np.flatnonzero(moved)
+        shape.plain = plain
         if stale.size:
             shape.seen[stale] = free[stale][:, cols]
             base = shape.seen[stale] + table.terminating_room[stale][:, cols]
             slots = Slots.of(table, rule, classes, demand, base, stale)
-            shape.results.store(stale, row_results(table, rule, slots, demand, shape.reasons))
+            fresh = row_results(table, rule, slots, demand, shape.reasons)
+            # About half the recomputed rows keep their place (failing before and after, or
+            # the same criteria): leaving them clean keeps `best`'s apart-ranked rows few.
+            moved_rank = shape.results.rank_moved(stale, fresh)
+            shape.results.store(stale, fresh)
             shape.expires = min(shape.expires, slots.protection_ends())
-            shape.ranking.mark(stale)
+            shape.ranking.mark(stale[moved_rank])
             if shape.ranking.worn:
                 shape.ranking = Ranking(shape.results, rank)
         shape.mark = state.change_mark()
