@@ -34,6 +34,9 @@ from batchsched.state.cluster import ClusterState, Demand, IntArray
 
 # Cycle.scratch key telling Coscheduling's PreFilter that the group was already admitted.
 ADMITTED = "coscheduling.admitted"
+# Up to this many stale rows are all refreshed (one by one, `Framework.place_changed`):
+# sorting out the rows that came back would cost about what it saves.
+_COPY_PAST = 8
 
 
 @dataclass(slots=True)
@@ -42,12 +45,20 @@ class BaseRoom:
     of one search and refreshed in place, each time on the rows where they are out of date
     only: the rows whose room or pods changed since the member's last refresh (`moved`, a
     log of such rows, e.g. victims taken off or put back, read from the member's position
-    `seen`) and the rows earlier members took in its last placement (`taken`)."""
+    `seen`) and the rows earlier members took in its last placement (`taken`).
+
+    A stale row whose room and pods are back as they were when the results were made
+    (`away`, per node: the pods now off it or held on it, 0 on such a row) shows each member
+    its first results there (`unmoved`): copied instead of filtered and scored again. Half
+    the stale rows of a large search are such rows (units put back by the bisection and the
+    reprieve step, rows the members took and gave back)."""
 
     results: dict[str, NodeTotals | None]
     moved: list[int]
     seen: dict[str, int]
     taken: dict[str, list[int]]
+    unmoved: dict[str, NodeTotals]
+    away: IntArray
 
 
 class TentativePlacement:
@@ -95,6 +106,8 @@ class TentativePlacement:
         if not isinstance(placed, Diagnosis):
             state.take_room(self.free, placed, demand)
             self._taken.append((placed, demand, pod))  # undone with the rest if Reserve raises
+            if self.base is not None:
+                self.base.away[placed] += 1
             self.framework.reserve(cycle, placed)  # e.g. the PVs its claims take
             state.hold(pod.key, placed)
         return placed
@@ -106,8 +119,20 @@ class TentativePlacement:
         if base is None or results is None or not self.framework.row_local(cycle):
             return None
         taken = [row for row, _, _ in self._taken]
-        stale = base.moved[base.seen[key] :] + base.taken.get(key, []) + taken
-        placed = self.framework.place_changed(cycle, results, np.asarray(stale, dtype=np.intp))
+        stale = np.asarray(
+            base.moved[base.seen[key] :] + base.taken.get(key, []) + taken, dtype=np.intp
+        )
+        unmoved = base.unmoved.get(key)
+        if unmoved is not None and stale.shape[0] > _COPY_PAST:
+            back = base.away[stale] == 0
+            if back.any():
+                # Row-local results (asked above, and at `base_results`) on a row whose room
+                # and pods are as they were then: the first results.
+                kept = stale[back]
+                results.feasible[kept] = unmoved.feasible[kept]
+                results.total[kept] = unmoved.total[kept]
+                stale = stale[~back]
+        placed = self.framework.place_changed(cycle, results, stale)
         # The rows earlier members took are refreshed with them there; they leave at `undo`.
         base.seen[key], base.taken[key] = len(base.moved), taken
         if placed is None:
@@ -119,6 +144,8 @@ class TentativePlacement:
         """Give back the room (and what Reserve held) of every member placed so far."""
         for idx, demand, pod in reversed(self._taken):
             self.state.take_room(self.free, idx, demand, sign=-1)
+            if self.base is not None:
+                self.base.away[idx] -= 1
             self.state.unhold(pod.key, idx)
             self.framework.unreserve(self.state, pod)
         self._taken.clear()

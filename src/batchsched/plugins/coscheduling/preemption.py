@@ -329,12 +329,14 @@ class GroupFit:
         results = base_results(
             self.framework, self.state, self.now, self.free, self.group, self.pending
         )
-        self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {})
         self._unmoved = {
             key: NodeTotals(found.feasible.copy(), found.total.copy())
             for key, found in results.items()
             if found is not None
         }
+        # Every unit is on its node here (before a search, after `restore`): no row is away.
+        away = np.zeros(self.state.rows, dtype=np.intp)
+        self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {}, self._unmoved, away)
 
     def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
         """Where the members go with these units gone, or None if minMember is not reached."""
@@ -393,8 +395,11 @@ class GroupFit:
                 room, (index.rows[entries], index.cols[entries]), sign * index.amounts[entries]
             )
         if self.base is not None:
-            self.base.moved.extend(row for _, row in off)
-            self.base.moved.extend(row for _, row in back)
+            moved, away = self.base.moved, self.base.away
+            moved.extend(row for _, row in off)
+            np.add.at(away, moved[len(moved) - len(off) :], 1)
+            moved.extend(row for _, row in back)
+            np.add.at(away, moved[len(moved) - len(back) :], -1)
 
     def restore(self) -> None:
         """Every unit back on its node, as before the search."""
