@@ -81,3 +81,31 @@ def test_node_by_node_agrees_with_the_vectorised_scores(
         for vectorised, one_node in [*STRATEGIES.values(), (balanced, balanced_node)]:
             expected = vectorised(use, len(nodes))
             assert np.array_equal(expected, [one_node(u) for u in every]), vectorised.__name__
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(amounts.map(lambda a: a + 1), amounts.map(lambda a: a + 1)), min_size=1),
+    amounts,
+    amounts,
+)
+def test_nodes_with_every_resource_score_as_node_by_node(
+    nodes: list[tuple[int, int]], cpu: int, memory: int
+) -> None:
+    """Where every node has every scored resource (cpu and memory: the usual cluster), the
+    vectorised scores take a path without per-node masks (`_balanced_pair`,
+    `_shares_everywhere`); it must give what the node-by-node scores give, fractions capped
+    at 1 (requests above the allocatable) included."""
+    from batchsched.plugins.noderesources.balanced_allocation import _balanced_pair
+    from batchsched.plugins.noderesources.fit import STRATEGIES
+
+    c = cycle([{"cpu": a, "memory": b} for a, b in nodes], {"cpu": cpu, "memory": memory})
+    resources = (ScoredResource("cpu", 3), ScoredResource("memory", 1))
+    for nonzero in (False, True):
+        use = all_rows(c, resources, nonzero)
+        every = [one_row(c, r, resources, nonzero) for r in range(len(nodes))]
+        assert all(len(u) == 2 for u in every)
+        assert np.array_equal(_balanced_pair(use), [balanced_node(u) for u in every])
+        for vectorised, one_node in [*STRATEGIES.values(), (balanced, balanced_node)]:
+            expected = vectorised(use, len(nodes))
+            assert np.array_equal(expected, [one_node(u) for u in every]), vectorised.__name__

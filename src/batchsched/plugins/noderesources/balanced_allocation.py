@@ -41,6 +41,8 @@ from batchsched.state.cluster import BoolArray, IntArray
 
 def balanced(use: Usage, rows: int) -> IntArray:
     """100·(1 − std of the capped fractions), over the resources each node has."""
+    if len(use.allocatable) == 2 and all(bool((alloc > 0).all()) for alloc in use.allocatable):
+        return _balanced_pair(use)
     fractions: list[FloatArray] = []
     present: list[BoolArray] = []
     for requested, alloc in zip(use.requested, use.allocatable, strict=True):
@@ -68,6 +70,19 @@ def balanced(use: Usage, rows: int) -> IntArray:
         np.where(count > 2, np.sqrt(spread / np.maximum(count, 1)), 0.0),
     )
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def _balanced_pair(use: Usage) -> IntArray:
+    """`balanced` where every node has both resources (cpu and memory, the usual case), in
+    the same float operations without the per-node masks: a gang search scores a few
+    hundred rows at a time thousands of times, where the masks cost more than the rows."""
+    (requested0, requested1), (alloc0, alloc1) = use.requested, use.allocatable
+    first = np.minimum(requested0 / alloc0, 1.0)
+    second = np.minimum(requested1 / alloc1, 1.0)
+    # As the general loop's running extremes, from 0 and from 1 (a fraction is at most 1).
+    highest = np.maximum(np.maximum(first, 0.0), second)
+    lowest = np.minimum(first, second)
+    return ((1 - (highest - lowest) / 2) * MAX_NODE_SCORE).astype(np.int64)
 
 
 def balanced_node(use: NodeUsage) -> int:
