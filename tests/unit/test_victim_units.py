@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import replace
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
@@ -252,3 +253,14 @@ def test_unit_index_per_unit_structures_are_a_walk_over_its_units_pods() -> None
         for _, row in pods:
             on.setdefault(row, []).append(u)
     assert index._units_on == on
+
+
+def test_the_chosen_units_pods_are_found_only_when_asked() -> None:
+    """A check asks for the pods its units take away only when claims in the cluster may
+    come free with them: the scan over every unit is not made before the pods are read."""
+    fit, _ = _contended_fit()
+    chosen = np.zeros(len(fit.index.units), dtype=np.bool_)
+    chosen[[0, 3, 5]] = True
+    with patch.object(np, "flatnonzero", side_effect=AssertionError("scanned")):
+        gone = fit._gone(chosen)
+    assert list(gone) == [pod for i in (0, 3, 5) for pod in fit.index.placed[i]]
