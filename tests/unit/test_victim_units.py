@@ -27,7 +27,7 @@ from batchsched.plugins.preemption.victims import (
 from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
-from tests.preemption_world import NOW, node, pod, priority_class, state_of
+from tests.preemption_world import NOW, node, pdb, pod, priority_class, state_of
 
 
 def world() -> tuple[ClusterState, Pod]:
@@ -96,6 +96,41 @@ def test_unit_index_sees_members_that_started_going_since_its_last_call() -> Non
     assert [n for n, ok in zip(names, usable, strict=True) if not ok] == ["solo"]
     own = index.usable(state, {"default/gang-1"})
     assert [n for n, ok in zip(names, own, strict=True) if not ok] == ["gang-1", "solo"]
+
+
+def _violations(state: ClusterState, preemptor: Pod) -> dict[str, int]:
+    rule = rule_for(state, preemptor)
+    return {
+        u.pods[0].name: u.violations for u in UnitIndex(state, rule, index_key(state, rule)).units
+    }
+
+
+def test_unit_index_key_moves_with_every_change_of_classes_and_pdbs() -> None:
+    """The plugin keeps its units while the key stands still: each change the units read
+    (a PDB's budget, a class's toleration) must move it, and so must another state whose
+    counters happen to be equal."""
+    state, preemptor = world()
+    state.upsert_pod(pod("solo", 2000, on="n1", klass="low", labels={"app": "solo"}))
+    state.upsert_pdb(pdb("solo", {"app": "solo"}, 1))
+    rule = rule_for(state, preemptor)
+    key = index_key(state, rule)
+    assert index_key(state, rule_for(state, preemptor)) == key
+    assert _violations(state, preemptor)["solo"] == 0
+    state.upsert_pdb(pdb("solo", {"app": "solo"}, 0))  # the budget used up: same selector
+    assert index_key(state, rule) != key
+    assert _violations(state, preemptor)["solo"] == 1
+    key = index_key(state, rule)
+    state.upsert_priority_class(priority_class("low", 8000, "10000", "-1"))
+    assert index_key(state, rule) != key
+    assert "solo" not in _violations(state, preemptor)  # low now tolerates preemption
+    twin, other = world(), world()
+    for each, allowed in ((twin, 1), (other, 0)):
+        each[0].upsert_pdb(pdb("solo", {}, allowed))
+    assert (twin[0].bound_version, twin[0].policy_version) == (
+        other[0].bound_version,
+        other[0].policy_version,
+    )
+    assert index_key(twin[0], rule_for(*twin)) != index_key(other[0], rule_for(*other))
 
 
 def _contended_fit() -> tuple[GroupFit, ClusterState]:

@@ -247,21 +247,19 @@ def _spans(starts: IntArray, counts: IntArray) -> IntArray:
 
 
 def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:
-    """What the units depend on: the rule, the pods on nodes, PodGroups, classes and PDBs."""
-    classes = tuple(
-        sorted(
-            (pc.name, pc.value, pc.resource_version, str(pc.annotations))
-            for pc in state.priority_classes.values()
-        )
-    )
-    pdbs = tuple(sorted((key, pdb.disruptions_allowed) for key, pdb in state.pdbs.items()))
+    """What the units depend on: the rule, the state itself and its pods on nodes, PodGroups,
+    classes and PDBs.
+
+    Classes and PDBs by `policy_version` (every change to them moves it), not by their
+    contents: a wave of gang attempts asks for the key once per attempt, and sorting every
+    PDB each time grew with the cluster twice (more attempts, more PDBs)."""
     return (
+        state,
         rule.now,
         rule.priority,
         state.bound_version,
         frozenset(state.pod_groups),
-        classes,
-        pdbs,
+        state.policy_version,
     )
 
 
