@@ -98,6 +98,7 @@ PIECES = st.one_of(
     ODD,
     st.text(
         alphabet="0123456789.+-_:eExXoObByYnNaZ~<=&*!%?'\"/ \t\n\r[]{},#\x0b\x0c\x1c\x7f\x85\xa0é"
+        "\u3000\u2009\u4e00"
     ),
     st.sampled_from([" ", "\n", ": ", "- ", ", ", "[", "]", "{", "}", "\t", "\r\n", " # c\n"]),
 )

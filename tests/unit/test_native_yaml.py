@@ -131,6 +131,11 @@ TAIL = "\n# " + "x" * 40  # puts the word where native_yaml looks ahead of its f
         ("v: [12, 3.25, -7]", set()),
         ("- --epochs=10", set()),
         ("v: 12\x0c", set()),
+        # The regex's `\s` ends a run at any Unicode whitespace, the look-ahead too.
+        ("v: 0:00:\x85", {"0:00", "00"}),
+        ("v: 0:00:\xa0", {"0:00", "00"}),
+        ("v: 0:00:\u3000", {"0:00", "00"}),
+        ("日: 1:30:\u2009", {"1:30"}),
     ],
 )
 def test_plain_words_looked_ahead(text: str, words: set[str]) -> None:
@@ -167,6 +172,18 @@ def test_the_tables_classify_characters_as_the_regex_does() -> None:
         if ends:  # a word is ended right there only by _END
             ended = native_yaml._WORD_AT.match("1" + char + "x")
             assert (kind == native_yaml._END) == (ended is not None), char
+
+
+def test_characters_beyond_ascii_end_a_run_where_the_regex_does() -> None:
+    run = re.compile(r"[^\s,\[\]{}#]")
+    for code in range(0x80, 0x100):
+        ends = native_yaml._KIND[code] == native_yaml._SOFT_END
+        assert ends == (run.match(chr(code)) is None), hex(code)
+    wide = [c for c in range(0x100, 0x110000) if chr(c).isspace()]
+    assert all(run.match(chr(c)) is None for c in wide)
+    assert native_yaml._WIDE_WHITESPACE.tolist() == wide
+    text = "".join(map(chr, wide)) + "日"
+    assert set(native_yaml._one_byte_each(text)[:-1]) == {0xA0}
 
 
 # Plain scalars YAML 1.1 (PyYAML, our reference) and YAML 1.2 (fast_yaml) type differently.

@@ -98,6 +98,12 @@ for _chars, _kind in (
     (b"\t\x0b\x0c\x1c\x1d\x1e\x1f [{", _SOFT_END),
 ):
     _KIND[list(_chars)] = _kind
+# The regex's `\s` is Unicode whitespace: NEL and the no-break space end its run too, and
+# `_one_byte_each` writes every wider whitespace character as a no-break space.
+_KIND[[0x85, 0xA0]] = _SOFT_END
+_WIDE_WHITESPACE = np.asarray(
+    [0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000], dtype=np.uint32
+)
 _LETTERS = np.zeros(256, np.bool_)
 _LETTERS[list(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] = True
 _SIGNED = np.zeros(256, np.bool_)  # what makes a leading sign a number's
@@ -162,7 +168,9 @@ def _word_starts(text: str) -> list[int]:
 
 def _one_byte_each(text: str) -> bytes:
     """`text` one byte a character, so that positions stay the text's: ASCII as itself, every
-    other character as some byte of 0x80-0xFF, which every table above takes for _OTHER."""
+    other character as some byte of 0x80-0xFF, which every table above takes for _OTHER but
+    whitespace (NEL, the no-break space, and wider whitespace written as a no-break space),
+    which `_KIND` takes for the end of a run, as the regex's whitespace class does."""
     if text.isascii():
         return text.encode("ascii")
     try:
@@ -173,7 +181,10 @@ def _one_byte_each(text: str) -> bytes:
     out = np.empty(len(text), np.uint8)
     for start in range(0, len(text), _PIECE):
         piece = text[start : start + _PIECE].encode("utf-32-le", "surrogatepass")
-        out[start : start + len(piece) // 4] = np.minimum(np.frombuffer(piece, "<u4"), 0xFF)
+        codes = np.frombuffer(piece, "<u4")
+        one = np.minimum(codes, 0xFF)
+        one[np.isin(codes, _WIDE_WHITESPACE)] = 0xA0
+        out[start : start + len(piece) // 4] = one
     return out.tobytes()
 
 
