@@ -131,10 +131,10 @@ def _every_unit_rechecked() -> AbstractContextManager[Any]:
 def _every_check_afresh() -> AbstractContextManager[Any]:
     original = GroupFit.place
 
-    def afresh(self: GroupFit, chosen: Any) -> Any:
+    def afresh(self: GroupFit, chosen: Any, changed: Any = None) -> Any:
         self.restore()
         self.base = None
-        return original(self, chosen)
+        return original(self, chosen)  # every unit is back: `changed` no longer tells
 
     return patch.object(GroupFit, "place", afresh)
 

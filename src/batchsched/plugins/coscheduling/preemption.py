@@ -321,6 +321,24 @@ class GroupFit:
         # member went (None: nowhere).
         self._unmoved: dict[str, NodeTotals] = {}
         self._worked: tuple[BoolArray, dict[str, int | None]] | None = None
+        # The units every choice passed from now on, `_out` and `_worked`'s choice lie
+        # within (`confine`), in increasing order; None: anywhere among the units.
+        self._scope: IntArray | None = None
+
+    def confine(self, units: IntArray | None) -> None:
+        """Every choice passed from now on, the units off their nodes now and the last choice
+        that placed the group lie within `units` (increasing; None: no bound). The reprieve
+        step's choices all lie within the working prefix: its checks then look at those units
+        alone, not at every unit of the cluster (tens of thousands at 5000 nodes)."""
+        self._scope = units
+
+    def _chosen(self, choice: BoolArray) -> IntArray:
+        """`np.flatnonzero(choice)`, looked at within the scope."""
+        scope = self._scope
+        if scope is None:
+            return np.flatnonzero(choice)
+        found: IntArray = scope[choice[scope]]
+        return found
 
     def prepare(self) -> None:
         """Each member's results with every unit on its node (`base_results`)."""
@@ -336,12 +354,17 @@ class GroupFit:
         away = np.zeros(self.state.rows, dtype=np.intp)
         self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {}, self._unmoved, away)
 
-    def place(self, chosen: BoolArray) -> list[tuple[Pod, int]] | None:
-        """Where the members go with these units gone, or None if minMember is not reached."""
+    def place(
+        self, chosen: BoolArray, changed: IntArray | None = None
+    ) -> list[tuple[Pod, int]] | None:
+        """Where the members go with these units gone, or None if minMember is not reached.
+
+        `changed`: units among which are all those `chosen` has and the units off their nodes
+        now have not, or the other way round (None: look within the scope)."""
         if self.base is None:
             self.prepare()
         self._worked = None
-        self._move(chosen)
+        self._move(chosen, changed)
         placement = TentativePlacement(
             self.framework,
             self.state,
@@ -373,22 +396,28 @@ class GroupFit:
         claims in the cluster nothing is (a scan of every unit per check, tens of thousands
         of units at 5000 nodes)."""
         placed = self.index.placed
-        for i in np.flatnonzero(chosen).tolist():
+        for i in self._chosen(chosen).tolist():
             yield from placed[i]
 
-    def _move(self, chosen: BoolArray) -> None:
+    def _move(self, chosen: BoolArray, changed: IntArray | None = None) -> None:
         """Take the units of `chosen` off their nodes and put the others back, touching only
-        the units that differ from the last choice. A victim leaves its node's pods too: its
+        the units that differ from the last choice (looked for among `changed`, else within
+        the scope: not over every unit per check). A victim leaves its node's pods too: its
         host ports, its matches for spread and affinity and its anti-affinity go with it."""
         index = self.index
         placed = index.placed
-        toggled = np.flatnonzero(chosen != self._out)
+        if changed is None:
+            changed = self._scope
+        if changed is None:
+            toggled = np.flatnonzero(chosen != self._out)
+        else:
+            toggled = changed[chosen[changed] != self._out[changed]]
         going, coming = toggled[chosen[toggled]], toggled[~chosen[toggled]]
         off = [pod for i in going.tolist() for pod in placed[i]]
         back = [pod for i in coming.tolist() for pod in placed[i]]
         self.state.unhold_all(off)
         self.state.hold_all(back)
-        self._out = chosen.copy()
+        self._out[toggled] = chosen[toggled]
         room = self._room
         for units, sign in ((going, 1), (coming, -1)):
             entries = index.entries(units)
@@ -420,7 +449,7 @@ class GroupFit:
         if not self.row_local:
             return set()
         index, hosts, used = self.index, self._hosts, self._freed
-        entries = index.rows_of(np.flatnonzero(chosen))
+        entries = index.rows_of(self._chosen(chosen))
         on = index.unit_rows[entries]
         taken = np.asarray([row for _, row in placements], dtype=np.intp)
         # Counted on the scratch arrays and cleared again: per chosen unit, not per node.
@@ -474,16 +503,24 @@ class GroupFit:
         nothing beyond their own rows (no inter-pod terms, no volumes, no claims in the
         cluster to free)."""
         worked, base, state, index = self._worked, self.base, self.state, self.index
-        if worked is None or base is None or not self.row_local or (choice & ~worked[0]).any():
+        if worked is None or base is None or not self.row_local:
             return None
-        back = np.flatnonzero(self._out & ~choice)  # off their nodes now, back in `choice`
+        scope = self._scope
+        if scope is None:
+            if (choice & ~worked[0]).any():
+                return None
+            back = np.flatnonzero(self._out & ~choice)  # off their nodes now, back in `choice`
+        else:  # the same, within the scope
+            if (choice[scope] & ~worked[0][scope]).any():
+                return None
+            back = scope[self._out[scope] & ~choice[scope]]
         if state.devices.claims or not index.local[back].all():
             return None
         rows = index.unit_rows[index.rows_of(back)]
         freed = self._freed  # False everywhere between calls: set on `rows` and cleared
         freed[rows] = True
         try:
-            if freed[index.unit_rows[index.rows_of(np.flatnonzero(choice))]].any() or any(
+            if freed[index.unit_rows[index.rows_of(self._chosen(choice))]].any() or any(
                 row is not None and freed[row] for row in worked[1].values()
             ):
                 return None
@@ -554,22 +591,33 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
             return _search(fit, usable)
         finally:
             fit.restore()
+            fit.confine(None)
 
 
 def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
     units = fit.index.units
     order = np.flatnonzero(usable)  # cheapest first
     total = int(order.size)
+    # The choice of the checks so far: the first `checked` units of `order` (None: not
+    # known, as before the first check). Each check's mask is changed in place from it and
+    # `place` is told which units changed: the galloping and the bisection cost per unit
+    # added or taken back, not per unit of the cluster.
+    chosen = np.zeros(len(units), dtype=np.bool_)
+    checked: int | None = None
 
-    def prefix(k: int) -> BoolArray:
-        mask = np.zeros(len(units), dtype=np.bool_)
-        mask[order[:k]] = True
-        return mask
+    def prefix(k: int) -> Placements | None:
+        nonlocal checked
+        before = 0 if checked is None else checked
+        chosen[order[before:k]] = True
+        chosen[order[k:before]] = False
+        changed = None if checked is None else order[min(k, before) : max(k, before)]
+        checked = k
+        return fit.place(chosen, changed)
 
     low, high, placements = 0, 1, None  # the first `low` units are known not to be enough
     while low < total:
         high = min(high, total)
-        placements = fit.place(prefix(high))
+        placements = prefix(high)
         if placements is not None:
             break
         low, high = high, high * 2
@@ -577,12 +625,16 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
         return None
     while low + 1 < high:
         mid = (low + high) // 2
-        found = fit.place(prefix(mid))
+        found = prefix(mid)
         if found is not None:
             high, placements = mid, found
         else:
             low = mid
-    chosen = prefix(high)
+    # Every choice from here on, the units off their nodes now (the last check's prefix:
+    # `high`'s, or a shorter one that failed) and the last choice that placed the group
+    # lie within the working prefix.
+    fit.confine(order[:high])
+    chosen[order[checked:high]] = True
     spare = fit.spare(chosen, placements)
     for i in fit.index.reprieve_order(order[:high].tolist()):
         chosen[i] = False
