@@ -605,7 +605,7 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
     chosen = np.zeros(len(units), dtype=np.bool_)
     checked: int | None = None
 
-    def prefix(k: int) -> Placements | None:
+    def place_prefix(k: int) -> Placements | None:
         nonlocal checked
         before = 0 if checked is None else checked
         chosen[order[before:k]] = True
@@ -617,7 +617,7 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
     low, high, placements = 0, 1, None  # the first `low` units are known not to be enough
     while low < total:
         high = min(high, total)
-        placements = prefix(high)
+        placements = place_prefix(high)
         if placements is not None:
             break
         low, high = high, high * 2
@@ -625,7 +625,7 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
         return None
     while low + 1 < high:
         mid = (low + high) // 2
-        found = prefix(mid)
+        found = place_prefix(mid)
         if found is not None:
             high, placements = mid, found
         else:
