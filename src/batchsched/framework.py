@@ -540,8 +540,8 @@ class Framework:
         if nominated is not None and placement.feasible[nominated]:
             return nominated
         total = self._with_static(cycle, placement.feasible, placement.total)
-        best = _best(state, total)
-        if total.item(best) < 0:  # -1 where infeasible: no node fits
+        # -1 where infeasible; no row at all before the first node is known
+        if not total.shape[0] or total.item(best := _best(state, total)) < 0:
             return self.find_nodes(cycle, allowed)[1]
         return best
 
