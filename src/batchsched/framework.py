@@ -95,8 +95,8 @@ class _Placement:
     # The room the results were computed on when it was a copy of the state's adjusted for
     # nominations (None: the state's own, whose changes the row log records).
     free: IntArray | None = None
-    # `free` is a pod's `free_for` as its attempt made it (`Cycle.own_room`), the pod not
-    # nominated: another such pod's room differs from it only on rows the log names.
+    # `free` was a `Cycle.plain_room`: another such room differs from it only on rows the
+    # log names.
     plain: bool = False
 
 
@@ -653,7 +653,7 @@ class Framework:
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
                 placement.mark = state.change_mark()
-                placement.plain = _plain(cycle)
+                placement.plain = cycle.plain_room
                 return placement
         verdict = self._static_verdict(state, cycle, shapes)
         feasible, _ = self.find_nodes(cycle, local_only=True)
@@ -663,7 +663,7 @@ class Framework:
             feasible,
             self._totals(cycle, feasible, local_only=True),
             free=None if shared else cycle.free.copy(order="K"),
-            plain=_plain(cycle),
+            plain=cycle.plain_room,
         )
         if len(kept) >= limit:
             kept.clear()
@@ -867,11 +867,6 @@ def _run_static(
     return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
 
 
-def _plain(cycle: Cycle) -> bool:
-    """`cycle.free` is `free_for` a pod without a nomination of its own, unchanged."""
-    return cycle.own_room and cycle.pod.key not in cycle.state.nominations
-
-
 def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list[int] | None:
     """The rows of `placement` to refresh for `cycle.free` (sorted, distinct): those in the
     log since it was made and, for a placement on a copy of the room, those where the room
@@ -886,7 +881,7 @@ def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list
         return sorted(set(changed))
     if placement.free.shape != free.shape:
         return None
-    if placement.plain and _plain(cycle):
+    if placement.plain and cycle.plain_room:
         return sorted(set(changed))
     moved = rows_differ(free, placement.free)
     moved[changed] = True

@@ -4,9 +4,9 @@
 the preemptor saw there; a later search recomputes the rows the state's log names and the
 rows where the room it is given differs from the room seen (room held by nominations, or
 taken on the cycle's own copy), so its answer must equal a search made afresh. Room said to
-be `free_for` a preemptor without a nomination of its own (`own_room`) is compared with the
-last such room only through the log: the preemptor's own nomination, or a copy in between,
-must bring the comparison back.
+be `free_for` a preemptor without a nomination of its own (`Cycle.plain_room`) is compared
+with the last such room only through the log: the preemptor's own nomination, or a copy in
+between, must bring the comparison back.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.plugins.base import Cycle
 from batchsched.plugins.preemption.search import Evaluation, PreemptionSearch
 from batchsched.plugins.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState, IntArray
@@ -40,7 +41,9 @@ def _answer(
     preemptor = state.pods[key]
     rule = VictimRule(state, preemptor, 500, NOW, lambda name: (False, None))
     candidates = np.ones(state.rows, dtype=np.bool_)
-    return search.evaluate(rule, state.demand(preemptor), free, candidates, own_room)
+    demand = state.demand(preemptor)
+    plain = Cycle(state, preemptor, NOW, demand, free, own_room=own_room).plain_room
+    return search.evaluate(rule, demand, free, candidates, plain)
 
 
 @settings(max_examples=60, deadline=None)

@@ -54,6 +54,12 @@ class Cycle:
     def priority(self) -> int:
         return self.pod.priority or 0
 
+    @property
+    def plain_room(self) -> bool:
+        """`free` is `free_for` a pod without a nomination of its own, unchanged: it differs
+        from another such room of the same priority only on rows the state's log names."""
+        return self.own_room and self.pod.key not in self.state.nominations
+
     def changes_at(self, when: float) -> None:
         """A plugin whose answer reads the clock (a toleration running out, a backoff or a
         reservation ending) says when that answer may change with the cluster unchanged:

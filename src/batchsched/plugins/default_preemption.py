@@ -131,7 +131,7 @@ class DefaultPreemption(PostFilterPlugin):
             cycle.demand,
             cycle.free,
             diagnosis.resolvable,
-            lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows, cycle.own_room),
+            lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows, cycle.plain_room),
             self._gang_memo,
             diagnosis.clashes,
             cycle.scratch.get(PREEMPTION_GUARDS, ()),

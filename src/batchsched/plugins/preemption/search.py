@@ -91,18 +91,18 @@ class PreemptionSearch:
         demand: Demand,
         free: IntArray,
         candidates: BoolArray,
-        own_room: bool = False,
+        plain: bool = False,
     ) -> Evaluation:
         """The best candidate node for the rule's preemptor and its victims, or why none works.
 
         `free` is the room per node as the preemptor sees it (`ClusterState.free_for`);
-        `own_room` says it is exactly that (`Cycle.own_room`), not a copy changed since.
+        `plain`: it is exactly that for a preemptor without a nomination of its own
+        (`Cycle.plain_room`), not a copy changed since.
         """
         state, table = self.state, self.table
         table.sync()
         rows = state.rows
         classes = ClassArrays.of(table, rule)
-        plain = own_room and rule.preemptor.key not in state.nominations
         shape = self._refresh(rule, demand, classes, free[:rows], plain)
         best = shape.ranking.best(shape.results, candidates, state.name_rank())
         if best is None:
