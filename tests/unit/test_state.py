@@ -344,21 +344,6 @@ def test_confirm_bound_of_a_pod_never_assumed_is_a_plain_report() -> None:
     assert views[0][1] == {"ns/p": 0} and not views[0][2]
 
 
-def test_a_demand_knows_the_non_zero_defaults_its_pods_add() -> None:
-    state = state_with()
-    for requests in (
-        {},
-        {"cpu": 100},
-        {"memory": GI},
-        {"cpu": 0, "memory": 0},
-        {"cpu": 1, "memory": 1},
-    ):
-        pod = Pod("ns", f"p{len(requests)}-{sum(requests.values())}", requests=requests)
-        cpu, memory = ClusterState.nonzero_of(pod)
-        gap = (cpu - requests.get("cpu", 0), memory - requests.get("memory", 0))
-        assert state.demand(pod).gap == gap
-
-
 def test_room_is_counted_in_the_arrays_after_they_grow() -> None:
     """Binding writes single cells through a view of `free`: when `free` is made anew (more
     nodes than its rows, a resource no node had), the view must follow."""

@@ -62,9 +62,6 @@ class Demand:
     cols: npt.NDArray[np.intp]
     amounts: IntArray
     key: tuple[tuple[int, int], ...]  # (column, amount) pairs: equal keys, equal demands
-    # What scoring adds to the node's cpu and memory for such a pod, unless it carries its
-    # own `nonzero_requests`: the non-zero default of each it does not request.
-    gap: tuple[int, int]
 
 
 class ClusterState:
@@ -524,12 +521,7 @@ class ClusterState:
         cols = np.array([col for col, _ in pairs], dtype=np.intp)
         amounts = np.array([amount for _, amount in pairs], dtype=np.int64)
         cols.flags.writeable = amounts.flags.writeable = False  # shared by many pods
-        asked = dict(requests)
-        gap = (
-            0 if asked.get(CPU) else DEFAULT_CPU_REQUEST,
-            0 if asked.get(MEMORY) else DEFAULT_MEMORY_REQUEST,
-        )
-        demand = Demand(cols, amounts, pairs, gap)
+        demand = Demand(cols, amounts, pairs)
         if len(self._demand_of) >= _DEMAND_LIMIT:
             self._demand_of.clear()
         self._demand_of[requests] = demand
