@@ -383,8 +383,8 @@ class Scheduler:
             else:
                 places.append(i)
         changes = self._changes([since for since, _ in questions])
-        for ((_, profile), places), change in zip(questions.items(), changes, strict=True):
-            framework = self.frameworks.get(profile, self.default_framework)
+        for places, change in zip(questions.values(), changes, strict=True):
+            framework = self.framework_for(asked[places[0]][1])  # the places' profile
             found = framework.queueing_hints(
                 change,
                 [asked[i][0][1] for i in places],  # a group is (shape, rejecting plugins)

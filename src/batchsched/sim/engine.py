@@ -399,7 +399,7 @@ class Simulation:
         if unit is not None and not pod.node_name:
             self._count_pending(unit, -1)
         if key in self.state.bound:
-            self._account(unit.job.usage if unit is not None else self._usage(pod.requests), -1)
+            self._account(self._usage_of(pod, unit), -1)
             release_claims(self.state, pod, pod.node_name)
         self.state.remove_pod(key)
         self._delete_claims(pod)
@@ -457,7 +457,7 @@ class Simulation:
         self.state.confirm_bound(pod)
         self._failed_at.pop(decision.pod, None)
         unit = self._unit_of.get(decision.pod)
-        self._account(unit.job.usage if unit is not None else self._usage(pod.requests), 1)
+        self._account(self._usage_of(pod, unit), 1)
         if unit is None:
             return
         self._count_pending(unit, -1)
@@ -555,6 +555,10 @@ class Simulation:
         pod adds to the cluster's allocated totals (made once per job, not per pod and
         event)."""
         return [(i, requests[r]) for i, r in enumerate(self._resources) if requests.get(r)]
+
+    def _usage_of(self, pod: Pod, unit: Unit | None) -> list[tuple[int, int]]:
+        """`_usage` of a pod: its job's, made at submission, for a job's pod."""
+        return unit.job.usage if unit is not None else self._usage(pod.requests)
 
     def _account(self, usage: list[tuple[int, int]], sign: int) -> None:
         """Keep the cluster's allocated totals as pods bind and leave (cheaper than summing
