@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from batchsched.decisions import Bind, Decision, Evict
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 
 Metrics = dict[str, Any]
 WORKLOADS: dict[str, Callable[[], Metrics]] = {}

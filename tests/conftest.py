@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from batchsched.commands.schedule import OneShotResult, run
 from batchsched.config import SchedulerConfig, default_config, parse_config
 from batchsched.objects.load import Objects, load_text
-from batchsched.oneshot import OneShotResult, run
 
 # CI (`CI=true`) runs a fixed set of hypothesis examples, so that whether a change lands does
 # not hinge on which random cases one run draws; developers' runs keep exploring new ones.

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from batchsched.config import SchedulerConfig, parse_config
+from batchsched.framework.interface import Cycle, FilterPlugin, Rejection, ReservePlugin
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import Cycle, FilterPlugin, Rejection, ReservePlugin
 from batchsched.plugins.registry import REGISTRY
 from batchsched.state.cluster import BoolArray, ClusterState
 

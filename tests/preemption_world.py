@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from batchsched.commands.schedule import OneShotResult, build_state, run
 from batchsched.config import default_config
 from batchsched.objects.load import Objects
 from batchsched.objects.records import (
@@ -15,8 +16,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
-from batchsched.oneshot import OneShotResult, build_state, run
-from batchsched.plugins.preemption.toleration_policy import PREFIXES
+from batchsched.preemption.toleration_policy import PREFIXES
 from batchsched.state.cluster import ClusterState
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

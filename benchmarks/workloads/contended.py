@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
 from batchsched.objects.load import Objects
 from batchsched.objects.podgroup import GROUP_LABEL
@@ -27,7 +28,6 @@ from batchsched.objects.records import (
     PodGroup,
     PriorityClass,
 )
-from batchsched.oneshot import run
 from benchmarks.harness import Metrics, timed, workload
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)

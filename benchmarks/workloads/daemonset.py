@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import NodeSelectorTerm, OwnerReference, Pod, Requirement
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, settle, timed, workload
 from benchmarks.workloads.scheduling_basic import GI, MI, NOW

@@ -11,7 +11,7 @@ from batchsched.config import default_config
 from batchsched.decisions import Bind
 from batchsched.objects.dra import read_resource_claim_template, read_resource_slice
 from batchsched.objects.records import DeviceClass, Node, Pod, PodClaim
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, one_pass, workload
 

@@ -15,7 +15,7 @@ from batchsched.decisions import Bind, Evict
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import CRD_API_VERSION, Node, Pod, PodGroup, PriorityClass
 from batchsched.objects.workload_api import V1BETA1
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, timed, workload
 

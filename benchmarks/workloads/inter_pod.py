@@ -24,7 +24,7 @@ from batchsched.objects.records import (
     SpreadConstraint,
 )
 from batchsched.plugins.podtopologyspread.domains import HOSTNAME, ZONE
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, one_pass, workload
 

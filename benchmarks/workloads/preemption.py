@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import Node, Pod, PodCondition, PriorityClass
-from batchsched.plugins.preemption.toleration_policy import PREFIXES
-from batchsched.scheduler import Scheduler
+from batchsched.preemption.toleration_policy import PREFIXES
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, settle, timed, workload
 

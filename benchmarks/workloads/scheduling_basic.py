@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from batchsched.config import default_config
 from batchsched.objects.records import Node, Pod
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, one_pass, workload
 

@@ -14,7 +14,7 @@ from batchsched.objects.volumes import (
     PersistentVolumeClaim,
     PodVolume,
 )
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.harness import Metrics, one_pass, workload
 

@@ -1,5 +1,5 @@
 import sys
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 
 sys.exit(main())

@@ -12,10 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from batchsched.objects.documents import load_yaml_file
-from batchsched.objects.numbers import INT32_MAX, NumberError, integer, number
-from batchsched.plugins.args import ConfigError, check_known_keys
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     FilterPlugin,
     GroupPlugin,
     Plugin,
@@ -25,6 +22,9 @@ from batchsched.plugins.base import (
     ReservePlugin,
     ScorePlugin,
 )
+from batchsched.objects.documents import load_yaml_file
+from batchsched.objects.numbers import INT32_MAX, NumberError, integer, number
+from batchsched.plugins.args import ConfigError, check_known_keys
 from batchsched.plugins.registry import DEFAULT_PLUGINS, EXTENSION_POINTS, REGISTRY
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from tests.live.conftest import node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 

@@ -165,6 +165,9 @@ def test_missing_pieces_are_named(tmp_path: Path) -> None:
 
 
 def test_the_run_command_starts_without_the_kubernetes_package() -> None:
-    code = "import sys, batchsched.cli, batchsched.live.runner; print('kubernetes' in sys.modules)"
+    code = (
+        "import sys, batchsched.commands.cli, batchsched.live.runner;"
+        " print('kubernetes' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "False"

@@ -12,7 +12,7 @@ import pytest
 
 from batchsched.decisions import Bind, Decision
 from batchsched.live import runner
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests.faults import exploding_for
 from tests.live.conftest import Launcher, Running, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from batchsched.decisions import Decision
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.queue import QueuedPod
 from tests.live.conftest import Launcher, condition, config, node, node_of, pod
 from tests.live.dra_objects import (

@@ -44,20 +44,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config
-from batchsched.framework import Framework
+from batchsched.framework.interface import NodeTotals
+from batchsched.framework.runtime import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod, PodCondition
-from batchsched.oneshot import build_state, run
-from batchsched.plugins.base import NodeTotals
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex
-from batchsched.plugins.preemption import gang_victims
-from batchsched.plugins.preemption.gang_victims import GangSearchMemo
-from batchsched.plugins.preemption.search import PreemptionSearch
-from batchsched.plugins.preemption.toleration_policy import FOREVER, scheduled_since
-from batchsched.plugins.preemption.victim_table import VictimTable
-from batchsched.plugins.preemption.victims import VictimRule
-from batchsched.plugins.preemption_toleration import PreemptionToleration
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.preemption import gang_victims
+from batchsched.preemption.gang_victims import GangSearchMemo
+from batchsched.preemption.search import PreemptionSearch
+from batchsched.preemption.toleration_policy import FOREVER, scheduled_since
+from batchsched.preemption.victim_table import VictimTable
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.pdb_index import covers
 from benchmarks.workloads import contended

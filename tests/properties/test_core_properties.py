@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import OneShotResult
 from batchsched.objects.load import Objects
-from batchsched.oneshot import OneShotResult
 from tests.conftest import objects_of, same_decisions_whatever_the_order, schedule
 from tests.properties.strategies import clusters
 

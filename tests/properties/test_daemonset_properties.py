@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import run
 from batchsched.config import parse_config
-from batchsched.oneshot import run
 from tests.builders import Manifest, node, pod, priority_class
 from tests.conftest import NOW, objects_of
 

@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
 from batchsched.objects.load import Objects
 from batchsched.objects.podgroup import GROUP_LABEL
-from batchsched.oneshot import run
 from tests.conftest import NOW
 
 SETTINGS = settings(max_examples=40, deadline=None)

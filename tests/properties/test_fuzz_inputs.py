@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.objects.documents import load_yaml_file, yaml_documents
 from batchsched.objects.errors import MAX_MESSAGE_CHARS, InputError
 from batchsched.sim.scenario import load_scenario

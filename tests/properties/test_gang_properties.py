@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Evict
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL, group_key_of
-from batchsched.oneshot import build_state
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, pod_group, priority_class, upstream_group
 from tests.conftest import NOW, objects_of, same_decisions_whatever_the_order, schedule

@@ -8,9 +8,9 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
-from batchsched.oneshot import run
-from batchsched.plugins.preemption.gang_victims import GangSearchMemo, KeptAnswers
+from batchsched.preemption.gang_victims import GangSearchMemo, KeptAnswers
 from benchmarks.workloads import contended
 
 

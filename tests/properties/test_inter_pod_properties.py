@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import AffinityTerm, Pod
-from batchsched.oneshot import build_state
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.conftest import NOW, objects_of
 

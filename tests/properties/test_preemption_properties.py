@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict, Nominate
 from batchsched.objects.records import Pod
-from batchsched.plugins.preemption.toleration_policy import is_exempt, parse_policy
-from batchsched.plugins.preemption.victims import VictimRule, choice_key, select_victims_on_node
-from batchsched.plugins.preemption_toleration import PreemptionToleration
-from batchsched.scheduler import Scheduler
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.preemption.toleration_policy import is_exempt, parse_policy
+from batchsched.preemption.victims import VictimRule, choice_key, select_victims_on_node
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.preemption_world import NOW, node, pdb, pod, priority_class
 

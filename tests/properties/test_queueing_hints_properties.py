@@ -13,14 +13,14 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config
 from batchsched.decisions import Decision, Evict, Unschedulable
+from batchsched.framework.interface import ClusterChange, ClusterEvent, IndexArray, PodsHint
 from batchsched.objects.load import Objects
 from batchsched.objects.records import Node, Pod
-from batchsched.oneshot import build_state, run
-from batchsched.plugins.base import ClusterChange, ClusterEvent, IndexArray, PodsHint
 from batchsched.plugins.noderesources.fit import NodeResourcesFit
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
 from tests.conftest import NOW, objects_of

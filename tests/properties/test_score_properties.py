@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
-from batchsched.framework import Framework
+from batchsched.framework.runtime import Framework
 from tests.builders import node, pod
 from tests.conftest import schedule
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from batchsched.objects.parse import ContainerRequests, pod_requests
 from batchsched.objects.schema import unknown_fields
-from batchsched.plugins.support import refused_field
+from batchsched.objects.support import refused_field
 
 SETTINGS = settings(max_examples=80, deadline=None)
 

@@ -1,4 +1,4 @@
-"""DaemonSet preemption scenarios (SPEC section 5): manifests in, decisions out.
+"""DaemonSet preemption scenarios (docs/daemonset.md): manifests in, decisions out.
 
 Each scenario is one 4-CPU / 8Gi node (plus spare nodes where a test needs them) filled with
 running pods, and a DaemonSet pod pinned to it with required node affinity on `metadata.name`.
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from batchsched.commands.schedule import OneShotResult, build_state, run
 from batchsched.config import SchedulerConfig, parse_config
 from batchsched.decisions import Bind, Evict, Reserve
 from batchsched.objects.load import Objects
-from batchsched.oneshot import OneShotResult, build_state, run
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests import builders
 from tests.builders import Manifest, priority_class
 from tests.conftest import NOW, objects_of
@@ -580,7 +580,7 @@ def test_general_preemption_leaves_reserved_nodes_and_daemonset_pods_alone() -> 
     assert "reserved for this pod" in message(result, "agent-n1")
 
 
-# ---- gangs as victims (SPEC section 4 applies to every preemption) -----------------------
+# ---- gangs as victims (docs/gang.md applies to every preemption) -----------------------
 
 
 # Every kind of group that is preempted whole: the CRD, and upstream's PodGroups whose

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 import yaml
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config, parse_config
 from batchsched.objects.load import load_text
 from batchsched.objects.parse import parse_time
-from batchsched.oneshot import run
 from tests.conftest import NOW
 
 HERE = Path(__file__).parent

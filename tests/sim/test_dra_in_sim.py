@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.config import default_config
 from batchsched.sim.engine import Simulation
 from batchsched.sim.fields import ScenarioError

@@ -10,7 +10,7 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.load import load_files

@@ -11,7 +11,7 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 
 TOLERATION = "preemption-toleration.scheduling.x-k8s.io"
 SCENARIO = {

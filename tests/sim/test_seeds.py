@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched import __version__
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.sim.stats import interval, paired_difference, t975
 from tests.sim.test_runs import SCENARIO
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.sim.fields import Fields, ScenarioError
 from batchsched.sim.scenario import load_scenario
 from batchsched.sim.traces import TRACE_FORMATS

@@ -1,23 +1,48 @@
-"""The layout shows the architecture: the core never imports the worlds, nor does I/O."""
+"""The layout shows the architecture (docs/architecture.md): layers import only downward, the
+core never imports a world nor does I/O, and the worlds use plugins through the registry."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "batchsched"
-WORLDS = ("batchsched.sim", "batchsched.live", "batchsched.oneshot", "batchsched.cli")
-CORE = [
-    *sorted((SRC / "objects").glob("*.py")),
-    *sorted((SRC / "state").glob("*.py")),
-    *sorted((SRC / "plugins").rglob("*.py")),
-    SRC / "scheduler.py",
-    SRC / "framework.py",
-    SRC / "decisions.py",
-    SRC / "config.py",
-]
+
+# Lowest first. A module may import its own layer and the layers below it, never above.
+# `framework.interface` is the plugin contract, below the plugins; the rest of `framework` runs
+# them, above. The worlds (commands, sim, live) share the top layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("batchsched.objects",),
+    ("batchsched.state",),
+    ("batchsched.decisions",),
+    ("batchsched.framework.interface",),
+    ("batchsched.preemption",),
+    ("batchsched.plugins",),
+    ("batchsched.config",),
+    ("batchsched.framework",),
+    ("batchsched.scheduling",),
+    ("batchsched.controllers",),
+    ("batchsched.commands", "batchsched.sim", "batchsched.live", "batchsched.collector"),
+)
+WORLDS = LAYERS[-1]
 # Reading a config or manifest file is the loaders' job; everything else in the core is pure.
 FILE_READERS = {SRC / "config.py", SRC / "objects" / "load.py", SRC / "objects" / "documents.py"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for rank, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                candidate = (len(prefix), rank)
+                best = candidate if best is None or candidate > best else best
+    return None if best is None else best[1]
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -28,7 +53,32 @@ def imported_modules(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            if node.module == "batchsched":
+                names.update(f"batchsched.{alias.name}" for alias in node.names)
     return names
+
+
+SOURCES = sorted(SRC.rglob("*.py"))
+CORE = [p for p in SOURCES if layer_of(module_name(p)) not in (None, len(LAYERS) - 1)]
+
+
+def test_every_module_has_a_layer() -> None:
+    top = {"batchsched", "batchsched.__main__"}
+    missing = [module_name(p) for p in SOURCES if layer_of(module_name(p)) is None]
+    assert set(missing) <= top, missing
+
+
+def test_layers_import_only_downward() -> None:
+    upward = []
+    for path in SOURCES:
+        own = layer_of(module_name(path))
+        if own is None:
+            continue
+        for module in imported_modules(path):
+            other = layer_of(module)
+            if other is not None and other > own:
+                upward.append(f"{module_name(path)} imports {module}")
+    assert not upward, "\n".join(upward)
 
 
 def test_core_never_imports_a_world() -> None:
@@ -45,3 +95,8 @@ def test_core_never_reads_the_clock_or_the_network() -> None:
         assert "datetime.now(" not in source and ".utcnow(" not in source, path
         if path not in FILE_READERS:
             assert "open(" not in source and "read_text(" not in source, path
+
+
+def test_no_comment_cites_a_file_outside_the_repository() -> None:
+    for path in SOURCES:
+        assert not re.search(r"\bSPEC\b", path.read_text()), f"{module_name(path)} cites SPEC"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from batchsched import __version__
-from batchsched.cli import _parser, main
+from batchsched.commands.cli import _parser, main
 from batchsched.sim.command import summarise_warnings
 from tests.builders import node, pod, priority_class
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from tests.builders import node, pod
 
 

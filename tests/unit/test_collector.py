@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from unittest.mock import patch
 
-import batchsched.oneshot as oneshot
+import batchsched.commands.schedule as oneshot
 from batchsched.collector import fewer_collections
 from batchsched.config import default_config
 from batchsched.objects.load import Objects

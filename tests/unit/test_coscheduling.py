@@ -9,16 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config, parse_config
 from batchsched.decisions import Bind, PodGroupUpdate, Warn
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL, group_key_of
 from batchsched.objects.records import Pod, PodGroup
-from batchsched.oneshot import build_state
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.coscheduling.status import compute_status
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.builders import pod_group as group
 from tests.conftest import NOW, least_allocated, objects_of, schedule

@@ -393,9 +393,9 @@ def test_an_untranslatable_bound_pv_fails_only_on_migrated_nodes() -> None:
 
 
 def test_the_prebind_check_of_one_node_agrees_with_the_filter_s_mask() -> None:
+    from batchsched.commands.schedule import build_state
     from batchsched.objects.parse import read_node
     from batchsched.objects.volume_parse import read_pv
-    from batchsched.oneshot import build_state
     from batchsched.plugins.volumebinding.affinity import AffinityIndex, refusal
 
     zone = {"topology.kubernetes.io/zone": "us-east1-b"}

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.config import parse_config
 from batchsched.decisions import Warn
+from batchsched.framework.interface import Cycle
 from batchsched.objects.records import (
     Node,
     NodeSelectorTerm,
@@ -25,7 +26,6 @@ from batchsched.objects.records import (
     Requirement,
 )
 from batchsched.plugins.args import ConfigError
-from batchsched.plugins.base import Cycle
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption, read_args
 from batchsched.plugins.daemonsetpreemption.victims import (
     VictimChooser,
@@ -34,7 +34,7 @@ from batchsched.plugins.daemonsetpreemption.victims import (
     victim_class,
     victim_order,
 )
-from batchsched.plugins.node_affinity import NodeAffinity
+from batchsched.plugins.nodeaffinity.plugin import NodeAffinity
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import SchedulingQueue
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from batchsched.commands.schedule import run
 from batchsched.config import SchedulerConfig, default_config, parse_config
 from batchsched.objects.load import load_text
-from batchsched.oneshot import run
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.registry import DEFAULT_PLUGINS
 from tests.conftest import NOW
@@ -223,7 +223,7 @@ def test_added_affinity_errors_name_the_field(affinity: object, message: str) ->
 def test_normalisation_is_against_the_feasible_maximum() -> None:
     import numpy as np
 
-    from batchsched.plugins.base import normalize_by_max
+    from batchsched.framework.interface import normalize_by_max
 
     raw = np.array([0, 3, 6, 9], dtype=np.int64)
     feasible = np.array([True, True, True, False])

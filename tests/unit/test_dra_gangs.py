@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, ReserveClaims
 from batchsched.objects.dra import read_resource_claim, read_resource_slice
 from batchsched.objects.podgroup import GROUP_LABEL
-from batchsched.oneshot import build_state
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.devices import EVERY_NODE, DeviceState
 from tests.builders import node

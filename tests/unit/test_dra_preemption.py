@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict
-from batchsched.oneshot import build_state
 from batchsched.plugins.dynamicresources.plugin import CANNOT_ALLOCATE, DynamicResources
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, priority_class
 from tests.conftest import NOW, objects_of

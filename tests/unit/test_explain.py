@@ -9,9 +9,9 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
+from batchsched.commands.explain import explain_pod
 from batchsched.config import default_config
-from batchsched.explain import explain_pod
 from batchsched.objects.errors import InputError
 from batchsched.objects.load import Objects
 from tests.builders import node, pod, priority_class

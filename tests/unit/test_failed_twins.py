@@ -11,9 +11,9 @@ import pytest
 
 from batchsched.config import default_config
 from batchsched.decisions import Evict, Unschedulable
-from batchsched.framework import Framework
+from batchsched.framework.runtime import Framework
 from batchsched.objects.records import Node, Pod
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.conftest import NOW
 from tests.preemption_world import node, priority_class, state_of

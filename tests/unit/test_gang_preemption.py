@@ -9,12 +9,12 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict, Nominate
 from batchsched.objects.podgroup import GROUP_LABEL
-from batchsched.oneshot import build_state
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod, priority_class
 from tests.builders import pod_group as group
 from tests.conftest import NOW, objects_of

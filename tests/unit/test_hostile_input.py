@@ -14,13 +14,13 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
+from batchsched.commands.schedule import OneShotResult, _apply
 from batchsched.decisions import Bind, Evict
 from batchsched.objects import quantity
 from batchsched.objects.documents import MAX_DEPTH, DocumentError, yaml_documents
 from batchsched.objects.errors import MAX_MESSAGE_CHARS, InputError
 from batchsched.objects.load import load_text
-from batchsched.oneshot import OneShotResult, _apply
 from batchsched.sim.scenario import load_scenario
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, priority_class

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config, parse_config
 from batchsched.decisions import Bind, Evict, Nominate, Unschedulable
 from batchsched.objects.load import load_text
-from batchsched.oneshot import build_state
 from batchsched.plugins.args import ConfigError
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.conftest import NOW, least_allocated, objects_of, schedule
 

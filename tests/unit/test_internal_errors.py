@@ -8,7 +8,7 @@ import pytest
 
 from batchsched.decisions import Bind, InternalError, Unschedulable
 from batchsched.objects.records import Node, Pod
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod
 from tests.conftest import NOW, schedule

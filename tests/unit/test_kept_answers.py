@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from batchsched.plugins.preemption.gang_victims import KeptAnswers
-from batchsched.plugins.preemption.victims import NodeVictims
+from batchsched.preemption.gang_victims import KeptAnswers
+from batchsched.preemption.victims import NodeVictims
 
 
 def _answer(

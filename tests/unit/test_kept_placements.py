@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
-from batchsched.framework import Framework
-from batchsched.plugins.base import Cycle, Diagnosis
-from batchsched.scheduler import Scheduler
+from batchsched.framework.interface import Cycle, Diagnosis
+from batchsched.framework.runtime import Framework
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.preemption_world import NOW, node, pod
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from batchsched.config import default_config
-from batchsched.plugins.base import Cycle
-from batchsched.scheduler import Scheduler
+from batchsched.framework.interface import Cycle
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.preemption_world import NOW, node, pod
 

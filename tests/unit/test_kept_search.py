@@ -15,9 +15,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchsched.plugins.base import Cycle
-from batchsched.plugins.preemption.search import Evaluation, PreemptionSearch
-from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.framework.interface import Cycle
+from batchsched.preemption.search import Evaluation, PreemptionSearch
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState, IntArray
 from tests.preemption_world import NOW, node, pod
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
 from batchsched.objects.load import Objects
 from batchsched.objects.records import Pod
-from batchsched.oneshot import run
 
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)
 

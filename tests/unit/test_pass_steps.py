@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from batchsched.config import parse_config
 from batchsched.decisions import Bind, Unschedulable
 from batchsched.objects.parse import read_node, read_pod
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.objects.records import LabelSelector, Pod, PodDisruptionBudget, Requirement
-from batchsched.plugins.preemption.victim_table import VictimTable
+from batchsched.preemption.victim_table import VictimTable
 from batchsched.state.pdb_index import PdbIndex, covers
 from tests.preemption_world import node, pdb, pod, state_of
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
+from batchsched.commands.policy import build_report, human_duration, policy_warnings
 from batchsched.objects.load import Objects
-from batchsched.plugins.preemption.toleration_policy import parse_policy
-from batchsched.policy_matrix import build_report, human_duration, policy_warnings
+from batchsched.preemption.toleration_policy import parse_policy
 from tests.preemption_world import NOW, SIGS, X_K8S, pod, priority_class
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "preemption-toleration"

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "preemption-toleration"
 

@@ -1,4 +1,5 @@
-"""SPEC section 3, rule by rule, through the default profile (PreemptionToleration)."""
+"""The preemption toleration rules (docs/preemption-toleration.md), one by one, through the
+default profile (PreemptionToleration)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
 from batchsched.decisions import Evict, Nominate, Warn
+from batchsched.framework.interface import Cycle, Diagnosis
 from batchsched.objects.load import Objects
 from batchsched.objects.records import (
     NodeSelectorTerm,
@@ -18,12 +21,10 @@ from batchsched.objects.records import (
     PriorityClass,
     Requirement,
 )
-from batchsched.oneshot import run
 from batchsched.plugins.args import ConfigError
-from batchsched.plugins.base import Cycle, Diagnosis
-from batchsched.plugins.default_preemption import DefaultPreemption
-from batchsched.plugins.preemption_toleration import PreemptionToleration
-from batchsched.scheduler import Scheduler
+from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.preemption_world import (
     NOW,

@@ -10,20 +10,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config, parse_config
 from batchsched.decisions import Bind, Decision, Unschedulable
-from batchsched.framework import Framework
-from batchsched.objects.records import Node, Pod, PodCondition, Taint, Toleration
-from batchsched.oneshot import build_state
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     FilterPlugin,
     PodsHint,
     QueueingHint,
 )
+from batchsched.framework.runtime import Framework
+from batchsched.objects.records import Node, Pod, PodCondition, Taint, Toleration
 from batchsched.plugins.registry import REGISTRY
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests import builders
 from tests.conftest import NOW, objects_of

@@ -1,12 +1,12 @@
 """`Ranking.best` looks at the first ranked rows before the rest, and ranks rows recomputed
-since apart: the answer must be the one the SPEC's order gives over every usable candidate,
+since apart: the answer must be the one the node-choice order gives over every usable candidate,
 wherever in the ranking it lies (a guard for changes to how far and in what steps it looks)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from batchsched.plugins.preemption.nodes import Ranking, RowResults
+from batchsched.preemption.nodes import Ranking, RowResults
 
 
 def _results(rows: int, rng: np.random.Generator) -> RowResults:
@@ -63,7 +63,7 @@ def test_best_weighs_rows_recomputed_since_against_the_clean_ones() -> None:
 
 def test_ranking_marked_with_moved_rows_only_answers_as_a_fresh_sort() -> None:
     """Rows recomputed with their place unchanged stay clean; many rounds of changes (past
-    the bound that re-sorts) keep `best` equal to the SPEC's order over every candidate."""
+    the bound that re-sorts) keep `best` equal to the node-choice order over every candidate."""
     rng = np.random.default_rng(24)
     rows = 400
     results = _results(rows, rng)

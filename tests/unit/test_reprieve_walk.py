@@ -11,18 +11,18 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
-from batchsched.framework import Framework
-from batchsched.oneshot import run
-from batchsched.plugins.base import NodeTotals
+from batchsched.framework.interface import NodeTotals
+from batchsched.framework.runtime import Framework
 from batchsched.plugins.coscheduling.preemption import (
     GroupFit,
     UnitIndex,
     _still_chosen,
     index_key,
 )
-from batchsched.plugins.preemption.victims import VictimRule
-from batchsched.plugins.preemption_toleration import PreemptionToleration
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import IntArray
 from benchmarks.workloads import contended
 from tests.preemption_world import NOW, node, pdb, pod, priority_class, state_of

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from batchsched.framework.interface import Cycle, RowLocalPlugin
 from batchsched.objects.records import HostPort, Pod
-from batchsched.plugins.base import Cycle, RowLocalPlugin
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
-from batchsched.plugins.node_ports import NodePorts
+from batchsched.plugins.nodeports.plugin import NodePorts
 from batchsched.plugins.noderesources.balanced_allocation import BalancedAllocation
 from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from tests.unit.noderesources.helpers import cycle

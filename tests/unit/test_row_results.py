@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import numpy as np
 
 from batchsched.objects.parse import format_time
-from batchsched.plugins.preemption.nodes import RowResults
-from batchsched.plugins.preemption.reasons import HELD_BY_TOLERATION, NO_VICTIMS, Reasons
+from batchsched.preemption.nodes import RowResults
+from batchsched.preemption.reasons import HELD_BY_TOLERATION, NO_VICTIMS, Reasons
 
 _EARLY = datetime(2026, 1, 1, 12, tzinfo=UTC).timestamp()
 _LATE = datetime(2026, 1, 1, 13, tzinfo=UTC).timestamp()

@@ -11,8 +11,8 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 
+from batchsched.commands.schedule import run
 from batchsched.config import default_config
-from batchsched.oneshot import run
 from batchsched.plugins.coscheduling.preemption import GroupFit
 from batchsched.state.cluster import BoolArray, IntArray
 from benchmarks.workloads import contended

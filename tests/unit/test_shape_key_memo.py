@@ -7,11 +7,11 @@ from collections.abc import Hashable
 
 from pytest import MonkeyPatch
 
-import batchsched.framework as framework_module
+import batchsched.framework.runtime as framework_module
 from batchsched.config import default_config
+from batchsched.framework.interface import Cycle
 from batchsched.objects.records import DeviceClass, Node, Pod
-from batchsched.plugins.base import Cycle
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState, Demand
 from tests.preemption_world import NOW
 

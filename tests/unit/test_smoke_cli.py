@@ -3,7 +3,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "basic" / "cluster.yaml"
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.objects.parse import read_pod
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import DeviceClass
-from batchsched.oneshot import build_state
-from batchsched.plugins.support import REFUSED, not_ready, refusal, refused_field
-from batchsched.scheduler import Scheduler
+from batchsched.objects.support import REFUSED, not_ready, refusal, refused_field
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.conftest import NOW, objects_of, schedule
 

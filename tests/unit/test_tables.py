@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchsched import tables
+from batchsched.commands import tables
 
 words = st.text(alphabet="abcdefghij/-.:", min_size=1, max_size=14)
 cells = st.lists(words, min_size=1, max_size=40).map(" ".join)

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
-from batchsched.framework import Framework
+from batchsched.framework.runtime import Framework
 from batchsched.plugins.coscheduling import placement
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex, index_key
-from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState, IntArray
 from tests.preemption_world import NOW, node, pod, priority_class, state_of
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config
 from batchsched.decisions import Bind, InternalError
 from batchsched.objects.records import Pod
-from batchsched.oneshot import build_state, run
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, pod_group
 from tests.conftest import NOW, objects_of

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.config import parse_config
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import parse_time, read_pod

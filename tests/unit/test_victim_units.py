@@ -10,21 +10,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
-from batchsched.framework import Framework
+from batchsched.framework.runtime import Framework
 from batchsched.objects.records import Pod, PodAffinity
-from batchsched.oneshot import build_state
 from batchsched.plugins.coscheduling.placement import base_results
 from batchsched.plugins.coscheduling.preemption import GroupFit, Unit, UnitIndex, index_key
-from batchsched.plugins.preemption.victim_table import importance_key
-from batchsched.plugins.preemption.victims import (
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.preemption.victim_table import importance_key
+from batchsched.preemption.victims import (
     PRIORITY_SHIFT,
     VictimRule,
     VictimUnits,
     choice_key,
     select_victims_on_node,
 )
-from batchsched.plugins.preemption_toleration import PreemptionToleration
 from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
 from tests.preemption_world import NOW, node, pdb, pod, priority_class, state_of

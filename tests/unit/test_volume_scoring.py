@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import SchedulerConfig, parse_config
 from batchsched.objects.volume_parse import read_csi_storage_capacity
-from batchsched.oneshot import build_state
 from batchsched.plugins.args import ArgsReader, ConfigError
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex

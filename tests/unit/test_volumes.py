@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, BindVolumes
-from batchsched.framework import Framework
+from batchsched.framework.runtime import Framework
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.records import Node, NodeSelectorTerm, Requirement
-from batchsched.oneshot import build_state
-from batchsched.plugins.node_affinity import terms_mask
+from batchsched.plugins.nodeaffinity.plugin import terms_mask
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import ClaimBinding
 from tests.builders import node, pod

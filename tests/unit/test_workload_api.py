@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.decisions import PodGroupUpdate
 from batchsched.live.actuator import describe
 from batchsched.live.kinds import _remove_group

@@ -7,8 +7,6 @@ import gc
 import logging
 import signal
 import threading
-from pathlib import Path
-from typing import Any
 
 from batchsched.config import load_config
 from batchsched.live.client import connect
@@ -16,42 +14,6 @@ from batchsched.live.health import HealthServer
 from batchsched.live.runner import LiveOptions, LiveScheduler
 
 log = logging.getLogger("batchsched")
-
-
-def add_run_parser(sub: Any) -> None:
-    summary = "run as a scheduler in a cluster: watch pods and nodes, bind, preempt"
-    run = sub.add_parser(
-        "run",
-        help=summary,
-        description=summary[0].upper() + summary[1:] + ". Decisions are logged, not printed.",
-        epilog="example:\n  batchsched run --kubeconfig ~/.kube/config --dry-run",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    run.add_argument(
-        "--kubeconfig",
-        type=Path,
-        help="kubeconfig file (default: KUBECONFIG, ~/.kube/config, then the pod's service "
-        "account)",
-    )
-    run.add_argument("--context", help="the kubeconfig context to use (default: current)")
-    run.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="watch and decide, but write nothing to the cluster (decisions are logged)",
-    )
-    run.add_argument(
-        "--listen",
-        default="0.0.0.0:10251",
-        metavar="HOST:PORT",
-        help="address of /metrics, /healthz and /readyz (default 0.0.0.0:10251)",
-    )
-    run.add_argument(
-        "--identity",
-        default="",
-        help="leader election identity (default: host name and a random suffix)",
-    )
-    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
 def tune_collector() -> None:

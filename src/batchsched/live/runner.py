@@ -32,7 +32,7 @@ from batchsched.live.metrics import Metrics
 from batchsched.live.ratelimit import TokenBucket
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.records import Pod
-from batchsched.scheduler import Scheduler
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Recognising DaemonSet pods (SPEC section 5).
+"""Recognising DaemonSet pods (docs/daemonset.md).
 
 A DaemonSet pod is one owned by a DaemonSet whose required node affinity names exactly one
 node through `matchFields` `metadata.name` (how the DaemonSet controller pins its pods). Such a

@@ -54,7 +54,7 @@ from batchsched.objects.records import (
     Toleration,
     may_be_device_backed,
 )
-from batchsched.plugins.support import refused_field
+from batchsched.objects.support import refused_field
 
 Json = Mapping[str, Any]
 T = TypeVar("T")

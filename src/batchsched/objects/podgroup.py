@@ -1,4 +1,4 @@
-"""PodGroup membership (SPEC section 4).
+"""PodGroup membership (docs/gang.md).
 
 A pod belongs to the PodGroup `namespace/name` named by `spec.schedulingGroup.podGroupName`
 (upstream's Workload API, a `scheduling.k8s.io` PodGroup), by the annotation

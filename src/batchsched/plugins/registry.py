@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from batchsched.plugins.base import Plugin
+from batchsched.framework.interface import Plugin
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
-from batchsched.plugins.default_preemption import DefaultPreemption
+from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
 from batchsched.plugins.dynamicresources import DynamicResources
-from batchsched.plugins.image_locality import ImageLocality
+from batchsched.plugins.imagelocality.plugin import ImageLocality
 from batchsched.plugins.interpodaffinity import InterPodAffinity
-from batchsched.plugins.node_affinity import NodeAffinity
-from batchsched.plugins.node_name import NodeName
-from batchsched.plugins.node_ports import NodePorts
-from batchsched.plugins.node_unschedulable import NodeUnschedulable
+from batchsched.plugins.nodeaffinity.plugin import NodeAffinity
+from batchsched.plugins.nodename.plugin import NodeName
+from batchsched.plugins.nodeports.plugin import NodePorts
 from batchsched.plugins.noderesources import BalancedAllocation, NodeResourcesFit
+from batchsched.plugins.nodeunschedulable.plugin import NodeUnschedulable
 from batchsched.plugins.podtopologyspread import PodTopologySpread
-from batchsched.plugins.preemption_toleration import PreemptionToleration
-from batchsched.plugins.priority_sort import PrioritySort
-from batchsched.plugins.taint_toleration import TaintToleration
+from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.plugins.queuesort.priority_sort import PrioritySort
+from batchsched.plugins.tainttoleration.plugin import TaintToleration
 from batchsched.plugins.volumebinding import (
     NodeVolumeLimits,
     VolumeBinding,

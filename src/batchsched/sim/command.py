@@ -16,10 +16,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from batchsched import __version__, tables
+from batchsched import __version__
+from batchsched.commands import tables
+from batchsched.commands.output import emit
 from batchsched.config import SchedulerConfig, load_config
 from batchsched.objects.load import StrictError
-from batchsched.output import emit
 from batchsched.sim.aggregate import Comparison, compare
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.engine import ProgressHook, Simulation

@@ -37,9 +37,9 @@ from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, Priori
 from batchsched.objects.volumes import PodVolume
 from batchsched.plugins.coscheduling.status import current_warnings
 from batchsched.plugins.dynamicresources.plugin import release_claims
-from batchsched.plugins.preemption.reasons import HELD_BY_TOLERATION
-from batchsched.plugins.preemption.toleration_policy import parse_policy
-from batchsched.scheduler import Scheduler
+from batchsched.preemption.reasons import HELD_BY_TOLERATION
+from batchsched.preemption.toleration_policy import parse_policy
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.sim.devices import ScenarioDevices
 from batchsched.sim.metrics import (
     JobRecord,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from batchsched.framework.interface import Cycle
 from batchsched.objects.records import Node, Pod
-from batchsched.plugins.base import Cycle
 from batchsched.plugins.noderesources.resource_allocation import (
     Columns,
     NodeUsage,

@@ -1,4 +1,4 @@
-"""Coscheduling: gang scheduling of PodGroups (SPEC section 4)."""
+"""Coscheduling: gang scheduling of PodGroups (docs/gang.md)."""
 
 from batchsched.plugins.coscheduling.plugin import Coscheduling
 

@@ -1,4 +1,4 @@
-"""Whether a group may be attempted at all (SPEC section 4), before any node is looked at.
+"""Whether a group may be attempted at all (docs/gang.md), before any node is looked at.
 
 A group waits until its PodGroup exists and enough members exist, and is rejected early,
 without preemption, when the whole cluster's free room cannot cover its minResources.

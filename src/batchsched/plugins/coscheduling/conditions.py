@@ -21,7 +21,7 @@ from datetime import datetime
 from batchsched.decisions import Evict
 from batchsched.objects.records import PodCondition, PodGroup, PodGroupStatus
 from batchsched.objects.workload_api import DISRUPTION_TARGET, SCHEDULED_CONDITION
-from batchsched.plugins.preemption.gang_victims import whole_group_of
+from batchsched.preemption.gang_victims import whole_group_of
 from batchsched.state.cluster import ClusterState
 
 UNSCHEDULABLE = "Unschedulable"

@@ -23,13 +23,13 @@ from datetime import datetime
 
 import numpy as np
 
-from batchsched.objects.records import Pod
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     Cycle,
     Diagnosis,
     NodeTotals,
     PlacementFramework,
 )
+from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState, Demand, IntArray
 
 # Cycle.scratch key telling Coscheduling's PreFilter that the group was already admitted.

@@ -24,10 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
-from batchsched.objects.podgroup import group_key_of, kind_mismatch
-from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -41,6 +38,9 @@ from batchsched.plugins.base import (
     QueueingHint,
     QueueSortPlugin,
 )
+from batchsched.objects.podgroup import group_key_of, kind_mismatch
+from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.coscheduling.admission import (
     MISSING_GROUP,
     existing_members,
@@ -68,8 +68,8 @@ from batchsched.plugins.coscheduling.preemption import (
     waiting_for_victims,
 )
 from batchsched.plugins.coscheduling.status import compute_status, stranded_message
-from batchsched.plugins.default_preemption import DefaultPreemption
-from batchsched.plugins.preemption.victims import VictimRule
+from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState, IntArray
 
 

@@ -1,4 +1,4 @@
-"""Gang as preemptor (SPEC sections 3 and 4): room for minMember members at once, or nothing.
+"""Gang as preemptor (docs/gang.md): room for minMember members at once, or nothing.
 
 Victims come in units: a running pod alone, or, for a member of a PodGroup, all of that
 group's running members (gang as victim: a group is never partly evicted). A unit may be
@@ -27,17 +27,17 @@ from datetime import datetime
 import numpy as np
 
 from batchsched.decisions import Decision, Evict, Nominate
+from batchsched.framework.interface import NodeTotals, PlacementFramework
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import NodeTotals, PlacementFramework
 from batchsched.plugins.coscheduling.placement import (
     BaseRoom,
     TentativePlacement,
     base_results,
     place_members,
 )
-from batchsched.plugins.preemption.gang_victims import running_group, whole_group_of
-from batchsched.plugins.preemption.victim_table import importance_key
-from batchsched.plugins.preemption.victims import PRIORITY_SHIFT, VictimRule, pdb_violating
+from batchsched.preemption.gang_victims import running_group, whole_group_of
+from batchsched.preemption.victim_table import importance_key
+from batchsched.preemption.victims import PRIORITY_SHIFT, VictimRule, pdb_violating
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 

@@ -1,4 +1,4 @@
-"""PodGroup status from its members (SPEC section 4, after scheduler-plugins' controller).
+"""PodGroup status from its members (docs/gang.md, after scheduler-plugins' controller).
 
 Phases: Pending -> Scheduling once minMember members exist -> Running once running +
 succeeded >= minMember; Failed when any member failed and failed + running + succeeded >=

@@ -1,4 +1,4 @@
-"""DaemonSetPreemption (PreFilter, Filter, PostFilter): SPEC section 5.
+"""DaemonSetPreemption (PreFilter, Filter, PostFilter) (docs/daemonset.md).
 
 - PreFilter: a DaemonSet pod is evaluated on its one node only; on a node reserved for it,
   nominations of other pods do not count (they cannot go there while it is reserved).
@@ -22,11 +22,7 @@ from typing import Any
 import numpy as np
 
 from batchsched.decisions import Decision, Evict, Reserve
-from batchsched.objects.daemonset import daemonset_node
-from batchsched.objects.parse import format_time
-from batchsched.objects.records import Pod
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -42,6 +38,10 @@ from batchsched.plugins.base import (
     RowCheck,
     RowLocalPlugin,
 )
+from batchsched.objects.daemonset import daemonset_node
+from batchsched.objects.parse import format_time
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.daemonsetpreemption.victims import (
     STRATEGIES,
     Clash,

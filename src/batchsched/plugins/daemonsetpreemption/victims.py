@@ -1,4 +1,4 @@
-"""Choosing victims on a DaemonSet pod's node (SPEC section 5).
+"""Choosing victims on a DaemonSet pod's node (docs/daemonset.md).
 
 Candidates are the node's running pods minus the protected ones (DaemonSet pods, pods of
 higher priority than the DaemonSet pod, pods exempt under section 3's toleration rules, pods
@@ -14,7 +14,7 @@ far the configured strategies run in order:
   reprieve (most important first) every pod not needed; at most `max_victims` pods.
 
 A member of a running PodGroup is a candidate only if every running member of its group could
-be a victim too; choosing it evicts the whole group (SPEC section 4: no gang is partially
+be a victim too; choosing it evicts the whole group (docs/gang.md: no gang is partially
 evicted). Room and `max_victims` count the pods on this node.
 """
 
@@ -29,8 +29,8 @@ from batchsched.decisions import Warn
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
-from batchsched.plugins.preemption.gang_victims import running_members
-from batchsched.plugins.preemption.toleration_policy import (
+from batchsched.preemption.gang_victims import running_members
+from batchsched.preemption.toleration_policy import (
     PolicyCache,
     TolerationPolicy,
     is_exempt,
@@ -207,7 +207,7 @@ class VictimChooser:
         for pod in pods:
             reason = self._protection(state, preemptor, pod, now, into)
             if reason is None:
-                # Gang as victim (SPEC section 4): the whole running group goes, or none of it.
+                # Gang as victim (docs/gang.md): the whole running group goes, or none of it.
                 others = [m for m in running_members(state, pod) if m.key != pod.key]
                 if any(self._protection(state, preemptor, m, now, into) for m in others):
                     reason = "member(s) of a running PodGroup with protected members"

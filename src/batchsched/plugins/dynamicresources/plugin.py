@@ -23,14 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from batchsched.decisions import ClaimReservation, ExtendedClaimReservation, ReserveClaims
-from batchsched.objects.dra import (
-    EXTENDED_CLAIM_SUFFIX,
-    Allocation,
-    ResourceClaim,
-    unsupported_message,
-)
-from batchsched.objects.records import Pod
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -40,6 +33,13 @@ from batchsched.plugins.base import (
     StaticFilterPlugin,
     StillFails,
 )
+from batchsched.objects.dra import (
+    EXTENDED_CLAIM_SUFFIX,
+    Allocation,
+    ResourceClaim,
+    unsupported_message,
+)
+from batchsched.objects.records import Pod
 from batchsched.plugins.dynamicresources.allocator import (
     ClaimError,
     Matcher,
@@ -47,7 +47,7 @@ from batchsched.plugins.dynamicresources.allocator import (
     blocking_device,
 )
 from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
-from batchsched.plugins.node_affinity import terms_mask
+from batchsched.plugins.nodeaffinity.plugin import terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
 from batchsched.state.devices import EVERY_NODE, NodeDevices
 

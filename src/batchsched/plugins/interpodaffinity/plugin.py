@@ -29,9 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from batchsched.objects.records import Pod
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     PREEMPTION_GUARDS,
     ClusterChange,
     ClusterEvent,
@@ -42,6 +40,8 @@ from batchsched.plugins.base import (
     ScorePlugin,
     StillFails,
 )
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.interpodaffinity.existing import (
     PREFERRED,
     PREFERRED_ANTI,

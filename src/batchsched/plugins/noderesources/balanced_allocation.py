@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     MAX_NODE_SCORE,
     Cycle,
     IndexArray,
@@ -26,6 +25,7 @@ from batchsched.plugins.base import (
     RowScore,
     ScorePlugin,
 )
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.noderesources.resource_allocation import (
     Columns,
     FloatArray,

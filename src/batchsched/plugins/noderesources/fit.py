@@ -16,10 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from batchsched.objects.quantity import PODS
-from batchsched.objects.records import Pod
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -33,6 +30,9 @@ from batchsched.plugins.base import (
     RowScore,
     ScorePlugin,
 )
+from batchsched.objects.quantity import PODS
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.noderesources.least_allocated import (
     least_allocated,
     least_allocated_node,

@@ -15,9 +15,9 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.framework.interface import MAX_NODE_SCORE, Cycle, IndexArray, RowScore
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import MAX_NODE_SCORE, Cycle, IndexArray, RowScore
 from batchsched.state.cluster import Demand, IntArray
 
 FloatArray = npt.NDArray[np.float64]

@@ -24,11 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from batchsched.objects.errors import ManifestError
-from batchsched.objects.parse import read_defaults
-from batchsched.objects.records import Pod, SpreadConstraint
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -38,7 +34,11 @@ from batchsched.plugins.base import (
     ScorePlugin,
     StaticFilterPlugin,
 )
-from batchsched.plugins.node_affinity import NodeAffinity
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.parse import read_defaults
+from batchsched.objects.records import Pod, SpreadConstraint
+from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.nodeaffinity.plugin import NodeAffinity
 from batchsched.plugins.podtopologyspread.constraints import (
     NONE,
     SYSTEM_DEFAULTS,
@@ -47,7 +47,7 @@ from batchsched.plugins.podtopologyspread.constraints import (
 )
 from batchsched.plugins.podtopologyspread.counts import MatchCounts, SpreadScope
 from batchsched.plugins.podtopologyspread.domains import HOSTNAME, TopologyDomains
-from batchsched.plugins.taint_toleration import TaintToleration
+from batchsched.plugins.tainttoleration.plugin import TaintToleration
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"

@@ -16,7 +16,7 @@ import numpy as np
 
 from batchsched.objects.records import Node, NodeSelectorTerm
 from batchsched.objects.volumes import PersistentVolume
-from batchsched.plugins.node_affinity import terms_hold, terms_mask
+from batchsched.plugins.nodeaffinity.plugin import terms_hold, terms_mask
 from batchsched.state.cluster import BoolArray, ClusterState
 
 

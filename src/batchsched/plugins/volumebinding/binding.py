@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 
 from batchsched.decisions import BindVolumes
-from batchsched.objects.records import Pod
-from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import (
+from batchsched.framework.interface import (
     ClusterEvent,
     Cycle,
     FilterPlugin,
@@ -40,6 +38,8 @@ from batchsched.plugins.base import (
     ReservePlugin,
     ScorePlugin,
 )
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.plugins.volumebinding.claims import claims_read, pod_claims, volume_events

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
+from batchsched.framework.interface import ClusterChange, ClusterEvent, Cycle, QueueingHint
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from batchsched.plugins.base import ClusterChange, ClusterEvent, Cycle, QueueingHint
 
 _SCRATCH = "volumebinding.claims"
 

@@ -16,9 +16,15 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
 
+from batchsched.framework.interface import (
+    ClusterEvent,
+    Cycle,
+    FilterPlugin,
+    QueueingHint,
+    Rejection,
+)
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import READ_WRITE_ONCE_POD
-from batchsched.plugins.base import ClusterEvent, Cycle, FilterPlugin, QueueingHint, Rejection
 from batchsched.plugins.volumebinding.claims import claims_read, volume_events
 from batchsched.state.cluster import BoolArray, ClusterState
 from batchsched.state.volumes import claim_key

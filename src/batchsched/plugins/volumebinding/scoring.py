@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from batchsched.framework.interface import MAX_NODE_SCORE
 from batchsched.objects.errors import shown
 from batchsched.objects.volumes import PersistentVolumeClaim
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.base import MAX_NODE_SCORE
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.plugins.volumebinding.matching import ClaimOptions, choose
 from batchsched.state.cluster import BoolArray, ClusterState, IntArray

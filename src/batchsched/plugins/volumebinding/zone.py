@@ -11,8 +11,14 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from batchsched.framework.interface import (
+    ClusterEvent,
+    Cycle,
+    FilterPlugin,
+    QueueingHint,
+    Rejection,
+)
 from batchsched.objects.records import Pod
-from batchsched.plugins.base import ClusterEvent, Cycle, FilterPlugin, QueueingHint, Rejection
 from batchsched.plugins.volumebinding.claims import claims_read, pod_claims, volume_events
 from batchsched.state.cluster import BoolArray, ClusterState
 

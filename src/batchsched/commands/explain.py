@@ -1,0 +1,335 @@
+"""`batchsched explain NS/POD`: why one pod is where it is, or why it is pending.
+
+The manifests are scheduled to the end first (as `batchsched schedule` does); the pod is then
+judged against the cluster as it stands, through the profile's own plugins: each node's first
+failing filter, or each score plugin's score and the weighted total; for a pod that fits
+nowhere, the preemption candidates with the minimal victims per node
+(`preemption.victims.select_victims_on_node`, the rule the plugins apply to every node at
+once), the pods protected by a toleration policy and until when, PDB violations; and for a
+gang member the group's members and minMember. A pod bound during the run is judged with its
+own binding taken back, so its node's verdict shows why it was chosen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from batchsched.commands.schedule import OneShotResult, settle
+from batchsched.config import SchedulerConfig
+from batchsched.framework.interface import Cycle
+from batchsched.framework.runtime import Framework
+from batchsched.objects.errors import InputError
+from batchsched.objects.load import Objects
+from batchsched.objects.parse import format_time
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
+from batchsched.preemption.gang_victims import running_members, terminating_room
+from batchsched.preemption.toleration_policy import FOREVER, scheduled_since
+from batchsched.preemption.victims import (
+    NodeVictims,
+    VictimRule,
+    choice_key,
+    pdb_violating,
+    select_victims_on_node,
+)
+from batchsched.state.cluster import BoolArray, ClusterState
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    filter: str = ""  # the first filter that failed; "" for a feasible node
+    reason: str = ""
+    scores: dict[str, int] = field(default_factory=dict)  # plugin -> raw score 0..100
+    total: int | None = None  # weighted sum, feasible nodes only
+
+    def to_json(self) -> dict[str, Any]:
+        if self.filter:
+            return {"node": self.node, "filter": self.filter, "reason": self.reason}
+        return {"node": self.node, "scores": self.scores, "total": self.total}
+
+
+@dataclass
+class Protected:
+    pod: str
+    klass: str
+    until: datetime | None  # None: for as long as the class's policy stands
+
+    def to_json(self) -> dict[str, Any]:
+        until = format_time(self.until) if self.until is not None else None
+        return {"pod": self.pod, "class": self.klass, "until": until}
+
+
+@dataclass
+class Candidate:
+    """A node where preemption could help: its victims, or why it cannot host the pod."""
+
+    node: str
+    victims: list[str] = field(default_factory=list)
+    pdb_violations: list[str] = field(default_factory=list)
+    protected: list[Protected] = field(default_factory=list)
+    missing_classes: list[str] = field(default_factory=list)
+    works: bool = False
+    why: str = ""  # why no victim set works here
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "works": self.works,
+            "victims": self.victims,
+            "pdbViolations": self.pdb_violations,
+            "protected": [p.to_json() for p in self.protected],
+            "missingClasses": self.missing_classes,
+            "why": self.why,
+        }
+
+
+@dataclass
+class GangStory:
+    group: str
+    min_member: int
+    phase: str
+    members: dict[str, str]  # pod -> node, or "" while pending
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "minMember": self.min_member,
+            "phase": self.phase,
+            "members": [{"pod": p, "node": n} for p, n in self.members.items()],
+        }
+
+
+@dataclass
+class Explanation:
+    pod: str
+    now: datetime
+    priority: int
+    status: str  # "running" (from the files), "bound" (in this run) or "pending"
+    node: str = ""  # where it runs or was bound
+    message: str = ""  # the run's unschedulable message for a pending pod
+    pre_filter: str = ""  # a pre-filter's rejection, if any
+    nodes: list[NodeVerdict] = field(default_factory=list)
+    chosen: str = ""
+    chosen_why: str = ""
+    preemption: str = ""  # the pod's standing for preemption, in a sentence
+    candidates: list[Candidate] = field(default_factory=list)
+    preemption_node: str = ""
+    evicted_for_it: list[str] = field(default_factory=list)
+    gang: GangStory | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "now": format_time(self.now),
+            "priority": self.priority,
+            "status": self.status,
+            "node": self.node,
+            "message": self.message,
+            "preFilter": self.pre_filter,
+            "nodes": [n.to_json() for n in self.nodes],
+            "chosen": {"node": self.chosen, "why": self.chosen_why},
+            "preemption": {
+                "summary": self.preemption,
+                "node": self.preemption_node,
+                "candidates": [c.to_json() for c in self.candidates],
+                "evictedForIt": self.evicted_for_it,
+            },
+            "gang": self.gang.to_json() if self.gang is not None else None,
+        }
+
+
+def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: str) -> Explanation:
+    pod = next((p for p in objects.pods if p.key == key), None)
+    if pod is None:
+        known = ", ".join(sorted(p.key for p in objects.pods)[:10]) or "none"
+        raise InputError(f"explain: pod {key} not found (pods: {known})")
+    if pod.node_name:
+        return Explanation(key, now, pod.priority or 0, "running", node=pod.node_name)
+    result, scheduler = settle(objects, config, now)
+    if not scheduler.owns(pod):
+        raise InputError(
+            f"explain: pod {key} has schedulerName {pod.scheduler_name!r}, not a profile of "
+            f"this configuration ({', '.join(scheduler.frameworks)})"
+        )
+    state = scheduler.state
+    pod = state.pods[key]
+    bound = next((b.node for b in result.bindings if b.pod == key), "")
+    out = Explanation(
+        key,
+        now,
+        state.priority_of(pod),
+        "bound" if bound else "pending",
+        node=bound,
+        message=result.unschedulable.get(key, ""),
+    )
+    out.gang = _gang(state, pod)
+    # A gang preempts as one: its victims are evicted in one member's name.
+    preemptors = set(out.gang.members) if out.gang is not None else {key}
+    evicted = {e.pod for e in result.evictions if e.preemptor in preemptors}
+    out.evicted_for_it = sorted(evicted)
+    victims = [p for p in objects.pods if p.key in evicted and p.key not in state.pods]
+    if bound:
+        # Judged as before its binding (its node's verdict says why) and, for a pod that
+        # preempted alone, before its preemption: its victims come back, so the candidates
+        # show the choice it made. A gang's victims made room for several members at once;
+        # its story is the group's.
+        state.forget(key)
+        if out.gang is None:
+            for victim in victims:
+                state.upsert_pod(replace(victim, deletion_timestamp=None))
+    framework = scheduler.framework_for(pod)
+    cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
+    pre = framework.pre_filter(cycle)
+    out.pre_filter = pre.reject or ""
+    feasible, resolvable = _node_verdicts(framework, cycle, pre.allowed_nodes, out)
+    if feasible.any():
+        _choose(framework, cycle, feasible, out)
+    else:
+        _preemption(framework, cycle, resolvable, result, out)
+    return out
+
+
+def _node_verdicts(
+    framework: Framework, cycle: Cycle, allowed: BoolArray | None, out: Explanation
+) -> tuple[BoolArray, BoolArray]:
+    """Every node's verdict into `out`; the feasible nodes and those preemption could fix."""
+    state = cycle.state
+    feasible, rejections = framework.filter_verdicts(cycle, allowed)
+    verdicts = {row: NodeVerdict(state.node_name(row)) for row, _ in state.live_nodes()}
+    resolvable = np.zeros(state.rows, dtype=np.bool_)
+    if allowed is not None:
+        for row in np.flatnonzero(~allowed[: state.rows] & state.valid[: state.rows]).tolist():
+            verdicts[row].filter, verdicts[row].reason = "PreFilter", "not allowed by PreFilter"
+    for plugin, rej in rejections:
+        for row in np.flatnonzero(rej.nodes).tolist():
+            verdicts[row].filter, verdicts[row].reason = plugin, rej.reason
+            resolvable[row] = rej.resolvable
+    if feasible.any():
+        breakdown = framework.score_breakdown(cycle, feasible)
+        for row in np.flatnonzero(feasible).tolist():
+            verdict = verdicts[row]
+            verdict.scores = {name: int(scores[row]) for name, _, scores in breakdown}
+            verdict.total = sum(int(scores[row]) * weight for _, weight, scores in breakdown)
+    rank = state.name_rank()
+    out.nodes = [
+        verdicts[row]
+        for row in sorted(
+            verdicts,
+            key=lambda r: (verdicts[r].total is None, -(verdicts[r].total or 0), int(rank[r])),
+        )
+    ]
+    return feasible, resolvable
+
+
+def _choose(framework: Framework, cycle: Cycle, feasible: BoolArray, out: Explanation) -> None:
+    state = cycle.state
+    nominated = state.nominations.get(cycle.pod.key)
+    if nominated is not None and feasible[nominated]:
+        out.chosen = state.node_name(nominated)
+        out.chosen_why = "its nominated node (room freed for it by preemption) fits"
+        return
+    row = framework.select(cycle, feasible)
+    out.chosen = state.node_name(row)
+    count = int(np.count_nonzero(feasible))
+    if count == 1:
+        out.chosen_why = "the only feasible node"
+        return
+    best = next(v for v in out.nodes if v.node == out.chosen)
+    ties = [v.node for v in out.nodes if v.total == best.total]
+    out.chosen_why = f"the highest total score ({best.total}) of {count} feasible nodes"
+    if len(ties) > 1:
+        out.chosen_why += f"; tied with {len(ties) - 1} other(s), the first name wins"
+
+
+def _preemption(
+    framework: Framework,
+    cycle: Cycle,
+    resolvable: BoolArray,
+    result: OneShotResult,
+    out: Explanation,
+) -> None:
+    state, pod = cycle.state, cycle.pod
+    plugin = next((p for p in framework.post_filters if isinstance(p, DefaultPreemption)), None)
+    if plugin is None:
+        out.preemption = "the profile has no preemption plugin"
+        return
+    if state.preemption_policy_of(pod) == "Never":
+        out.preemption = "not eligible: preemptionPolicy is Never"
+        return
+    if not resolvable.any():
+        out.preemption = "not helpful: no node fails only for lack of room"
+        return
+    rule = VictimRule(
+        state, pod, out.priority, cycle.now, plugin.class_verdicts(state, pod, out.priority, [])
+    )
+    found: list[NodeVictims] = []
+    for row in np.flatnonzero(resolvable).tolist():
+        base = cycle.free[row] + terminating_room(state, row)
+        victims = select_victims_on_node(
+            rule, cycle.demand, base, row, units=lambda p: running_members(state, p)
+        )
+        out.candidates.append(_candidate(rule, row, victims))
+        if victims is not None:
+            found.append(victims)
+    if found:
+        best = min(found, key=lambda v: choice_key(v, state))
+        out.preemption_node = state.node_name(best.row)
+        out.preemption = (
+            f"{len(found)} of {len(out.candidates)} candidate node(s) can make room; the best "
+            f"by PDB violations, victim priorities, count and start times is {out.preemption_node}"
+        )
+    else:
+        out.preemption = f"none of {len(out.candidates)} candidate node(s) can make room"
+    rank = state.name_rank()
+    index = {state.node_name(r): int(rank[r]) for r, _ in state.live_nodes()}
+    out.candidates.sort(key=lambda c: (not c.works, index[c.node]))
+
+
+def _candidate(rule: VictimRule, row: int, found: NodeVictims | None) -> Candidate:
+    state = rule.state
+    candidate = Candidate(state.node_name(row), works=found is not None)
+    for other in sorted(state.node_pods[row].values(), key=lambda p: p.key):
+        if not rule.lower(other):
+            continue
+        if rule.missing_class(other):
+            candidate.missing_classes.append(f"{other.key} ({other.priority_class_name})")
+        elif rule.exempt(other):
+            candidate.protected.append(_protected(rule, other))
+    if found is None:
+        if candidate.missing_classes:
+            candidate.why = "a lower-priority pod names a missing PriorityClass"
+        elif candidate.protected:
+            candidate.why = "the pods it may take free too little; protected pods hold the rest"
+        else:
+            candidate.why = "too little room even with every lower-priority pod gone"
+    else:
+        candidate.victims = [v.key for v in found.victims]
+        flags = pdb_violating(rule, list(found.victims))
+        candidate.pdb_violations = [
+            v.key for v, bad in zip(found.victims, flags, strict=True) if bad
+        ]
+    return candidate
+
+
+def _protected(rule: VictimRule, pod: Pod) -> Protected:
+    toleration = rule.verdict(pod.priority_class_name)[1]
+    since = scheduled_since(pod)
+    until = None
+    if toleration is not None and toleration != FOREVER and since is not None:
+        until = since + timedelta(seconds=toleration)
+    return Protected(pod.key, pod.priority_class_name, until)
+
+
+def _gang(state: ClusterState, pod: Pod) -> GangStory | None:
+    key = group_key_of(pod)
+    group = state.pod_groups.get(key) if key is not None else None
+    if key is None or group is None:
+        return None
+    members = {k: state.pods[k].node_name for k in sorted(state.group_members.get(key, ()))}
+    return GangStory(key, group.min_member, group.status.phase or "Pending", members)

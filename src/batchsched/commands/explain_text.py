@@ -1,0 +1,79 @@
+"""`batchsched explain`'s text: the pod's standing, then one table per question."""
+
+from __future__ import annotations
+
+from batchsched.commands import tables
+from batchsched.commands.explain import Explanation, NodeVerdict
+from batchsched.objects.parse import format_time
+
+_NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
+
+
+def render_explanation(e: Explanation) -> str:
+    lines = [f"POD {e.pod} (priority {e.priority}) at {format_time(e.now)}"]
+    if e.status == "running":
+        lines.append(f"  running on {e.node} (spec.nodeName in the files): nothing to decide")
+        return "\n".join(lines) + "\n"
+    if e.status == "bound":
+        lines.append(f"  bound to {e.node} in this run")
+    else:
+        lines.extend(tables.wrap(f"  pending: {e.message}", indent="    "))
+    if e.evicted_for_it:
+        lines.extend(
+            tables.wrap("  evicted to make room: " + ", ".join(e.evicted_for_it), indent="    ")
+        )
+    if e.pre_filter:
+        lines.extend(tables.wrap(f"  pre-filter: {e.pre_filter}", indent="    "))
+    lines.append("")
+    lines.extend(_nodes(e.nodes))
+    if e.chosen:
+        lines.extend(tables.wrap(f"CHOSEN {e.chosen}: {e.chosen_why}", indent="  "))
+        lines.append("")
+    if e.preemption:
+        lines.extend(tables.wrap(f"PREEMPTION: {e.preemption}", indent="  "))
+        rows = [
+            [
+                c.node,
+                "\n".join(c.victims) or c.why or "none needed",
+                "\n".join(c.pdb_violations) or "-",
+                "\n".join(
+                    f"{p.pod} ({p.klass}, "
+                    + (f"until {format_time(p.until)})" if p.until else "forever)")
+                    for p in c.protected
+                )
+                + "".join(f"\n{m}: class missing" for m in c.missing_classes)
+                or "-",
+            ]
+            for c in e.candidates
+        ]
+        if rows:
+            lines.extend(tables.table(["node", "victims", "PDB violations", "protected"], rows))
+        lines.append("")
+    if e.gang is not None:
+        g = e.gang
+        lines.append(f"GANG {g.group}: minMember {g.min_member}, phase {g.phase}")
+        members = [[pod, node or "pending"] for pod, node in g.members.items()]
+        lines.extend(tables.table(["member", "node"], members))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _nodes(verdicts: list[NodeVerdict]) -> list[str]:
+    feasible = [v for v in verdicts if v.total is not None]
+    failed = [v for v in verdicts if v.total is None]
+    lines = [f"NODES ({len(feasible)} feasible of {len(verdicts)})"]
+    if feasible:
+        plugins = list(feasible[0].scores)
+        rows = [
+            [v.node, str(v.total), *(str(v.scores[p]) for p in plugins)]
+            for v in feasible[:_NODES_SHOWN]
+        ]
+        lines.extend(tables.table(["NODE", "TOTAL", *plugins], rows, upper=False))
+    if failed:
+        rows = [[v.node, v.filter, v.reason] for v in failed[:_NODES_SHOWN]]
+        lines.extend(tables.table(["node", "failed filter", "reason"], rows))
+    hidden = max(0, len(feasible) - _NODES_SHOWN) + max(0, len(failed) - _NODES_SHOWN)
+    if hidden:
+        lines.append(f"  ... {hidden} more node(s): -o json lists them all")
+    lines.append("")
+    return lines

@@ -1,0 +1,276 @@
+"""`batchsched schedule`: manifests in, decisions out.
+
+Passes run until nothing changes. Time does not advance: every pass uses the same `now`, and a
+victim of preemption is removed at once, as if its graceful termination had finished, so a
+preemptor that got room binds in a later pass.
+
+The output is a plan, net of the passes: a pod bound in one pass and preempted in a later one
+appears in neither `bindings` nor `evictions` (it was pending and stays pending, reported with
+why), and neither do the other members of its PodGroup bound in this run, so a gang is never
+left bound below minMember. Applied in order (evictions, then once the victims are gone the
+bindings), it reaches the state the passes reached, less the withdrawn pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from batchsched.collector import fewer_collections
+from batchsched.config import SchedulerConfig
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    PodGroupUpdate,
+    Reserve,
+    ReserveClaims,
+    Unschedulable,
+    Warn,
+)
+from batchsched.objects.dra import claim_status_json, extended_status_json
+from batchsched.objects.load import Objects
+from batchsched.objects.parse import format_time, pod_group_status_json
+from batchsched.objects.records import PodGroup
+from batchsched.plugins.coscheduling.status import current_warnings
+from batchsched.plugins.dynamicresources.plugin import release_claims
+from batchsched.scheduling.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+from batchsched.state.volumes import ClaimBinding, VolumeObject
+
+# Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
+# against a bug turning into an endless loop.
+_MAX_PASSES = 100_000
+
+
+APPLY_ORDER = ("evictions", "bindings")
+
+
+@dataclass
+class OneShotResult:
+    bindings: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    pod_groups: dict[str, PodGroupUpdate] = field(default_factory=dict)
+    groups: dict[str, PodGroup] = field(default_factory=dict)  # the records, for their kind
+    reservations: dict[str, Reserve] = field(default_factory=dict)
+    warnings: list[Warn] = field(default_factory=list)
+    volume_bindings: list[ClaimBinding] = field(default_factory=list)
+    # Claims allocated by this run, with their status as the API would have it.
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Pods whose extended resources DRA serves: their status.extendedResourceClaimStatus.
+    extended: dict[str, Any] = field(default_factory=dict)
+    passes: int = 0
+    attempts: int = 0  # scheduling attempts of pods, failed ones included
+    # Pods bound and then preempted within the run (left out of the plan): pod -> why.
+    withdrawn: dict[str, str] = field(default_factory=dict)
+    _bound_in_pass: dict[str, int] = field(default_factory=dict)
+
+    def bind(self, decision: Bind) -> None:
+        self.bindings.append(decision)
+        for step in decision.pre_bind:
+            if isinstance(step, ReserveClaims) and step.extended is not None:
+                name = step.extended.claim.name
+                self.extended[decision.pod] = extended_status_json(name, step.extended.mappings)
+        self._bound_in_pass[decision.pod] = self.passes
+
+    def evict(self, decision: Evict, state: ClusterState) -> None:
+        """A victim; one bound earlier in this run is withdrawn from the plan instead."""
+        bound_in = self._bound_in_pass.get(decision.pod)
+        if bound_in is None:
+            self.evictions.append(decision)
+            return
+        self.withdrawn[decision.pod] = (
+            f"bound to {decision.node} in pass {bound_in}, then preempted by "
+            f"{decision.preemptor} in pass {self.passes} ({decision.reason}); the plan leaves "
+            "it pending"
+        )
+        for group, members in state.group_members.items():
+            if decision.pod in members:
+                for member in sorted(members - self.withdrawn.keys()):
+                    if member in self._bound_in_pass:
+                        self.withdrawn[member] = (
+                            f"bound in pass {self._bound_in_pass[member]}, but {decision.pod} "
+                            f"of its PodGroup {group} was then preempted; the plan leaves the "
+                            "gang pending"
+                        )
+
+    def net(self) -> None:
+        """Drop the withdrawn pods' bindings (and the claim bindings their PreBind would have
+        made); report them as unschedulable with why."""
+        self.bindings = [b for b in self.bindings if b.pod not in self.withdrawn]
+        self.volume_bindings = [b for b in self.volume_bindings if b.pod not in self.withdrawn]
+        for pod in self.withdrawn:
+            self.extended.pop(pod, None)
+        self.unschedulable.update(self.withdrawn)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applyOrder": list(APPLY_ORDER),
+            "bindings": [
+                {"pod": b.pod, "node": b.node} for b in sorted(self.bindings, key=lambda b: b.pod)
+            ],
+            "evictions": [
+                {"pod": e.pod, "node": e.node, "preemptor": e.preemptor, "reason": e.reason}
+                for e in sorted(self.evictions, key=lambda e: e.pod)
+            ],
+            "unschedulable": [
+                {"pod": pod, "message": message}
+                for pod, message in sorted(self.unschedulable.items())
+            ],
+            "podGroups": [
+                {
+                    "name": name,
+                    "apiVersion": self.groups[name].api_version,
+                    "kind": "PodGroup",
+                    **pod_group_status_json(self.groups[name], update.status),
+                }
+                for name, update in sorted(self.pod_groups.items())
+            ],
+            "reservations": [
+                {"node": r.node, "pod": r.pod, "since": format_time(r.since)}
+                for _, r in sorted(self.reservations.items())
+            ],
+            "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
+            # Which volume each unbound WaitForFirstConsumer claim got (null: provisioned on
+            # the node), as PreBind would write it.
+            "volumeBindings": [
+                {"claim": b.claim, "pod": b.pod, "node": b.node, "volume": b.volume or None}
+                for b in sorted(self.volume_bindings, key=lambda b: b.claim)
+            ],
+            "claims": [
+                {"claim": key, "status": status} for key, status in sorted(self.claims.items())
+            ],
+            "extendedResourceClaims": [
+                {"pod": pod, "status": status} for pod, status in sorted(self.extended.items())
+            ],
+        }
+
+
+def build_state(objects: Objects) -> ClusterState:
+    """A ClusterState holding the objects; classes first, so pod priorities resolve."""
+    state = ClusterState()
+    for pc in objects.priority_classes:
+        state.upsert_priority_class(pc)
+    for node in objects.nodes:
+        state.upsert_node(node)
+    for pdb in objects.pdbs:
+        state.upsert_pdb(pdb)
+    for namespace in objects.namespaces:
+        state.upsert_namespace(namespace)
+    for group in objects.pod_groups:
+        state.upsert_pod_group(group)
+    for device_class in objects.device_classes:
+        state.upsert_device_class(device_class)
+    volume_objects: list[VolumeObject] = [
+        *objects.storage_classes,
+        *objects.volumes,
+        *objects.claims,
+        *objects.csi_nodes,
+        *objects.attachments,
+        *objects.csi_drivers,
+        *objects.capacities,
+    ]
+    for volume_object in volume_objects:
+        state.upsert_volume_object(volume_object)
+    for resource_slice in objects.resource_slices:
+        state.devices.upsert_slice(resource_slice)
+    for claim in objects.resource_claims:
+        state.devices.upsert_claim(claim)
+    for template in objects.claim_templates:
+        state.devices.upsert_template(template)
+    for pod in objects.pods:
+        state.upsert_pod(pod)
+    return state
+
+
+def run(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
+) -> OneShotResult:
+    return settle(objects, config, now, queueing_hints)[0]
+
+
+def settle(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool = True
+) -> tuple[OneShotResult, Scheduler]:
+    """Run passes until nothing changes; the result, and the scheduler with its final state.
+
+    With the cycle collector at the simulator's pace: at the default one its walks over the
+    cluster's objects grow with the cluster and with the work (issue 18's contended run)."""
+    with fewer_collections():
+        return _settle(objects, config, now, queueing_hints)
+
+
+def _settle(
+    objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool
+) -> tuple[OneShotResult, Scheduler]:
+    state = build_state(objects)
+    scheduler = Scheduler(state, config, queueing_hints)
+    result = OneShotResult()
+    seen_warnings: set[tuple[str, str]] = set()
+    while result.passes < _MAX_PASSES:
+        result.passes += 1
+        scheduler.queue.settle()
+        decisions = scheduler.schedule_pass(now)
+        if not _apply(decisions, state, result, seen_warnings):
+            break
+    # Pods of a foreign scheduler are not ours to report; only our pending pods are.
+    result.unschedulable = {
+        key: scheduler.messages.get(key, "not attempted")
+        for key, pod in state.pending.items()
+        if scheduler.owns(pod)
+    }
+    result.volume_bindings = state.volumes.assumed()
+    result.net()
+    # Every PodGroup with members is reported with its final status, changed or not.
+    for key in state.group_members:
+        group = state.pod_groups.get(key)
+        if group is not None:
+            result.pod_groups[key] = PodGroupUpdate(key, group.status)
+    result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
+    for key in state.devices.allocated_here:
+        claim = state.devices.claims.get(key)
+        if claim is None or claim.allocation is None:
+            continue  # allocated for a pod preempted later in the run, and freed with it
+        if all(f"{claim.namespace}/{pod}" in result.withdrawn for pod in claim.reserved_for):
+            continue  # allocated only for pods the plan withdrew (their devices stay held)
+        result.claims[key] = claim_status_json(claim)
+    result.warnings = current_warnings(state, result.warnings)
+    for reservation in list(result.reservations.values()):
+        if reservation.pod not in state.pending:
+            del result.reservations[reservation.node]
+    return result, scheduler
+
+
+def _apply(
+    decisions: list[Decision],
+    state: ClusterState,
+    result: OneShotResult,
+    seen_warnings: set[tuple[str, str]],
+) -> bool:
+    """Carry out one pass's decisions; True if the cluster changed."""
+    changed = False
+    for decision in decisions:
+        if isinstance(decision, Bind):
+            result.bind(decision)
+            result.attempts += 1
+            changed = True
+        elif isinstance(decision, Evict):
+            result.evict(decision, state)
+            victim = state.pods.get(decision.pod)
+            state.remove_pod(decision.pod)
+            if victim is not None:  # its claims go as the resourceclaim controller has it
+                release_claims(state, victim, decision.node)
+            changed = True
+        elif isinstance(decision, PodGroupUpdate):
+            result.pod_groups[decision.group] = decision
+        elif isinstance(decision, Reserve):
+            result.reservations[decision.node] = decision
+        elif isinstance(decision, Warn):
+            if (decision.obj, decision.message) not in seen_warnings:
+                seen_warnings.add((decision.obj, decision.message))
+                result.warnings.append(decision)  # checked against the final state at the end
+        elif isinstance(decision, Unschedulable):
+            result.attempts += 1  # the final message per pod is read at the end
+    return changed

@@ -1,0 +1,1 @@
+"""DefaultPreemption: kube-scheduler's post-filter preemption."""

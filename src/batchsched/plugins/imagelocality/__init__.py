@@ -1,0 +1,1 @@
+"""ImageLocality: nodes that already hold a pod's images score higher."""

@@ -1,0 +1,1 @@
+"""NodeAffinity: required node selection and preferred-term scores."""

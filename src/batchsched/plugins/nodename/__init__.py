@@ -1,0 +1,1 @@
+"""NodeName: a pod that names its node goes there or nowhere."""

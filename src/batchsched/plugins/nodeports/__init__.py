@@ -1,0 +1,1 @@
+"""NodePorts: host ports in use on each node."""

@@ -1,0 +1,1 @@
+"""PreemptionToleration: a victim-side policy on PriorityClasses (docs/preemption-toleration.md)."""

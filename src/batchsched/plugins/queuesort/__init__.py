@@ -1,0 +1,1 @@
+"""QueueSort: the scheduling queue's order (PrioritySort)."""

@@ -1,0 +1,1 @@
+"""The scheduling pass: pop, filter, score, post-filter, decide."""

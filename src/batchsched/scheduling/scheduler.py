@@ -1,0 +1,481 @@
+"""The scheduling pass: pop pods in queue order, filter, score, post-filter, decide.
+
+The pass mutates ClusterState only with its own assumptions (a pod assumed on its node, a
+nomination, a victim marked terminating) and returns every decision as data for the world to
+carry out.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from collections.abc import Hashable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from batchsched.config import SchedulerConfig
+from batchsched.decisions import (
+    Bind,
+    Decision,
+    Evict,
+    InternalError,
+    Nominate,
+    Reserve,
+    Unschedulable,
+)
+from batchsched.framework.interface import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    Diagnosis,
+    GroupAttempt,
+    GroupPlugin,
+    IndexArray,
+)
+from batchsched.framework.runtime import Framework
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.objects.support import not_ready, refusal
+from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.queue import QueuedPod, SchedulingQueue
+
+# The events `marks` follows by a version of their own, in its order after the first five.
+_OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPACE)
+
+
+class _Failure(NamedTuple):
+    """A pod shape's failed attempt: what it was told, by which plugins, and the times
+    between which the answer holds with the cluster unchanged: from the attempt (a clock
+    going back may change it too) to `Cycle.holds_until`."""
+
+    message: str
+    rejected_by: frozenset[str]
+    since: float
+    until: float
+
+
+class Scheduler:
+    def __init__(
+        self, state: ClusterState, config: SchedulerConfig, queueing_hints: bool = True
+    ) -> None:
+        """`queueing_hints=False` retries every waiting pod after every change (for tests
+        that check the hints change how fast, never what, and for comparisons)."""
+        self.state = state
+        self.config = config
+        self.frameworks = {p.scheduler_name: Framework(p) for p in config.profiles}
+        self.default_framework = self.frameworks[config.profiles[0].scheduler_name]
+        self.queue = SchedulingQueue(
+            sort_key=self.default_framework.queue_sort.sort_key,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+        )
+        if queueing_hints:
+            self.queue.hints = self
+        self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
+        # Pod shapes that found no way, for the cluster as of `_failed_at`. A twin of such a
+        # pod would be told the same, so it is told at once, in this pass or a later one,
+        # until the cluster moves or the answer's time runs out (a rule reading the clock).
+        self._failed_shapes: dict[Hashable, _Failure] = {}
+        self._failed_at: Hashable = None
+        self._instant = -math.inf  # the time of the current pass, in seconds
+        self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
+        self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
+        self.group_plugins: list[GroupPlugin] = []
+        for framework in self.frameworks.values():
+            for each in framework.plugins.values():
+                each.attach(state)
+            plugin = framework.group_plugin
+            if plugin is not None and plugin not in self.group_plugins:
+                self.group_plugins.append(plugin)
+
+    def owns(self, pod: Pod) -> bool:
+        """Pods of a configured profile; a pod naming no scheduler goes to the first one."""
+        return not pod.scheduler_name or pod.scheduler_name in self.frameworks
+
+    def framework_for(self, pod: Pod) -> Framework:
+        return self.frameworks.get(pod.scheduler_name, self.default_framework)
+
+    def sync_queue(self, now: datetime) -> None:
+        """Bring the queue in line with the pending pods the world has reported."""
+        stamp = now.timestamp()
+        for key in self.state.drain_pending_changes():
+            pod = self.state.pending.get(key)
+            self._shapes.pop(key, None)
+            if pod is None or not self.owns(pod):
+                self.queue.remove(key)
+                self.messages.pop(key, None)
+            elif (waiting := not_ready(pod)) is not None:
+                # Not attempted until it changes (its gates removed): upstream's PreEnqueue.
+                self.queue.remove(key)
+                self.messages[key] = waiting
+            else:
+                self.queue.add(pod, stamp)
+                # A new version of another shape no longer shares its group's hints.
+                group = entry.group if (entry := self.queue.entry(key)) is not None else None
+                if (
+                    isinstance(group, tuple)
+                    and self._group_of(self.framework_for(pod), pod) != group[0]
+                ):
+                    self.queue.ungroup(key)
+
+    def bind_failed(self, key: str, now: datetime) -> None:
+        """The world could not carry out the pod's binding (its PreBind or Binding failed and
+        `state.forget` made it pending again): it waits out a backoff before its next try, as
+        upstream requeues a pod whose binding cycle failed, rather than being retried at once
+        against an API server that just refused it."""
+        self.sync_queue(now)
+        if key in self.queue:
+            # As of a generation before the failure: retried after the backoff, not left
+            # waiting for the cluster to change.
+            self.queue.mark_unschedulable(key, now.timestamp(), self.state.generation - 1)
+
+    def schedule_pass(self, now: datetime) -> list[Decision]:
+        """Try every pod that is ready now, once, in queue order."""
+        return [decision for step in self.pass_steps(now) for decision in step]
+
+    def pass_steps(self, now: datetime) -> Iterator[list[Decision]]:
+        """A scheduling pass, yielding each pod's (or group's) decisions as soon as they are
+        made, so a live caller can write a binding before the rest of the pass is decided.
+        The state already reflects a step's decisions when it is yielded."""
+        self.sync_queue(now)
+        self.queue.refresh(now.timestamp(), self.state.generation)
+        self._instant = now.timestamp()
+        evicted: list[Evict] = []  # the group plugins are told the pass's evictions
+        while (entry := self.queue.pop()) is not None:
+            try:
+                step = self._attempt(entry, now)
+            except Exception as err:  # one pod's bug must not stop the others
+                step = self._internal_error(entry.pod, err, now)
+            evicted.extend(d for d in step if isinstance(d, Evict))
+            yield step
+        changed = self.state.drain_group_changes()
+        for plugin in self.group_plugins:
+            yield plugin.after_pass(changed, evicted, now)
+
+    def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
+        refused = self._refusal(entry.pod)
+        if refused is not None:
+            return self._refuse(entry.pod, refused, now)
+        framework = self.framework_for(entry.pod)
+        plugin = framework.group_plugin
+        group = plugin.group_of(entry.pod) if plugin is not None else None
+        if plugin is None or group is None:
+            return self.schedule_one(entry, now)
+        return self.schedule_group(framework, plugin, group, now)
+
+    def _internal_error(self, pod: Pod, err: Exception, now: datetime) -> list[Decision]:
+        """The attempt raised: the pod waits out a backoff, as after a failed attempt, and
+        is retried then whether or not the cluster changed (the fault may be transient)."""
+        error = f"{type(err).__name__}: {err}"
+        detail = "".join(traceback.format_exception(err))
+        decisions = self._unschedulable(pod, f"internal error: {error}", now, None)
+        entry = self.queue.entry(pod.key)
+        if entry is not None:
+            self.queue.wake_at(
+                pod.key, now.timestamp() + self.queue.backoff_seconds(entry.attempts)
+            )
+        return [InternalError(pod.key, error, detail), *decisions]
+
+    def schedule_group(
+        self, framework: Framework, plugin: GroupPlugin, group: str, now: datetime
+    ) -> list[Decision]:
+        """Schedule a group's pending members as one unit, as the group plugin decides."""
+        attempt = GroupAttempt(group, framework, self.state, now, self._attemptable)
+        outcome = plugin.schedule_group(attempt)
+        decisions = self._carry_out(outcome.decisions, now)
+        done: list[Pod] = []
+        try:
+            for key, node in outcome.binds:
+                # Reserved again as tentatively placed, in the same order (the placement
+                # undid its reservations): the same volumes are chosen.
+                pod = self.state.pods[key]
+                free = self.state.free_for(pod)
+                cycle = Cycle(self.state, pod, now, self.state.demand(pod), free)
+                pre_bind = framework.reserve(cycle, self.state.node_index[node])
+                done.append(pod)
+                self.state.assume(key, node)
+                self.queue.remove(key)
+                self.messages.pop(key, None)
+                decisions.append(Bind(key, node, pre_bind))
+        except BaseException:
+            # All members or none: those reserved or assumed already are given back.
+            for pod in reversed(done):
+                framework.unreserve(self.state, pod)
+                self.state.forget(pod.key)
+            raise
+        for key, message in outcome.unschedulable.items():
+            pod = self.state.pods[key]
+            decisions.extend(self._unschedulable(pod, message, now, outcome.rejected_by))
+            if outcome.retry_at is not None:
+                self.queue.wake_at(key, outcome.retry_at.timestamp())
+        return decisions
+
+    def _refuse(self, pod: Pod, message: str, now: datetime) -> list[Decision]:
+        """A pod batchsched must not place: it stays pending, and a nomination it carries
+        (from an earlier scheduler) stops holding room it will never use."""
+        decisions: list[Decision] = []
+        if pod.key in self.state.nominations:
+            self.state.nominate(pod.key, None)
+            decisions.append(Nominate(pod.key, None))
+        return decisions + self._unschedulable(pod, message, now, None)
+
+    def _attemptable(self, key: str) -> bool:
+        """Queued and not refused: a refused member never binds with its group."""
+        pod = self.state.pods.get(key)
+        return key in self.queue and pod is not None and self._refusal(pod) is None
+
+    def _refusal(self, pod: Pod) -> str | None:
+        claims_allowed = self.framework_for(pod).allocates_claims
+        return refusal(pod, self.state.device_class_resources, claims_allowed)
+
+    def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
+        pod = entry.pod
+        key = pod.key
+        state = self.state
+        framework = self.framework_for(pod)
+        self._follow_label_keys()
+        # The twin key is made only when a failure is remembered, or to remember one: a pod
+        # that binds (most do) needs none.
+        if self._failed_shapes and self._failed_in_this_state():
+            failed = self._failed_twin(self._twin_key(framework, pod), now.timestamp())
+            if failed is not None:
+                return self._unschedulable(pod, failed.message, now, failed.rejected_by)
+        # A nominated pod has no twin (`_twin_key`), as it was when the attempt began.
+        twin_free = key not in state.nominations
+        cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod), own_room=True)
+        pre = framework.pre_filter(cycle)
+        if pre.reject is not None:
+            return self._unschedulable(pod, pre.reject, now, pre.by)
+        placed = framework.place(cycle, pre.allowed_nodes)
+        if not isinstance(placed, Diagnosis):
+            node = state.node_name(placed)
+            nominated = state.nominations.get(key)
+            pre_bind = framework.reserve(cycle, placed)  # gives back what it held if it raises
+            try:
+                state.assume(key, node)
+                self.queue.remove(key)
+                self.messages.pop(key, None)
+            except BaseException:
+                # As upstream after a failure past Reserve: Unreserve, then forget the pod.
+                framework.unreserve(state, pod)
+                state.forget(key)
+                if nominated is not None and key not in state.nominations:
+                    state.nominate(key, state.node_name(nominated))
+                raise
+            return [Bind(key, node, pre_bind)]
+        diagnosis = placed
+        result = framework.post_filter(cycle, diagnosis)
+        decisions = self._carry_out(result.decisions, now)
+        if result.nominated_node is not None:
+            state.nominate(key, result.nominated_node)
+            decisions.append(Nominate(key, result.nominated_node))
+        message = diagnosis.message()
+        if result.message:
+            message = f"{message} {result.message}"
+        rejected_by = pre.by | diagnosis.rejected_by | result.by
+        decisions.extend(self._unschedulable(pod, message, now, rejected_by))
+        if result.retry_at is not None:
+            self.queue.wake_at(key, result.retry_at.timestamp())
+        elif (
+            twin_free
+            and pre.allowed_nodes is None  # restricted to some nodes: its answer is its own
+            and len(decisions) == 1  # only the Unschedulable itself
+            and cycle.holds_until > now.timestamp()
+            and (twin := self._twin_key(framework, pod)) is not None
+        ):
+            failure = _Failure(message, rejected_by, now.timestamp(), cycle.holds_until)
+            self._failed_in_this_state()[twin] = failure
+        return decisions
+
+    def _failed_in_this_state(self) -> dict[Hashable, _Failure]:
+        """The failed shapes remembered for the cluster as it is now: forgotten when it
+        moves (rows, generation, any object the hints follow, or the nominations)."""
+        at = (self.marks(), self.state.nominations.version)
+        if at != self._failed_at:
+            self._failed_shapes.clear()
+            self._failed_at = at
+        return self._failed_shapes
+
+    def _failed_twin(self, twin: Hashable | None, now: float) -> _Failure | None:
+        """The failure of a twin whose answer still holds now, if any."""
+        if twin is None or not self._failed_shapes:
+            return None
+        failed = self._failed_in_this_state().get(twin)
+        return failed if failed is not None and failed.since <= now < failed.until else None
+
+    def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
+        """A key shared by pods that must get the same answer in the current state.
+
+        It is the pod's shape (`_shape`); pods with a nomination are left out (their own
+        nomination changes what they see).
+        """
+        if pod.key in self.state.nominations:
+            return None
+        return self._shape(framework, pod)
+
+    def _shape(self, framework: Framework, pod: Pod) -> Hashable | None:
+        """What an attempt reads of the pod: its profile, filter shapes and demand, priority,
+        preemption policy and group; None if a filter reads more. Computed once per queued
+        pod."""
+        self._follow_label_keys()
+        pod_key = pod.key
+        if pod_key in self._shapes:
+            return self._shapes[pod_key]
+        shape = framework.shape_key(self.state, pod, self.state.demand(pod))
+        key = (
+            None
+            if shape is None
+            else (id(framework), shape, pod.priority, pod.preemption_policy, group_key_of(pod))
+        )
+        self._shapes[pod_key] = key
+        return key
+
+    def _follow_label_keys(self) -> None:
+        if len(self.state.term_label_keys) != self._label_keys_seen:
+            # Affinity terms now read more labels: pods that shared a shape may differ now.
+            self._label_keys_seen = len(self.state.term_label_keys)
+            self._shapes.clear()
+            self._failed_shapes.clear()
+            self.queue.ungroup_all()
+
+    def _group_of(self, framework: Framework, pod: Pod) -> Hashable:
+        """The pods whose hints one check answers: those of one shape (or the pod alone)."""
+        shape = self._shape(framework, pod)
+        return pod.key if shape is None else shape
+
+    # ---- queueing hints (the queue's `Hints`) ------------------------------------------
+
+    def marks(self) -> Hashable:
+        state = self.state
+        return (
+            state.change_mark(),
+            state.node_generation,
+            state.policy_version,
+            state.generation,
+            state.group_version,
+            state.volume_version,
+            state.devices.epoch,
+            state.namespace_version,
+        )
+
+    def moved(self, since: Hashable) -> bool:
+        assert isinstance(since, tuple)
+        # Device objects move no generation of their own (the allocator follows their epoch).
+        return bool(since[3] != self.state.generation or since[6] != self.state.devices.epoch)
+
+    def failed_as_is(self, pod_key: str) -> bool:
+        entry = self.queue.entry(pod_key)
+        if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
+            return False
+        twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
+        return self._failed_twin(twin, self._instant) is not None
+
+    def wakes(self, asked: Sequence[tuple[Any, Pod, Hashable]]) -> list[str | None]:
+        events: list[str | None] = [None] * len(asked)
+        # One question per change and profile (a refresh's groups mostly share both), for
+        # all its groups at once: their places in `asked`.
+        questions: dict[tuple[Hashable, str], list[int]] = {}
+        for i, (_, pod, since) in enumerate(asked):
+            if (places := questions.get(key := (since, pod.scheduler_name))) is None:
+                questions[key] = [i]
+            else:
+                places.append(i)
+        changes = self._changes([since for since, _ in questions])
+        for places, change in zip(questions.values(), changes, strict=True):
+            framework = self.framework_for(asked[places[0]][1])  # the places' profile
+            found = framework.queueing_hints(
+                change,
+                [asked[i][0][1] for i in places],  # a group is (shape, rejecting plugins)
+                [asked[i][1] for i in places],
+            )
+            for i, event in zip(places, found, strict=True):
+                if event is not None:
+                    events[i] = event.value
+        return events
+
+    def _changes(self, sinces: Sequence[Hashable]) -> list[ClusterChange]:
+        """What changed since each of `sinces` (marks). A refresh judges groups of many
+        marks (hundreds at 5000 nodes, most with thousands of rows changed since): the log is
+        read once, from the oldest mark it reaches, and walked from the newest mark back,
+        each mark adding the rows logged between it and the next one's."""
+        state = self.state
+        events = [self._events_since(since) for since in sinces]
+        positions: list[int] = []
+        for since in sinces:
+            assert isinstance(since, tuple)
+            positions.append(since[0])
+        rows: list[IndexArray | None] = [None] * len(sinces)
+        order = sorted(range(len(sinces)), key=positions.__getitem__)
+        log: list[int] | None = None
+        first = 0  # the mark `log` begins at
+        for i in order:
+            log = state.rows_changed_since(positions[i])
+            if log is not None:
+                first = positions[i]
+                break
+        if log is not None:
+            changed: BoolArray = np.zeros(state.rows, dtype=np.bool_)
+            upto = len(log)
+            for i in reversed(order):
+                start = positions[i] - first
+                if start < 0:
+                    break  # older than the log reaches
+                if start < upto:
+                    changed[log[start:upto]] = True
+                    upto = start
+                rows[i] = np.flatnonzero(changed)
+        changes = []
+        for found, position, kinds in zip(rows, positions, events, strict=True):
+            mark: int | None = position
+            if found is None:  # the log no longer reaches back: every row may have changed
+                found, mark = np.arange(state.rows, dtype=np.intp), None
+            if found.shape[0]:
+                kinds = kinds | {ClusterEvent.NODE_ROOM}
+            changes.append(ClusterChange(state, frozenset(kinds), found, mark))
+        return changes
+
+    def _events_since(self, since: Hashable) -> set[ClusterEvent]:
+        """The events other than NODE_ROOM since `since` (a mark)."""
+        assert isinstance(since, tuple)
+        state = self.state
+        _, node_generation, policy_version, generation, group_version, *others = since
+        now = (state.volume_version, state.devices.epoch, state.namespace_version)
+        events = {
+            event
+            for event, then, current in zip(_OTHER_EVENTS, others, now, strict=True)
+            if then != current
+        }
+        if group_version != state.group_version:
+            events.add(ClusterEvent.POD_GROUP)
+        if node_generation != state.node_generation:
+            events.add(ClusterEvent.NODE)
+        if policy_version != state.policy_version:
+            events.add(ClusterEvent.POLICY)
+        if generation != state.generation:
+            events.add(ClusterEvent.ANY)
+        return events
+
+    def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
+        """Record a plugin's evictions, nominations and reservations in the state."""
+        for decision in decisions:
+            if isinstance(decision, Evict):
+                self.state.mark_terminating(decision.pod, now)
+            elif isinstance(decision, Nominate):
+                self.state.nominate(decision.pod, decision.node)
+            elif isinstance(decision, Reserve):
+                self.state.reserve(decision.node, decision.pod, decision.since)
+        return list(decisions)
+
+    def _unschedulable(
+        self, pod: Pod, message: str, now: datetime, rejected_by: frozenset[str] | None
+    ) -> list[Decision]:
+        """Record a failed attempt; `rejected_by` names the plugins whose hints may wake the
+        pod (None: retry it after any change)."""
+        self.messages[pod.key] = message
+        group = None
+        if rejected_by is not None:
+            group = (self._group_of(self.framework_for(pod), pod), rejected_by)
+        self.queue.mark_unschedulable(pod.key, now.timestamp(), self.state.generation, group)
+        return [Unschedulable(pod.key, message)]
