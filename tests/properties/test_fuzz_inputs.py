@@ -4,8 +4,9 @@ and scenario files, each run as a user would run it.
 Whatever the mutation (a hostile value at a random field, a field removed, an unknown field,
 then maybe deep nesting, an alias bomb, a byte that is not UTF-8 or a truncated file), the
 command exits 0 or 2, never raises, and an error is a short message. Work per input is bounded
-by construction (the limits tested one by one in tests/unit/test_hostile_input.py), so the
-suite has no time threshold; a regression there would show as a hang, not a flaky failure.
+by construction (the limits tested one by one in
+tests/unit/objects/test_load_hostile_input.py), so the suite has no time threshold; a
+regression there would show as a hang, not a flaky failure.
 """
 
 from __future__ import annotations

@@ -100,3 +100,12 @@ def test_core_never_reads_the_clock_or_the_network() -> None:
 def test_no_comment_cites_a_file_outside_the_repository() -> None:
     for path in SOURCES:
         assert not re.search(r"\bSPEC\b", path.read_text()), f"{module_name(path)} cites SPEC"
+
+
+def test_unit_tests_mirror_the_source() -> None:
+    units = SRC.parents[1] / "tests" / "unit"
+    folders = {p.parent for p in units.rglob("test_*.py")} - {units}
+    strays = [
+        str(f.relative_to(units)) for f in folders if not (SRC / f.relative_to(units)).is_dir()
+    ]
+    assert not strays, f"tests/unit folders with no package of that name in src: {strays}"

@@ -41,7 +41,7 @@ import numpy.typing as npt
 # dot, `<`, `=`, `~`, or y/n/o of yes/no/on/off), the word up to where a scalar may end; and
 # any node that starts with an anchor, alias, tag, directive, `:` or `?` (left to libyaml).
 # Words of both versions (true, false, null and their spellings) resolve alike in both
-# (tests/unit/test_native_yaml.py checks every spelling), so they are not looked for.
+# (tests/unit/objects/test_native_yaml.py checks every spelling), so they are not looked for.
 # The search runs over the whole text, quoted strings and comments included, so it finds a
 # superset of the plain scalars: an extra word costs a check, never a wrong value.
 _WORD = (

@@ -180,7 +180,7 @@ def score_rows(
     one_node: Callable[[NodeUsage], int],
 ) -> IntArray:
     """Scores of `rows` by `vectorised`, or `one_node` per node when they are few (the two
-    agree exactly: tests/unit/noderesources check it)."""
+    agree exactly: tests/unit/plugins/noderesources check it)."""
     if rows.shape[0] > NODE_BY_NODE:
         return vectorised(usage(cycle, rows, cols), rows.shape[0])
     score = row_score(cycle, cols, one_node)
