@@ -30,6 +30,7 @@ from batchsched.decisions import (
     Warn,
 )
 from batchsched.objects.dra import claim_status_json, extended_status_json
+from batchsched.objects.kinds import KINDS
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
@@ -37,7 +38,7 @@ from batchsched.plugins.coscheduling.status import current_warnings
 from batchsched.plugins.dynamicresources.plugin import release_claims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from batchsched.state.volumes import ClaimBinding, VolumeObject
+from batchsched.state.volumes import ClaimBinding
 
 # Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
 # against a bug turning into an endless loop.
@@ -149,39 +150,13 @@ class OneShotResult:
 
 
 def build_state(objects: Objects) -> ClusterState:
-    """A ClusterState holding the objects; classes first, so pod priorities resolve."""
+    """A ClusterState holding the objects, applied in the kind registry's order (classes
+    first, so pod priorities resolve; pods last)."""
     state = ClusterState()
-    for pc in objects.priority_classes:
-        state.upsert_priority_class(pc)
-    for node in objects.nodes:
-        state.upsert_node(node)
-    for pdb in objects.pdbs:
-        state.upsert_pdb(pdb)
-    for namespace in objects.namespaces:
-        state.upsert_namespace(namespace)
-    for group in objects.pod_groups:
-        state.upsert_pod_group(group)
-    for device_class in objects.device_classes:
-        state.upsert_device_class(device_class)
-    volume_objects: list[VolumeObject] = [
-        *objects.storage_classes,
-        *objects.volumes,
-        *objects.claims,
-        *objects.csi_nodes,
-        *objects.attachments,
-        *objects.csi_drivers,
-        *objects.capacities,
-    ]
-    for volume_object in volume_objects:
-        state.upsert_volume_object(volume_object)
-    for resource_slice in objects.resource_slices:
-        state.devices.upsert_slice(resource_slice)
-    for claim in objects.resource_claims:
-        state.devices.upsert_claim(claim)
-    for template in objects.claim_templates:
-        state.devices.upsert_template(template)
-    for pod in objects.pods:
-        state.upsert_pod(pod)
+    for kind in KINDS:
+        if kind.in_state:
+            for record in getattr(objects, kind.field):
+                state.apply(kind.name, record)
     return state
 
 

@@ -51,7 +51,7 @@ def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) 
     """The report on `obj`, of `kind` as served (its discovered version, if any)."""
     meta = _mapping(obj.get("metadata"))
     ref = ObjectRef(
-        kind.manifest_kind or kind.name,
+        kind.manifest_kind,
         _text(meta.get("namespace")),
         _text(meta.get("name")),
         _text(meta.get("uid")),

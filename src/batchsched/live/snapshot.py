@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from batchsched.live.client import ApiError, KubeClient, connect
-from batchsched.live.kinds import KINDS
+from batchsched.live.kinds import KINDS as COLLECTIONS
 from batchsched.objects.errors import InputError
+from batchsched.objects.kinds import KINDS
 from batchsched.objects.load import Objects
 
 
@@ -22,7 +23,7 @@ def list_objects(client: KubeClient) -> Objects:
     reads as no PodGroups; a malformed object is an error naming it.
     """
     objects = Objects()
-    for kind in KINDS:
+    for kind in COLLECTIONS:
         try:
             kind = kind.served(client)
             items, _ = client.list(kind.path)
@@ -34,7 +35,7 @@ def list_objects(client: KubeClient) -> Objects:
             if kind.api_version and not item.get("apiVersion"):
                 item = {**item, "apiVersion": kind.api_version}
             try:
-                objects.add(kind.manifest_kind or kind.name, item)
+                objects.add(kind.manifest_kind, item)
             except InputError as err:
                 raise ClusterReadError(f"{client.host}{kind.path}: {err}") from None
     return objects
@@ -49,33 +50,9 @@ def merge_objects(cluster: Objects, files: Objects) -> Objects:
     """The cluster's objects with those from files added; a file's object replaces the
     cluster's object of the same kind and name (to ask "what if this pod were changed")."""
     merged = Objects(warnings=list(files.warnings))
-    for attr in (
-        "nodes",
-        "pods",
-        "priority_classes",
-        "pdbs",
-        "pod_groups",
-        "workloads",
-        "device_classes",
-        "namespaces",
-        "claims",
-        "volumes",
-        "storage_classes",
-        "csi_nodes",
-        "attachments",
-        "csi_drivers",
-        "capacities",
-        "resource_slices",
-        "resource_claims",
-        "claim_templates",
-    ):
-        extra = getattr(files, attr)
-        names = {_name(obj) for obj in extra}
-        kept = [obj for obj in getattr(cluster, attr) if _name(obj) not in names]
-        setattr(merged, attr, kept + extra)
+    for kind in KINDS:
+        extra = getattr(files, kind.field)
+        names = {kind.key(obj) for obj in extra}
+        kept = [obj for obj in getattr(cluster, kind.field) if kind.key(obj) not in names]
+        setattr(merged, kind.field, kept + extra)
     return merged
-
-
-def _name(obj: object) -> str:
-    key = getattr(obj, "key", None)
-    return str(key) if key is not None else str(getattr(obj, "name", ""))

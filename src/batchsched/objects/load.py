@@ -10,23 +10,9 @@ from typing import Any
 import orjson
 
 from batchsched.objects.documents import MAX_DEPTH, read_text, without_gc, yaml_documents
-from batchsched.objects.dra import (
-    ResourceClaim,
-    ResourceClaimTemplate,
-    ResourceSlice,
-    read_resource_claim,
-    read_resource_claim_template,
-    read_resource_slice,
-)
+from batchsched.objects.dra import ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from batchsched.objects.errors import InputError, ManifestError
-from batchsched.objects.parse import (
-    read_device_class,
-    read_namespace,
-    read_node,
-    read_pdb,
-    read_pod,
-    read_priority_class,
-)
+from batchsched.objects.kinds import BY_NAME, KINDS, NAMESPACED
 from batchsched.objects.records import (
     DeviceClass,
     Namespace,
@@ -37,16 +23,7 @@ from batchsched.objects.records import (
     PriorityClass,
     Workload,
 )
-from batchsched.objects.schema import NAMESPACED, unknown_fields
-from batchsched.objects.volume_parse import (
-    read_csi_driver,
-    read_csi_node,
-    read_csi_storage_capacity,
-    read_pv,
-    read_pvc,
-    read_storage_class,
-    read_volume_attachment,
-)
+from batchsched.objects.schema import unknown_fields
 from batchsched.objects.volumes import (
     CSIDriver,
     CSINode,
@@ -56,12 +33,12 @@ from batchsched.objects.volumes import (
     StorageClass,
     VolumeAttachment,
 )
-from batchsched.objects.workload_api import is_upstream, read_any_pod_group, read_workload
 
 
 @dataclass
 class Objects:
-    """Everything scheduling-relevant found in a set of manifests, in file order."""
+    """Everything scheduling-relevant found in a set of manifests, in file order: one list per
+    kind of objects/kinds.py (its `field`)."""
 
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
@@ -89,71 +66,21 @@ class Objects:
             self.warnings.append(warning)
 
     def add(self, kind: str, obj: Mapping[str, Any]) -> None:
-        if kind == "Node":
-            self.nodes.append(read_node(obj))
-        elif kind == "Pod":
-            self.pods.append(read_pod(obj))
-        elif kind == "PriorityClass":
-            self.priority_classes.append(read_priority_class(obj))
-        elif kind == "PodDisruptionBudget":
-            self.pdbs.append(read_pdb(obj))
-        elif kind == "PodGroup":
-            self.pod_groups.append(read_any_pod_group(obj))
-        elif kind == "Workload" and is_upstream(obj):  # not, say, Kueue's Workload
-            self.workloads.append(read_workload(obj))
-        elif kind == "DeviceClass":
-            self.device_classes.append(read_device_class(obj))
-        elif kind == "Namespace":
-            self.namespaces.append(read_namespace(obj))
-        elif kind == "PersistentVolumeClaim":
-            self.claims.append(read_pvc(obj))
-        elif kind == "PersistentVolume":
-            self.volumes.append(read_pv(obj))
-        elif kind == "StorageClass":
-            self.storage_classes.append(read_storage_class(obj))
-        elif kind == "CSINode":
-            self.csi_nodes.append(read_csi_node(obj))
-        elif kind == "VolumeAttachment":
-            self.attachments.append(read_volume_attachment(obj))
-        elif kind == "CSIDriver":
-            self.csi_drivers.append(read_csi_driver(obj))
-        elif kind == "CSIStorageCapacity":
-            self.capacities.append(read_csi_storage_capacity(obj))
-        elif kind == "ResourceSlice":
-            self.resource_slices.append(read_resource_slice(obj))
-        elif kind == "ResourceClaim":
-            self.resource_claims.append(read_resource_claim(obj))
-        elif kind == "ResourceClaimTemplate":
-            self.claim_templates.append(read_resource_claim_template(obj))
+        """Read `obj` into its kind's list (objects/kinds.py); other kinds are not read."""
+        spec = BY_NAME.get(kind)
+        if spec is not None and spec.accepts(obj):
+            getattr(self, spec.field).append(spec.read(obj))
 
     def check_unique(self, source: str) -> None:
         """Two objects with one name would silently shadow each other: refuse that."""
-        for kind, names in (
-            ("Node", [n.name for n in self.nodes]),
-            ("Pod", [p.key for p in self.pods]),
-            ("PriorityClass", [c.name for c in self.priority_classes]),
-            ("PodDisruptionBudget", [b.key for b in self.pdbs]),
-            ("PodGroup", [g.key for g in self.pod_groups]),
-            ("DeviceClass", [c.name for c in self.device_classes]),
-            ("Workload", [w.key for w in self.workloads]),
-            ("Namespace", [n.name for n in self.namespaces]),
-            ("PersistentVolumeClaim", [c.key for c in self.claims]),
-            ("PersistentVolume", [v.name for v in self.volumes]),
-            ("StorageClass", [c.name for c in self.storage_classes]),
-            ("CSINode", [n.name for n in self.csi_nodes]),
-            ("VolumeAttachment", [a.name for a in self.attachments]),
-            ("CSIDriver", [d.name for d in self.csi_drivers]),
-            ("CSIStorageCapacity", [c.key for c in self.capacities]),
-            ("ResourceSlice", [s.name for s in self.resource_slices]),
-            ("ResourceClaim", [c.key for c in self.resource_claims]),
-            ("ResourceClaimTemplate", [t.key for t in self.claim_templates]),
-        ):
+        for spec in KINDS:
             seen: set[str] = set()
-            for name in names:
+            for record in getattr(self, spec.field):
+                name = spec.key(record)
                 if name in seen:
-                    raise ManifestError("defined more than once", obj=f"{kind} {name}").located(
-                        source
-                    )
+                    raise ManifestError(
+                        "defined more than once", obj=f"{spec.name} {name}"
+                    ).located(source)
                 seen.add(name)
 
     def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:

@@ -258,20 +258,6 @@ UPSTREAM_KINDS: dict[str, Schema] = {
 UPSTREAM_API = "scheduling.k8s.io/"
 
 
-NAMESPACED = frozenset(
-    {
-        "Pod",
-        "PodDisruptionBudget",
-        "PodGroup",
-        "Workload",
-        "PersistentVolumeClaim",
-        "CSIStorageCapacity",
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-    }
-)
-
-
 def unknown_fields(kind: str, obj: Mapping[str, Any]) -> list[str]:
     """Paths of the fields in `obj` that its kind does not have (none for other kinds)."""
     upstream = str(obj.get("apiVersion", "")).startswith(UPSTREAM_API)

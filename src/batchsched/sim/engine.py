@@ -306,9 +306,9 @@ class Simulation:
         for device_class in devices.classes:
             self.state.upsert_device_class(device_class)
         for resource_slice in devices.slices:
-            self.state.devices.upsert_slice(resource_slice)
+            self.state.apply("ResourceSlice", resource_slice)
         for template in devices.templates:
-            self.state.devices.upsert_template(template)
+            self.state.apply("ResourceClaimTemplate", template)
 
     def _create_pods(self, unit: Unit) -> None:
         spec = unit.job.spec

@@ -7,11 +7,12 @@ the scheduler records its own assumptions (a pod bound, a node nominated) throug
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -470,6 +471,24 @@ class ClusterState:
     def remove_dra_object(self, kind: str, key: str) -> None:
         self.devices.remove(kind, key)
         self.generation += 1
+
+    def apply(self, kind: str, record: Any) -> None:
+        """Add or replace one object of `kind`, a name of the kind registry (objects/kinds.py)."""
+        if kind in _VOLUME_KINDS:
+            self.upsert_volume_object(record)
+        elif kind in _DRA_KINDS:
+            self.upsert_dra_object(record)
+        else:
+            _UPSERT[kind](self, record)
+
+    def remove(self, kind: str, key: str) -> None:
+        """Forget the object of `kind` held under `key` (a name, or `namespace/name`)."""
+        if kind in _VOLUME_KINDS:
+            self.remove_volume_object(kind, key)
+        elif kind in _DRA_KINDS:
+            self.remove_dra_object(kind, key)
+        else:
+            _REMOVE[kind](self, key)
 
     def priority_of(self, pod: Pod) -> int:
         """spec.priority, else its class's value, else the global default's, else 0."""
@@ -984,3 +1003,35 @@ def rows_differ(a: IntArray, b: IntArray, cols: list[int] | None = None) -> Bool
     for i, col in enumerate(range(a.shape[1]) if cols is None else cols):
         differ |= a[:, col] != b[:, i]
     return differ
+
+
+_VOLUME_KINDS = frozenset(
+    {
+        "StorageClass",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "CSINode",
+        "VolumeAttachment",
+        "CSIDriver",
+        "CSIStorageCapacity",
+    }
+)
+_DRA_KINDS = frozenset({"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+_UPSERT: dict[str, Callable[[ClusterState, Any], None]] = {
+    "PriorityClass": ClusterState.upsert_priority_class,
+    "Node": ClusterState.upsert_node,
+    "Namespace": ClusterState.upsert_namespace,
+    "PodDisruptionBudget": ClusterState.upsert_pdb,
+    "PodGroup": ClusterState.upsert_pod_group,
+    "DeviceClass": ClusterState.upsert_device_class,
+    "Pod": ClusterState.upsert_pod,
+}
+_REMOVE: dict[str, Callable[[ClusterState, str], None]] = {
+    "PriorityClass": ClusterState.remove_priority_class,
+    "Node": ClusterState.remove_node,
+    "Namespace": ClusterState.remove_namespace,
+    "PodDisruptionBudget": ClusterState.remove_pdb,
+    "PodGroup": ClusterState.remove_pod_group,
+    "DeviceClass": ClusterState.remove_device_class,
+    "Pod": ClusterState.remove_pod,
+}

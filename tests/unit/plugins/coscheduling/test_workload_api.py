@@ -13,7 +13,7 @@ import pytest
 from batchsched.commands.cli import main
 from batchsched.decisions import PodGroupUpdate
 from batchsched.live.actuator import describe
-from batchsched.live.kinds import _remove_group
+from batchsched.live.kinds import KINDS
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.records import PodGroupStatus
 from batchsched.objects.workload_api import read_upstream_pod_group, read_workload
@@ -211,9 +211,10 @@ def test_a_condition_keeps_its_transition_time_while_its_status_stays() -> None:
 def test_deleting_one_api_s_group_leaves_the_other_s_of_that_name() -> None:
     state = ClusterState()
     state.upsert_pod_group(read_upstream_pod_group(upstream_group("g", 2)))
-    _remove_group(state, "ml/g", upstream=False)  # a CRD PodGroup ml/g was deleted
+    crd, upstream = (k for k in KINDS if k.manifest_kind == "PodGroup")
+    crd.remove(state, "ml/g")  # a CRD PodGroup ml/g was deleted
     assert "ml/g" in state.pod_groups
-    _remove_group(state, "ml/g", upstream=True)
+    upstream.remove(state, "ml/g")
     assert "ml/g" not in state.pod_groups
 
 
