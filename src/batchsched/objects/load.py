@@ -38,6 +38,7 @@ from batchsched.objects.records import (
     Workload,
 )
 from batchsched.objects.schema import NAMESPACED, unknown_fields
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.objects.volume_parse import (
     read_csi_driver,
     read_csi_node,
@@ -158,8 +159,8 @@ class Objects:
 
     def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:
         """A pod (or upstream PodGroup) naming a PriorityClass that does not exist: admission
-        would refuse it."""
-        known = {c.name for c in classes}
+        would refuse it. The API server's built-in classes always exist."""
+        known = {c.name for c in classes} | SYSTEM_CLASSES.keys()
         named = [(f"Pod {p.key}", p.priority_class_name) for p in self.pods]
         named += [(f"PodGroup {g.key}", g.priority_class_name) for g in self.pod_groups]
         for obj, class_name in named:
