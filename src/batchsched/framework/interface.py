@@ -416,6 +416,9 @@ class GroupPlugin(Plugin):
     current.
     """
 
+    def use_post_filters(self, plugins: Sequence[PostFilterPlugin]) -> None:
+        """Told once the post-filter plugins of its profile: a group preempts with them."""
+
     def group_of(self, pod: Pod) -> str | None:
         raise NotImplementedError
 

@@ -132,6 +132,9 @@ class Framework:
         ]
         self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        for plugin in self.plugins.values():
+            if isinstance(plugin, GroupPlugin):  # at Permit or only at PreFilter
+                plugin.use_post_filters(self.post_filters)
         self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
         # Pods with DRA claims are placed only by a profile that allocates them.
         self.allocates_claims = any(p.name == "DynamicResources" for p in self.reserves) and any(

@@ -38,6 +38,7 @@ from batchsched.objects.records import (
     Workload,
 )
 from batchsched.objects.schema import NAMESPACED, unknown_fields
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.objects.volume_parse import (
     read_csi_driver,
     read_csi_node,
@@ -158,12 +159,12 @@ class Objects:
 
     def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:
         """A pod (or upstream PodGroup) naming a PriorityClass that does not exist: admission
-        would refuse it."""
+        would refuse it. The API server's built-in classes always exist."""
         known = {c.name for c in classes}
         named = [(f"Pod {p.key}", p.priority_class_name) for p in self.pods]
         named += [(f"PodGroup {g.key}", g.priority_class_name) for g in self.pod_groups]
         for obj, class_name in named:
-            if class_name and class_name not in known:
+            if class_name and class_name not in known and class_name not in SYSTEM_CLASSES:
                 raise ManifestError(
                     f"no PriorityClass {class_name!r} "
                     f"(known: {', '.join(sorted(known)) or 'none'})",

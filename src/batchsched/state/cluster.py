@@ -29,6 +29,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.state.devices import DeviceState, DraObject
 from batchsched.state.nominations import Nominations
 from batchsched.state.pdb_index import PdbIndex
@@ -97,7 +98,8 @@ class ClusterState:
         # A nomination holds room on its node for others: its coming and going is a change
         # of that node's room.
         self.nominations = Nominations(self.pods.get, self.demand, self._touch)
-        self.priority_classes: dict[str, PriorityClass] = {}
+        # The API server's built-in classes exist in every cluster, listed or not.
+        self.priority_classes: dict[str, PriorityClass] = dict(SYSTEM_CLASSES)
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self._pdb_index: PdbIndex | None = None  # None: rebuilt when next asked for
         self.namespaces: dict[str, Namespace] = {}
@@ -376,7 +378,11 @@ class ClusterState:
         self.generation += 1
 
     def remove_priority_class(self, name: str) -> None:
-        self.priority_classes.pop(name, None)
+        builtin = SYSTEM_CLASSES.get(name)  # the API server refuses to delete those
+        if builtin is not None:
+            self.priority_classes[name] = builtin
+        else:
+            self.priority_classes.pop(name, None)
         self.policy_version += 1
         self.generation += 1
 
