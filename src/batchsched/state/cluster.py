@@ -643,6 +643,8 @@ class ClusterState:
             self.volumes.revert(key)
         self.nominations.pop(key, None)
         self._demands.pop(key, None)
+        if self._pdb_index is not None:
+            self._pdb_index.forget(key)
         self._index_group(key, None)
         if self.pending.pop(key, None) is not None:
             self._pending_dirty.add(key)
