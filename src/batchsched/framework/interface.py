@@ -191,6 +191,10 @@ class Plugin:
     def attach(self, state: ClusterState) -> None:
         """Called once by the scheduler with the state it schedules."""
 
+    def forget_pods(self, keys: Collection[str]) -> None:
+        """These pods left the cluster (deleted): drop whatever is kept for them, so that
+        what a plugin remembers per pod lives no longer than the pod (docs/live.md)."""
+
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
         """The events that can turn this plugin's rejection into success, each with a hint
         (None: every such event may). A plugin returning None has no hints: a pod it

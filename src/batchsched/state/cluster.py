@@ -122,6 +122,7 @@ class ClusterState:
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
+        self._departed: set[str] = set()  # pods removed since `drain_departed`
         # Nodes held for a pending pod (node row -> reservation), the reverse index, and a
         # version that moves whenever either changes (plugins cache masks against it).
         self.reservations: dict[int, Reservation] = {}
@@ -141,9 +142,13 @@ class ClusterState:
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
         # Beside each logged row: the pod that arrived there, left or began terminating (None
-        # for any other change of room: nominations, reservations, allocatable).
+        # for any other change of room: nominations, reservations, allocatable). Only the
+        # queueing hints read it, from the marks of the pods still waiting: the part older
+        # than all of those is dropped (`forget_pods_before`), so pods long gone are not
+        # kept alive by the log. `_pods_base` is the log position of its item 0.
         self._changed_pods: list[Pod | None] = []
         self._changed_base = 0
+        self._pods_base = 0
         # Reads of that log (marks handed out, changes asked for), and for a `tentative`
         # scope the pods of each row it touched as the scope found them: the row's own
         # mapping, put back at the scope's end (the scope works on a copy).
@@ -270,6 +275,7 @@ class ClusterState:
         # cache whose mark the log no longer reaches rebuilds from scratch.
         if len(self._changed_rows) >= _CHANGE_LOG_LIMIT and self._tentative_rows is None:
             self._changed_base += len(self._changed_rows)
+            self._pods_base = self._changed_base
             self._changed_rows = []
             self._changed_pods = []
         self._changed_rows.append(idx)
@@ -294,6 +300,7 @@ class ClusterState:
         Had anything read the log, it saw the rows change and must see them change back."""
         assert self._tentative_rows is None, "tentative scopes do not nest"
         length, reads = len(self._changed_rows), self._log_reads
+        pods_length = len(self._changed_pods)
         rows: dict[int, dict[str, Pod]] = {}
         self._tentative_rows = rows
         try:
@@ -308,7 +315,7 @@ class ClusterState:
             node_pods[idx] = pods
         if self._log_reads == reads:
             del self._changed_rows[length:]
-            del self._changed_pods[length:]
+            del self._changed_pods[pods_length:]
 
     def change_mark(self) -> int:
         """A position in the log of changed node rows."""
@@ -326,9 +333,21 @@ class ClusterState:
         """The pods behind the row changes since `mark` (None for a change that came from no
         pod), or None if the log no longer reaches back."""
         self._log_reads += 1
-        if mark < self._changed_base:
+        if mark < self._pods_base:
             return None
-        return islice(self._changed_pods, mark - self._changed_base, None)
+        return islice(self._changed_pods, mark - self._pods_base, None)
+
+    def forget_pods_before(self, mark: int | None) -> None:
+        """Nothing will ask `pods_changed_since` for a mark before `mark` (None: for any mark
+        handed out so far): the pods logged before it may go. Dropped when that is at least
+        half of them, so each entry is moved at most twice."""
+        end = self._changed_base + len(self._changed_rows)
+        if self._tentative_rows is not None:
+            return  # the scope puts the log's end back: not a time to move its start
+        drop = (end if mark is None else min(mark, end)) - self._pods_base
+        if drop > 0 and 2 * drop >= len(self._changed_pods):
+            del self._changed_pods[:drop]
+            self._pods_base += drop
 
     def node_name(self, idx: int) -> str:
         node = self.nodes[idx]
@@ -641,13 +660,19 @@ class ClusterState:
         if key in self.assumed:
             self.assumed.discard(key)
             self.volumes.revert(key)
+        # Claims allocated for its bind in flight: as last reported again (a report of our
+        # write, if it came, stands), and not remembered as the pod's.
+        self.devices.revert(key)
         self.nominations.pop(key, None)
         self._demands.pop(key, None)
+        if self._pdb_index is not None:
+            self._pdb_index.forget(key)
         self._index_group(key, None)
         if self.pending.pop(key, None) is not None:
             self._pending_dirty.add(key)
         self._gaps.pop(key, None)
         self._with_volumes.discard(key)
+        self._departed.add(key)
         self.generation += 1
 
     def _bind(self, key: str, pod: Pod) -> None:
@@ -896,6 +921,13 @@ class ClusterState:
         dirty = self._groups_dirty
         self._groups_dirty = set()
         return dirty
+
+    def drain_departed(self) -> set[str]:
+        """Keys of the pods removed since the last call (for what is kept per pod outside the
+        state: the scheduler's plugins forget them)."""
+        departed = self._departed
+        self._departed = set()
+        return departed - self.pods.keys()
 
     def drain_pending_changes(self) -> set[str]:
         """Keys whose pending status changed since the last call (for the scheduling queue)."""

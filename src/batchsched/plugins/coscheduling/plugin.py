@@ -386,6 +386,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         for key in sorted(changed | set(disrupted)):
             group = state.pod_groups.get(key)
             if group is None:
+                if key not in state.group_members:  # the group and its pods are gone
+                    self._backoff_until.pop(key, None)
+                    self._events.pop(key, None)
                 continue
             members = _members(state, key)
             status = compute_status(group, members, now)
