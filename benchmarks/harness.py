@@ -6,8 +6,9 @@ A workload is a function returning its metrics (e.g. `pods_per_second`); the run
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,16 @@ def workload(name: str) -> Callable[[Callable[[], Metrics]], Callable[[], Metric
         return fn
 
     return register
+
+
+def decision_hash(lines: Iterable[object]) -> str:
+    """A short digest of a run's decisions, one line each in order: a change meant to leave
+    decisions alone must leave it equal (docs/benchmarks.md)."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(repr(line).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
 
 
 class Stopwatch:
@@ -55,6 +66,7 @@ def one_pass(scheduler: Scheduler, now: datetime, pods: int) -> Metrics:
         "pods": pods,
         "seconds": round(watch.seconds, 3),
         "pods_per_second": round(bound / watch.seconds),
+        "decision_hash": decision_hash(decisions),
     }
 
 

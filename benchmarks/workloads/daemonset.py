@@ -14,7 +14,7 @@ from batchsched.decisions import Bind, Evict
 from batchsched.objects.records import NodeSelectorTerm, OwnerReference, Pod, Requirement
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, settle, timed, workload
+from benchmarks.harness import Metrics, decision_hash, settle, timed, workload
 from benchmarks.workloads.scheduling_basic import GI, MI, NOW
 from benchmarks.workloads.scheduling_basic import build as build_nodes
 
@@ -80,6 +80,7 @@ def run(nodes: int, full_every: int) -> Metrics:
         "passes": len(passes),
         "seconds": round(watch.seconds, 3),
         "pods_per_second": round(bound / watch.seconds),
+        "decision_hash": decision_hash(decisions),
     }
 
 

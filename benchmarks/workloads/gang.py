@@ -17,7 +17,7 @@ from batchsched.objects.records import CRD_API_VERSION, Node, Pod, PodGroup, Pri
 from batchsched.objects.workload_api import V1BETA1
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, decision_hash, timed, workload
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 GI = 2**30
@@ -74,14 +74,14 @@ def build(nodes: int, gangs: int, size: int, upstream: bool = False) -> Schedule
 
 def timed_pass(
     scheduler: Scheduler, kind: type[Bind | Evict], count: int
-) -> tuple[list[str], float]:
-    """One timed scheduling pass, which must decide `count` decisions of `kind`: their pods."""
+) -> tuple[list[Bind | Evict], float]:
+    """One timed scheduling pass, which must decide `count` decisions of `kind`: those."""
     with timed() as watch:
         decisions = scheduler.schedule_pass(NOW)
-    pods = [d.pod for d in decisions if isinstance(d, kind)]
-    if len(pods) != count:
-        raise RuntimeError(f"expected {count} {kind.__name__} decisions, got {len(pods)}")
-    return pods, watch.seconds
+    found = [d for d in decisions if isinstance(d, kind)]
+    if len(found) != count:
+        raise RuntimeError(f"expected {count} {kind.__name__} decisions, got {len(found)}")
+    return found, watch.seconds
 
 
 def run(nodes: int, gangs: int, size: int = 3, upstream: bool = False) -> Metrics:
@@ -92,6 +92,7 @@ def run(nodes: int, gangs: int, size: int = 3, upstream: bool = False) -> Metric
         "pods": len(bound),
         "seconds": round(seconds, 3),
         "ms_per_gang": round(seconds * 1000 / gangs, 3),
+        "decision_hash": decision_hash(bound),
     }
 
 
@@ -135,14 +136,15 @@ def gang_preemption() -> Metrics:
     gangs, size = 100, 10
     scheduler = build_preemption(1000, 1000, gangs, size)
     victims, preempting = timed_pass(scheduler, Evict, gangs * size)
-    for key in victims:
-        scheduler.state.remove_pod(key)
+    for victim in victims:
+        scheduler.state.remove_pod(victim.pod)
     scheduler.queue.settle()
-    _, binding = timed_pass(scheduler, Bind, gangs * size)
+    bindings, binding = timed_pass(scheduler, Bind, gangs * size)
     return {
         "gangs": gangs,
         "victims": len(victims),
         "preemption_ms_per_gang": round(preempting * 1000 / gangs, 3),
         "bind_ms_per_gang": round(binding * 1000 / gangs, 3),
         "ms_per_gang": round((preempting + binding) * 1000 / (2 * gangs), 3),
+        "decision_hash": decision_hash([*victims, *bindings]),
     }

@@ -19,7 +19,7 @@ from batchsched.objects.records import Node, Pod, PodCondition, PriorityClass
 from batchsched.preemption.toleration_policy import PREFIXES
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
-from benchmarks.harness import Metrics, settle, timed, workload
+from benchmarks.harness import Metrics, decision_hash, settle, timed, workload
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 GI = 2**30
@@ -99,6 +99,7 @@ def run(nodes: int, tolerating_share: float = 0.0) -> Metrics:
         "passes": len(passes),
         "seconds": round(watch.seconds, 3),
         "pods_per_second": round(bound / watch.seconds),
+        "decision_hash": decision_hash(decisions),
     }
 
 

@@ -21,7 +21,7 @@ from batchsched.sim.engine import Simulation
 from batchsched.sim.fields import Fields
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.workload import GPU, JobSpec
-from benchmarks.harness import Metrics, timed, workload
+from benchmarks.harness import Metrics, decision_hash, timed, workload
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 11, 22, tzinfo=UTC)
@@ -66,6 +66,8 @@ def replay(
         "cpu_seconds": round(cpu, 2),  # the machine is shared: CPU time compares runs better
         "jobs_per_second": round(submitted / watch.seconds),
         "attempts_per_binding": round(attempts / max(binds, 1), 2),
+        # Every job's record (times, preemptions, evictions) and the decision counts.
+        "decision_hash": decision_hash([*result.jobs, *sorted(result.decisions.items())]),
     }
 
 

@@ -14,6 +14,9 @@ gangs that preempt):
   through the index by namespace and label pair, against matching every PDB's selector
   again, and the reprieve step looking only at the PDBs on the rows it takes from against
   looking at every PDB;
+- the PDB index's answers, kept per pod and found among the PDBs filed under the
+  requirement fewest PDBs share, against matching every PDB afresh at every question, also
+  on ContendedPDB's clusters (every PDB names `app: trainer` and a shard);
 - `UnitIndex.usable`, rechecking only the units on rows changed since its last call,
   against checking every unit's members;
 - gang preemption's checks keeping the units of the last choice off their nodes and each
@@ -35,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 from unittest.mock import patch
@@ -114,6 +118,24 @@ def _every_pdb_looked_at() -> AbstractContextManager[Any]:
     return patch.object(VictimTable, "pdbs_taken", every)
 
 
+class _ScannedPdbs:
+    """Answers as `PdbIndex` does, matching every PDB at every question."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+
+    def covering(self, pod: Pod) -> tuple[str, ...]:
+        return tuple(sorted(k for k, pdb in self.state.pdbs.items() if covers(pdb, pod)))
+
+    def forget(self, key: str) -> None:
+        pass
+
+
+def _every_pdb_scanned() -> AbstractContextManager[Any]:
+    # A new object at every question: the victim table rebuilds its masks each time too.
+    return patch.object(ClusterState, "pdb_index", property(_ScannedPdbs))
+
+
 def _every_unit_rechecked() -> AbstractContextManager[Any]:
     def scan(self: UnitIndex, state: Any, own: set[str]) -> Any:
         return np.fromiter(
@@ -175,6 +197,7 @@ def _every_plan_made() -> AbstractContextManager[Any]:
         _scanned_gang_rows,
         _matched_pdbs,
         _every_pdb_looked_at,
+        _every_pdb_scanned,
         _every_unit_rechecked,
         _every_check_afresh,
         _every_change_logged,
@@ -192,6 +215,23 @@ def test_cached_decides_as_fresh(
     cached = run(contended.generate(nodes, seed), default_config(), contended.NOW)
     with fresh():
         searched = run(contended.generate(nodes, seed), default_config(), contended.NOW)
+    assert cached.to_json() == searched.to_json()
+
+
+# ContendedPDB's shape with a PDB (and shard) per 10 nodes: several PDBs at these sizes.
+SHARDED = replace(contended.CONTENDED_PDB, pdb_nodes=10)
+
+
+@pytest.mark.parametrize("fresh", [_matched_pdbs, _every_pdb_looked_at, _every_pdb_scanned])
+@settings(max_examples=3, deadline=None)
+@given(st.integers(40, 80), st.integers(0, 2**32 - 1))
+def test_pdb_caches_decide_as_fresh_on_shards(
+    fresh: Callable[[], AbstractContextManager[Any]], nodes: int, seed: int
+) -> None:
+    cached = run(contended.generate(nodes, seed, SHARDED), default_config(), contended.NOW)
+    assert cached.evictions  # PDBs are read: there are victims to choose
+    with fresh():
+        searched = run(contended.generate(nodes, seed, SHARDED), default_config(), contended.NOW)
     assert cached.to_json() == searched.to_json()
 
 

@@ -307,10 +307,10 @@ def _objects(args: argparse.Namespace) -> Objects:
 
 def _policy(args: argparse.Namespace) -> int:
     objects = _objects(args)
-    if not objects.priority_classes:
+    report = build_report(objects, args.now or datetime.now(UTC))
+    if not report.classes:  # neither defined nor a built-in one a pod names
         where = " ".join(str(f) for f in [*args.files, *args.filenames]) or str(args.kubeconfig)
         raise InputError(f"no PriorityClass found in {where}")
-    report = build_report(objects, args.now or datetime.now(UTC))
     emit(report.to_json(), args.output, lambda: render_text(report))
     return 0
 

@@ -6,8 +6,10 @@ failing filter, or each score plugin's score and the weighted total; for a pod t
 nowhere, the preemption candidates with the minimal victims per node
 (`preemption.victims.select_victims_on_node`, the rule the plugins apply to every node at
 once), the pods protected by a toleration policy and until when, PDB violations; and for a
-gang member the group's members and minMember. A pod bound during the run is judged with its
-own binding taken back, so its node's verdict shows why it was chosen.
+gang member the group's members and minMember, and the group's preemption instead of the
+member's alone (a gang preempts as one). A pod bound during the run is judged with its own
+binding taken back, so its node's verdict shows why it was chosen. A running pod the plan
+evicts is told by whom and under which rule (explain_eviction).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from batchsched.commands.explain_eviction import EvictionStory, eviction_story
 from batchsched.commands.schedule import OneShotResult, settle
 from batchsched.config import SchedulerConfig
 from batchsched.framework.interface import Cycle
@@ -27,6 +30,7 @@ from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.plugins.coscheduling.plugin import preemption_said
 from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
 from batchsched.preemption.gang_victims import running_members, terminating_room
 from batchsched.preemption.toleration_policy import FOREVER, scheduled_since
@@ -37,6 +41,7 @@ from batchsched.preemption.victims import (
     pdb_violating,
     select_victims_on_node,
 )
+from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import BoolArray, ClusterState
 
 
@@ -110,7 +115,7 @@ class Explanation:
     pod: str
     now: datetime
     priority: int
-    status: str  # "running" (from the files), "bound" (in this run) or "pending"
+    status: str  # "running" (from the files), "evicted", "bound" (in this run) or "pending"
     node: str = ""  # where it runs or was bound
     message: str = ""  # the run's unschedulable message for a pending pod
     pre_filter: str = ""  # a pre-filter's rejection, if any
@@ -122,6 +127,7 @@ class Explanation:
     preemption_node: str = ""
     evicted_for_it: list[str] = field(default_factory=list)
     gang: GangStory | None = None
+    eviction: EvictionStory | None = None  # for an evicted pod
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -141,6 +147,7 @@ class Explanation:
                 "evictedForIt": self.evicted_for_it,
             },
             "gang": self.gang.to_json() if self.gang is not None else None,
+            "eviction": self.eviction.to_json() if self.eviction is not None else None,
         }
 
 
@@ -149,9 +156,10 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
     if pod is None:
         known = ", ".join(sorted(p.key for p in objects.pods)[:10]) or "none"
         raise InputError(f"explain: pod {key} not found (pods: {known})")
-    if pod.node_name:
-        return Explanation(key, now, pod.priority or 0, "running", node=pod.node_name)
+    running = bool(pod.node_name)  # as in the files: the run binds the records it reads
     result, scheduler = settle(objects, config, now)
+    if running:
+        return _running(objects, scheduler, result, pod, now)
     if not scheduler.owns(pod):
         raise InputError(
             f"explain: pod {key} has schedulerName {pod.scheduler_name!r}, not a profile of "
@@ -190,9 +198,47 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
     feasible, resolvable = _node_verdicts(framework, cycle, pre.allowed_nodes, out)
     if feasible.any():
         _choose(framework, cycle, feasible, out)
+    elif out.gang is not None and _group_hook_claims(framework, pod):
+        _group_preemption(out.gang.group, out)
     else:
         _preemption(framework, cycle, resolvable, result, out)
     return out
+
+
+def _running(
+    objects: Objects, scheduler: Scheduler, result: OneShotResult, pod: Pod, now: datetime
+) -> Explanation:
+    """A pod running in the files: nothing to decide for it, unless the plan evicts it."""
+    state = scheduler.state
+    out = Explanation(pod.key, now, state.priority_of(pod), "running", node=pod.node_name)
+    originals = {p.key: p for p in objects.pods}
+    evicted = {e.pod: (originals[e.pod], e) for e in result.evictions if e.pod in originals}
+    found = evicted.get(pod.key)
+    if found is not None:
+        eviction = found[1]
+        preemptor = state.pods.get(eviction.preemptor, pod)
+        framework = scheduler.framework_for(preemptor)
+        out.status = "evicted"
+        out.eviction = eviction_story(state, framework, eviction, pod, evicted)
+    return out
+
+
+def _group_hook_claims(framework: Framework, pod: Pod) -> bool:
+    hook = framework.group_plugin
+    return hook is not None and hook.group_of(pod) is not None
+
+
+def _group_preemption(group: str, out: Explanation) -> None:
+    """A gang member's preemption is its group's (docs/gang.md): victims for minMember members
+    at once, or none. Its standing is what the group's attempt said, never one member's."""
+    whole = f"decided for PodGroup {group} as one (room for minMember members at once, or none)"
+    said = preemption_said(out.message)
+    if out.evicted_for_it:
+        out.preemption = f"{whole}: {len(out.evicted_for_it)} pod(s) evicted for its members"
+    elif said is None:
+        out.preemption = f"not tried: the group was refused or waits (see pending above); {whole}"
+    else:
+        out.preemption = f"{whole}: {said or 'no preemption was tried'}"
 
 
 def _node_verdicts(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from batchsched.commands import tables
 from batchsched.commands.explain import Explanation, NodeVerdict
+from batchsched.commands.explain_eviction import EvictionStory
 from batchsched.objects.parse import format_time
 
 _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
@@ -11,6 +12,8 @@ _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
 
 def render_explanation(e: Explanation) -> str:
     lines = [f"POD {e.pod} (priority {e.priority}) at {format_time(e.now)}"]
+    if e.eviction is not None:
+        return "\n".join([*lines, *_eviction(e.eviction)]) + "\n"
     if e.status == "running":
         lines.append(f"  running on {e.node} (spec.nodeName in the files): nothing to decide")
         return "\n".join(lines) + "\n"
@@ -56,6 +59,26 @@ def render_explanation(e: Explanation) -> str:
         lines.extend(tables.table(["member", "node"], members))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _eviction(story: EvictionStory) -> list[str]:
+    said = [
+        f"evicted in this plan from {story.node} by {story.preemptor} (priority "
+        f"{story.preemptor_priority})",
+        f"rule: {story.rule} ({story.plugin}): {story.why}",
+    ]
+    if story.group:
+        went = ", ".join(story.with_it) or "no other member running"
+        said.append(f"its PodGroup {story.group} is preempted as one: with it {went}")
+    said.append(f"toleration: {story.toleration}")
+    budgets = [
+        f"{b.pdb} allows {b.disruptions_allowed} disruption(s), the plan evicts {b.evicted} of "
+        f"its pods" + (" (the budget is exceeded)" if b.violated else "")
+        for b in story.budgets
+    ]
+    said.append("PodDisruptionBudget: " + ("; ".join(budgets) or "none covers it"))
+    said.append(f"reason: {story.reason}")
+    return [line for text in said for line in tables.wrap(f"  {text}", indent="    ")]
 
 
 def _nodes(verdicts: list[NodeVerdict]) -> list[str]:

@@ -17,6 +17,7 @@ from batchsched.commands import tables
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod, PriorityClass
+from batchsched.objects.system_classes import used_system_classes
 from batchsched.preemption.toleration_policy import (
     FOREVER,
     MINIMUM_KEY,
@@ -153,7 +154,10 @@ class PolicyReport:
 
 
 def build_report(objects: Objects, now: datetime) -> PolicyReport:
-    classes = sorted(objects.priority_classes, key=lambda pc: (-pc.value, pc.name))
+    # The built-in classes the pods name are in play too, defined in the files or not.
+    named = (pod.priority_class_name for pod in objects.pods)
+    used = used_system_classes(objects.priority_classes, named)
+    classes = sorted([*objects.priority_classes, *used], key=lambda pc: (-pc.value, pc.name))
     policies = {pc.name: parse_policy(pc) for pc in classes}
     report = PolicyReport(now, classes, policies)
     for klass in classes:

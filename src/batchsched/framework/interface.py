@@ -191,6 +191,10 @@ class Plugin:
     def attach(self, state: ClusterState) -> None:
         """Called once by the scheduler with the state it schedules."""
 
+    def forget_pods(self, keys: Collection[str]) -> None:
+        """These pods left the cluster (deleted): drop whatever is kept for them, so that
+        what a plugin remembers per pod lives no longer than the pod (docs/live.md)."""
+
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None] | None:
         """The events that can turn this plugin's rejection into success, each with a hint
         (None: every such event may). A plugin returning None has no hints: a pod it
@@ -415,6 +419,9 @@ class GroupPlugin(Plugin):
     whose object or members changed and the pass's evictions, e.g. to keep PodGroup status
     current.
     """
+
+    def use_post_filters(self, plugins: Sequence[PostFilterPlugin]) -> None:
+        """Told once the post-filter plugins of its profile: a group preempts with them."""
 
     def group_of(self, pod: Pod) -> str | None:
         raise NotImplementedError

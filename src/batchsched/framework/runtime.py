@@ -7,7 +7,7 @@ once per pod shape and cached until nodes change.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 
@@ -132,6 +132,9 @@ class Framework:
         ]
         self.scores = [(p, w) for p, w in scores if not isinstance(p, StaticScorePlugin)]
         self.post_filters = [p for p in at("postFilter") if isinstance(p, PostFilterPlugin)]
+        for plugin in self.plugins.values():
+            if isinstance(plugin, GroupPlugin):  # at Permit or only at PreFilter
+                plugin.use_post_filters(self.post_filters)
         self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
         # Pods with DRA claims are placed only by a profile that allocates them.
         self.allocates_claims = any(p.name == "DynamicResources" for p in self.reserves) and any(
@@ -167,10 +170,10 @@ class Framework:
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
-        # Per pod object (by id, the pod kept with its entry so the id is not reused); kept
-        # for at least twice the pending pods (`_keys`).
+        # Per pod (by key, for the version kept with its entry); forgotten when the pod
+        # leaves, and past twice the pending pods (`_keys`).
         self._memo: dict[
-            int,
+            str,
             tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, tuple[int, int, str]],
         ] = {}
 
@@ -208,7 +211,7 @@ class Framework:
         pods (and at least `_CACHE_LIMIT`): a gang search or a pass asks for its pods in
         turn, and a smaller memo would drop each pod's entry before its next turn once more
         pods wait than it holds."""
-        memo = self._memo.get(id(pod))
+        memo = self._memo.get(pod.key)
         # What the key reads of the cluster: the labels affinity terms name, and what moves
         # the node generation (e.g. which resources DeviceClasses map, for DynamicResources),
         # and the pod's node, which `assume` and `forget` set on the same object (NodeName's
@@ -219,8 +222,15 @@ class Framework:
             key = self._shape_key(state, pod, demand, shapes)
             if len(self._memo) >= max(_CACHE_LIMIT, 2 * len(state.pending)):
                 self._memo.clear()
-            memo = self._memo[id(pod)] = (pod, demand, shapes, key, seen)
+            memo = self._memo[pod.key] = (pod, demand, shapes, key, seen)
         return memo[2], memo[3]
+
+    def forget_pods(self, keys: Collection[str]) -> None:
+        """These pods left: their memo goes, and each plugin forgets them."""
+        for key in keys:
+            self._memo.pop(key, None)
+        for plugin in self.plugins.values():
+            plugin.forget_pods(keys)
 
     def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements. It

@@ -120,7 +120,7 @@ class Actuator:
         # Workers forget an entry when its write failed, hence the lock.
         self._lock = threading.Lock()
         self._conditions: OrderedDict[str, str] = OrderedDict()  # pod -> message
-        self._group_status: dict[str, dict[str, Any]] = {}
+        self._group_status: dict[str, dict[str, Any]] = {}  # PodGroup key -> status
 
     # ---- on the loop thread ----------------------------------------------------------
 
@@ -169,8 +169,8 @@ class Actuator:
                 )
                 body = pod_group_status_json(group, decision.status)
                 with self._lock:
-                    changed = self._group_status.get(path) != body
-                    self._group_status[path] = body
+                    changed = self._group_status.get(decision.group) != body
+                    self._group_status[decision.group] = body
                 if changed:
                     self._start(self._group, path, decision.group, body)
             elif isinstance(decision, Warn):
@@ -252,6 +252,16 @@ class Actuator:
         pod = _PodRef(ref.namespace, ref.name, ref.uid)
         self._start(self._patch_status, pod, {"conditions": [condition]})
 
+    def forget_pod(self, key: str) -> None:
+        """The pod was deleted: its last written condition is no longer remembered."""
+        with self._lock:
+            self._conditions.pop(key, None)
+
+    def forget_group(self, key: str) -> None:
+        """The PodGroup was deleted: its last written status is no longer remembered."""
+        with self._lock:
+            self._group_status.pop(key, None)
+
     def _start(self, job: Callable[..., None], *args: Any) -> None:
         self._workers.submit(job, *args)
 
@@ -331,7 +341,7 @@ class Actuator:
         if pending_since is not None:
             self.metrics.e2e_latency.observe(time.monotonic() - pending_since)
         note = f"Successfully assigned {pod.key} to {node}"
-        self.events.record(pod.object_ref(), "Normal", "Scheduled", "Binding", note)
+        self.events.record(pod.object_ref(), "Normal", "Scheduled", "Binding", note, once=True)
 
     def _pre_bind_failed(self, pod: _PodRef, node: str, message: str) -> None:
         """The pod is tried again (its room and volumes given back) and says why, as
@@ -400,7 +410,8 @@ class Actuator:
             return
         self.metrics.victims.inc()
         note = f"Preempted by {decision.preemptor} on node {decision.node}"
-        self.events.record(victim.object_ref(), "Normal", "Preempted", "Preempting", note)
+        ref = victim.object_ref()
+        self.events.record(ref, "Normal", "Preempted", "Preempting", note, once=True)
 
     def _group(self, path: str, group: str, status: dict[str, Any]) -> None:
         try:
@@ -413,7 +424,7 @@ class Actuator:
             )
         except (GuardRefused, ApiError) as err:
             with self._lock:
-                self._group_status.pop(path, None)
+                self._group_status.pop(group, None)
             log.warning("status of PodGroup %s not written: %s", group, err)
 
 

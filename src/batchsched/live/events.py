@@ -4,6 +4,10 @@ The first occurrence of an event (same object, type, reason and note) is created
 repeats only raise a counter, and the event's `series` is patched with the count at most once
 per `series_interval`. A pod that stays pending for hours with the same reason therefore
 writes one event plus one update per interval, not one per scheduling cycle.
+
+Series are kept per object, for the `capacity` objects last reported (client-go's event
+correlator keeps 4096), a few per object, and an object's go when it is deleted (`forget`):
+what is remembered follows the live objects, not every object ever seen.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from batchsched.live.workers import Workers
 log = logging.getLogger(__name__)
 
 PATH = "/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+_SERIES_PER_OBJECT = 16  # distinct (type, reason, note) kept per object, least recent go
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +82,7 @@ class EventRecorder:
         instance: str,
         series_interval: float = 1800.0,
         workers: int = 2,
-        capacity: int = 10_000,
+        capacity: int = 4096,
         clock: Callable[[], float] = time.monotonic,
         guard: Callable[[], bool] | None = None,
     ) -> None:
@@ -89,18 +94,31 @@ class EventRecorder:
         self._clock = clock
         self._guard = guard  # asked before each write (only a leader writes events)
         self._lock = threading.Lock()
-        self._series: OrderedDict[tuple[ObjectRef, str, str, str], _Series] = OrderedDict()
+        # (kind, namespace, name) -> (ref, type, reason, note) -> series, least recent first.
+        self._series: OrderedDict[
+            tuple[str, str, str], OrderedDict[tuple[ObjectRef, str, str, str], _Series]
+        ] = OrderedDict()
         self._workers = Workers(workers, "events")
         self._sequence = 0
 
-    def record(self, ref: ObjectRef, type_: str, reason: str, action: str, note: str) -> None:
-        """Report an event; writes happen in the background and never block the caller."""
+    def record(
+        self, ref: ObjectRef, type_: str, reason: str, action: str, note: str, once: bool = False
+    ) -> None:
+        """Report an event; writes happen in the background and never block the caller.
+        `once`: the event cannot happen again to this object (a pod is bound once, preempted
+        once), so no series is kept for it."""
         key = (ref, type_, reason, note)
+        owner = (ref.kind, ref.namespace, ref.name)
         now = self._clock()
         with self._lock:
-            series = self._series.get(key)
-            if series is not None:
-                self._series.move_to_end(key)
+            kept = self._series.get(owner)
+            if kept is None and not once:
+                kept = self._series[owner] = OrderedDict()
+            if kept is not None:
+                self._series.move_to_end(owner)
+            series = kept.get(key) if kept is not None else None
+            if kept is not None and series is not None:
+                kept.move_to_end(key)
                 series.count += 1
                 if now - series.written < self.series_interval:
                     return
@@ -110,9 +128,12 @@ class EventRecorder:
             self._sequence += 1
             namespace = ref.namespace or "default"
             name = f"{ref.name}.{time.time_ns():x}{self._sequence:x}"
-            self._series[key] = _Series(name, namespace, 1, now)
-            while len(self._series) > self.capacity:
-                self._series.popitem(last=False)
+            if kept is not None:
+                kept[key] = _Series(name, namespace, 1, now)
+                if len(kept) > _SERIES_PER_OBJECT:
+                    kept.popitem(last=False)
+                while len(self._series) > self.capacity:
+                    self._series.popitem(last=False)
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -127,6 +148,11 @@ class EventRecorder:
             "type": type_,
         }
         self._workers.submit(self._create, namespace, body)
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """The object was deleted: its series go (a new object of that name starts anew)."""
+        with self._lock:
+            self._series.pop((kind, namespace, name), None)
 
     def _create(self, namespace: str, body: dict[str, object]) -> None:
         try:

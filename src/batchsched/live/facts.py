@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from batchsched.live.kinds import Kind
-from batchsched.objects.kinds import Record
 from batchsched.live.malformed import Malformed
+from batchsched.objects.kinds import Record
 from batchsched.state.cluster import ClusterState
 
 

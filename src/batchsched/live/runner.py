@@ -258,10 +258,23 @@ class LiveScheduler:
                     self._pending_since.setdefault(fact.record.key, now)
                 else:
                     self._pending_since.pop(fact.record.key, None)
-            elif isinstance(fact, Remove) and fact.kind.name == "Pod":
-                self._pending_since.pop(fact.key, None)
+            elif isinstance(fact, Remove):
+                self._forget(fact)
             elif isinstance(fact, BindFailed):
                 self.scheduler.bind_failed(fact.pod, datetime.now(UTC))
+
+    def _forget(self, gone: Remove) -> None:
+        """What the loop's writers keep about a deleted pod or PodGroup goes with it."""
+        kind = gone.kind.manifest_kind or gone.kind.name
+        if kind not in ("Pod", "PodGroup"):
+            return
+        namespace, _, name = gone.key.partition("/")
+        self.events.forget(kind, namespace, name)
+        if kind == "Pod":
+            self._pending_since.pop(gone.key, None)
+            self.actuator.forget_pod(gone.key)
+        else:
+            self.actuator.forget_group(gone.key)
 
     def _shutdown(self) -> None:
         for informer in self.informers:

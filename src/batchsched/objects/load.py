@@ -24,6 +24,7 @@ from batchsched.objects.records import (
     Workload,
 )
 from batchsched.objects.schema import unknown_fields
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.objects.volumes import (
     CSIDriver,
     CSINode,
@@ -85,12 +86,12 @@ class Objects:
 
     def check_priority_classes(self, source: str, classes: list[PriorityClass]) -> None:
         """A pod (or upstream PodGroup) naming a PriorityClass that does not exist: admission
-        would refuse it."""
+        would refuse it. The API server's built-in classes always exist."""
         known = {c.name for c in classes}
         named = [(f"Pod {p.key}", p.priority_class_name) for p in self.pods]
         named += [(f"PodGroup {g.key}", g.priority_class_name) for g in self.pod_groups]
         for obj, class_name in named:
-            if class_name and class_name not in known:
+            if class_name and class_name not in known and class_name not in SYSTEM_CLASSES:
                 raise ManifestError(
                     f"no PriorityClass {class_name!r} "
                     f"(known: {', '.join(sorted(known)) or 'none'})",

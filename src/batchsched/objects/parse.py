@@ -55,6 +55,7 @@ from batchsched.objects.records import (
     may_be_device_backed,
 )
 from batchsched.objects.support import refused_field
+from batchsched.objects.system_classes import system_class_error
 
 Json = Mapping[str, Any]
 T = TypeVar("T")
@@ -730,10 +731,14 @@ def read_priority_class(obj: Json) -> PriorityClass:
         raise r.fail("value", "is required")
     value = r.integer(obj, "value", 0, INT32_MIN, INT32_MAX)
     policy = r.choice(obj, "preemptionPolicy", _PREEMPTION_POLICIES, "PreemptLowerPriority")
+    global_default = r.get(obj, "globalDefault", bool, False)
+    refused = system_class_error(r.name, value, global_default)
+    if refused is not None:
+        raise r.fail(*refused)
     return PriorityClass(
         name=r.name,
         value=value,
-        global_default=r.get(obj, "globalDefault", bool, False),
+        global_default=global_default,
         preemption_policy=cast(Any, policy),
         annotations=r.string_map(obj, "metadata.annotations"),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),

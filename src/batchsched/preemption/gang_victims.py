@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
 
@@ -138,6 +139,7 @@ class GangSearchMemo:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._answers: dict[Hashable, tuple[int, KeptAnswers]] = {}
+        self._answers_at: datetime | None = None  # the time of the answers kept
         # Per node row: the lowest priority of a running, not terminating member of an
         # existing PodGroup on it (above every priority where none runs), kept current from
         # the state's log of changed rows.
@@ -187,8 +189,13 @@ class GangSearchMemo:
             kept = KeptAnswers()
         elif changed:
             kept.drop(set(changed))
-        if key not in self._answers and len(self._answers) >= self._LIMIT:
+        if key not in self._answers and (
+            len(self._answers) >= self._LIMIT or self._answers_at != rule.now
+        ):
+            # Answers of another time are not asked again (the clock moved on), and they
+            # keep the pods they chose as victims alive.
             self._answers.clear()
+            self._answers_at = rule.now
         self._answers[key] = (state.change_mark(), kept)
         return kept
 

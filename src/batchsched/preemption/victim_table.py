@@ -55,9 +55,6 @@ class VictimTable:
         self._pdb_any: BoolArray = np.zeros((0, 0), dtype=np.bool_)
         self._row_pdbs: list[tuple[str, ...]] = []
         self._pdb_index: PdbIndex | None = None  # the state's index the masks follow
-        # Pod key -> (the pod as matched, the PDBs that cover it), valid while the state's
-        # index stays the same.
-        self._covering: dict[str, tuple[Pod, tuple[str, ...]]] = {}
 
     # ---- keeping in step ---------------------------------------------------------------
 
@@ -163,19 +160,17 @@ class VictimTable:
         if state.pdb_index is self._pdb_index:
             return  # at most disruptions allowed changed: read from the state when used
         self._pdb_index = state.pdb_index
-        self._covering.clear()
         self._pdb_masks = {key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.pdbs}
         self._pdb_any[:] = False
         self._row_pdbs = [() for _ in self._row_pdbs]
         self._refresh_pdb_masks(np.arange(self.rows_built))
 
     def _refresh_pdb_masks(self, rows: npt.NDArray[np.intp]) -> None:
-        """Every PDB mask refreshed on `rows`, each pod matched once through the index and
-        remembered: per sync, work per changed pod rather than per PDB and changed pod."""
+        """Every PDB mask refreshed on `rows` from the index's answer for each pod (kept
+        there per pod): per sync, work per changed pod rather than per PDB and changed pod."""
         if not self._pdb_masks:
             return
-        if len(self._covering) > 2 * len(self.state.pods) + 1024:
-            self._covering.clear()  # many pods gone since
+        index = self.state.pdb_index
         # Only the masks that covered something on these rows have slots to clear.
         for key in {key for r in rows.tolist() for key in self._row_pdbs[r]}:
             self._pdb_masks[key][rows] = False
@@ -183,13 +178,11 @@ class VictimTable:
         for r in rows.tolist():
             on_row: set[str] = set()
             for s, pod in enumerate(self.pods[r]):
-                kept = self._covering.get(pod.key)
-                if kept is None or kept[0] is not pod:
-                    kept = self._covering[pod.key] = (pod, self.state.pdb_index.covering(pod))
-                for key in kept[1]:
+                covering = index.covering(pod)
+                for key in covering:
                     self._pdb_masks[key][r, s] = True
                     self._pdb_any[r, s] = True
-                on_row.update(kept[1])
+                on_row.update(covering)
             self._row_pdbs[r] = tuple(on_row)
 
 

@@ -100,6 +100,10 @@ class Scheduler:
     def sync_queue(self, now: datetime) -> None:
         """Bring the queue in line with the pending pods the world has reported."""
         stamp = now.timestamp()
+        departed = self.state.drain_departed()
+        if departed:
+            for framework in self.frameworks.values():
+                framework.forget_pods(departed)
         for key in self.state.drain_pending_changes():
             pod = self.state.pending.get(key)
             self._shapes.pop(key, None)
@@ -153,6 +157,14 @@ class Scheduler:
         changed = self.state.drain_group_changes()
         for plugin in self.group_plugins:
             yield plugin.after_pass(changed, evicted, now)
+        self._forget_logged_pods()
+
+    def _forget_logged_pods(self) -> None:
+        """The state's log of the pods behind row changes is read only by queueing hints,
+        for the changes since a waiting group's marks: older entries are let go, so the pods
+        that left long ago are not kept alive by it (docs/live.md, memory)."""
+        positions = [marks[0] for marks in self.queue.group_marks() if isinstance(marks, tuple)]
+        self.state.forget_pods_before(min(positions, default=None))
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         refused = self._refusal(entry.pod)

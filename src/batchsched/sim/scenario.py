@@ -51,6 +51,7 @@ from batchsched.objects.records import (
     Toleration,
 )
 from batchsched.objects.schema import unknown_fields
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.objects.volume_parse import read_pvc
 from batchsched.objects.volumes import (
     WAIT_FOR_FIRST_CONSUMER,
@@ -166,11 +167,13 @@ class Scenario:
                 raise ScenarioError(f"{self.path}: work: job {key} is defined more than once")
             seen.add(key)
         classes = {pc.name for pc in self.priority_classes}
+        known = classes | SYSTEM_CLASSES.keys()  # the API server's own exist everywhere
         for job in jobs:
-            if job.priority_class and job.priority_class not in classes:
+            if job.priority_class and job.priority_class not in known:
                 raise ScenarioError(
                     f"{self.path}: work: job {job.name}: priority class {job.priority_class!r} "
-                    f"is not among priorityClasses ({', '.join(sorted(classes)) or 'none'})"
+                    f"is not among priorityClasses ({', '.join(sorted(classes)) or 'none'}) "
+                    "nor a built-in class"
                 )
         jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))
         return jobs

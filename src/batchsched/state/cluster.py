@@ -30,6 +30,7 @@ from batchsched.objects.records import (
     PreemptionPolicy,
     PriorityClass,
 )
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.state.devices import DeviceState, DraObject
 from batchsched.state.nominations import Nominations
 from batchsched.state.pdb_index import PdbIndex
@@ -98,7 +99,8 @@ class ClusterState:
         # A nomination holds room on its node for others: its coming and going is a change
         # of that node's room.
         self.nominations = Nominations(self.pods.get, self.demand, self._touch)
-        self.priority_classes: dict[str, PriorityClass] = {}
+        # The API server's built-in classes exist in every cluster, listed or not.
+        self.priority_classes: dict[str, PriorityClass] = dict(SYSTEM_CLASSES)
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self._pdb_index: PdbIndex | None = None  # None: rebuilt when next asked for
         self.namespaces: dict[str, Namespace] = {}
@@ -121,6 +123,7 @@ class ClusterState:
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         self._pending_dirty: set[str] = set()
+        self._departed: set[str] = set()  # pods removed since `drain_departed`
         # Nodes held for a pending pod (node row -> reservation), the reverse index, and a
         # version that moves whenever either changes (plugins cache masks against it).
         self.reservations: dict[int, Reservation] = {}
@@ -140,9 +143,13 @@ class ClusterState:
         # results be refreshed for those rows only. `_changed_base` is the log position of item 0.
         self._changed_rows: list[int] = []
         # Beside each logged row: the pod that arrived there, left or began terminating (None
-        # for any other change of room: nominations, reservations, allocatable).
+        # for any other change of room: nominations, reservations, allocatable). Only the
+        # queueing hints read it, from the marks of the pods still waiting: the part older
+        # than all of those is dropped (`forget_pods_before`), so pods long gone are not
+        # kept alive by the log. `_pods_base` is the log position of its item 0.
         self._changed_pods: list[Pod | None] = []
         self._changed_base = 0
+        self._pods_base = 0
         # Reads of that log (marks handed out, changes asked for), and for a `tentative`
         # scope the pods of each row it touched as the scope found them: the row's own
         # mapping, put back at the scope's end (the scope works on a copy).
@@ -269,6 +276,7 @@ class ClusterState:
         # cache whose mark the log no longer reaches rebuilds from scratch.
         if len(self._changed_rows) >= _CHANGE_LOG_LIMIT and self._tentative_rows is None:
             self._changed_base += len(self._changed_rows)
+            self._pods_base = self._changed_base
             self._changed_rows = []
             self._changed_pods = []
         self._changed_rows.append(idx)
@@ -293,6 +301,7 @@ class ClusterState:
         Had anything read the log, it saw the rows change and must see them change back."""
         assert self._tentative_rows is None, "tentative scopes do not nest"
         length, reads = len(self._changed_rows), self._log_reads
+        pods_length = len(self._changed_pods)
         rows: dict[int, dict[str, Pod]] = {}
         self._tentative_rows = rows
         try:
@@ -307,7 +316,7 @@ class ClusterState:
             node_pods[idx] = pods
         if self._log_reads == reads:
             del self._changed_rows[length:]
-            del self._changed_pods[length:]
+            del self._changed_pods[pods_length:]
 
     def change_mark(self) -> int:
         """A position in the log of changed node rows."""
@@ -325,9 +334,21 @@ class ClusterState:
         """The pods behind the row changes since `mark` (None for a change that came from no
         pod), or None if the log no longer reaches back."""
         self._log_reads += 1
-        if mark < self._changed_base:
+        if mark < self._pods_base:
             return None
-        return islice(self._changed_pods, mark - self._changed_base, None)
+        return islice(self._changed_pods, mark - self._pods_base, None)
+
+    def forget_pods_before(self, mark: int | None) -> None:
+        """Nothing will ask `pods_changed_since` for a mark before `mark` (None: for any mark
+        handed out so far): the pods logged before it may go. Dropped when that is at least
+        half of them, so each entry is moved at most twice."""
+        end = self._changed_base + len(self._changed_rows)
+        if self._tentative_rows is not None:
+            return  # the scope puts the log's end back: not a time to move its start
+        drop = (end if mark is None else min(mark, end)) - self._pods_base
+        if drop > 0 and 2 * drop >= len(self._changed_pods):
+            del self._changed_pods[:drop]
+            self._pods_base += drop
 
     def node_name(self, idx: int) -> str:
         node = self.nodes[idx]
@@ -377,7 +398,11 @@ class ClusterState:
         self.generation += 1
 
     def remove_priority_class(self, name: str) -> None:
-        self.priority_classes.pop(name, None)
+        builtin = SYSTEM_CLASSES.get(name)  # the API server refuses to delete those
+        if builtin is not None:
+            self.priority_classes[name] = builtin
+        else:
+            self.priority_classes.pop(name, None)
         self.policy_version += 1
         self.generation += 1
 
@@ -654,13 +679,19 @@ class ClusterState:
         if key in self.assumed:
             self.assumed.discard(key)
             self.volumes.revert(key)
+        # Claims allocated for its bind in flight: as last reported again (a report of our
+        # write, if it came, stands), and not remembered as the pod's.
+        self.devices.revert(key)
         self.nominations.pop(key, None)
         self._demands.pop(key, None)
+        if self._pdb_index is not None:
+            self._pdb_index.forget(key)
         self._index_group(key, None)
         if self.pending.pop(key, None) is not None:
             self._pending_dirty.add(key)
         self._gaps.pop(key, None)
         self._with_volumes.discard(key)
+        self._departed.add(key)
         self.generation += 1
 
     def _bind(self, key: str, pod: Pod) -> None:
@@ -909,6 +940,13 @@ class ClusterState:
         dirty = self._groups_dirty
         self._groups_dirty = set()
         return dirty
+
+    def drain_departed(self) -> set[str]:
+        """Keys of the pods removed since the last call (for what is kept per pod outside the
+        state: the scheduler's plugins forget them)."""
+        departed = self._departed
+        self._departed = set()
+        return departed - self.pods.keys()
 
     def drain_pending_changes(self) -> set[str]:
         """Keys whose pending status changed since the last call (for the scheduling queue)."""

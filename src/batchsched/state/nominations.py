@@ -128,6 +128,8 @@ class Nominations(MutableMapping[str, int]):
         if self._counts[priority] == 0:
             # Drop the level: with no nominations left, free_for hands out `free` itself.
             del self._counts[priority], self._levels[priority]
+            if not self._counts:
+                self._sums.clear()  # all zero: made again when next asked for
         else:
             self._levels[priority][row, demand.cols] -= demand.amounts
 

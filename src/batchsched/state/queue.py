@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -159,6 +159,10 @@ class SchedulingQueue:
         if entry is not None:
             self._set_aside(entry)
             entry.version += 1
+        if not self._entries:  # every timed record is stale: none is kept
+            self._failures.clear()
+            self._wakeups.clear()
+            self._backoff.clear()
 
     def ungroup(self, key: str) -> None:
         """A waiting pod left its hint group (its new version has another shape): it is
@@ -320,12 +324,16 @@ class SchedulingQueue:
         filed.add(key, order, now + self.backoff_seconds(entry.attempts), fresh)
         entry.group = group
         self._failures.append((now, entry.version, key))
+        if len(self._failures) > self._stale_limit():
+            self._failures = deque(f for f in self._failures if self._current(f))
 
     def wake_at(self, key: str, when: float) -> None:
         """An unschedulable pod is retried at `when` even if the cluster does not change."""
         entry = self._entries.get(key)
         if entry is not None and entry.where == "unschedulable":
             heapq.heappush(self._wakeups, (when, entry.version, key))
+            if len(self._wakeups) > self._stale_limit():
+                self._wakeups = self._current_only(self._wakeups)
 
     def _next_wakeup_entry(self) -> tuple[float, int, str] | None:
         """The earliest wake-up still valid (the pod has not moved since it was set)."""
@@ -379,6 +387,24 @@ class SchedulingQueue:
         entry.version += 1
         expiry = entry.failed_at + self.backoff_seconds(entry.attempts)
         heapq.heappush(self._backoff, (expiry, entry.version, entry.pod.key))
+        if len(self._backoff) > self._stale_limit():
+            self._backoff = self._current_only(self._backoff)
+
+    # A timed record (time, version, key) is stale once its pod moved on or left; stale
+    # records are skipped where they are met, and swept out once they outnumber the queued
+    # pods, so pods gone long ago are not remembered (docs/live.md, memory).
+
+    def _stale_limit(self) -> int:
+        return 2 * len(self._entries) + 64
+
+    def _current(self, record: tuple[float, int, str]) -> bool:
+        entry = self._entries.get(record[2])
+        return entry is not None and entry.version == record[1]
+
+    def _current_only(self, heap: list[tuple[float, int, str]]) -> list[tuple[float, int, str]]:
+        kept = [record for record in heap if self._current(record)]
+        heapq.heapify(kept)
+        return kept
 
     def _hinted_groups(self, moved_only: bool) -> list[ShapeGroup]:
         """The waiting groups a change since they were last judged may help, as their hint
@@ -457,6 +483,11 @@ class SchedulingQueue:
                 times.append(expiry)
                 break
         return min(times, default=None)
+
+    def group_marks(self) -> Iterator[Hashable]:
+        """The marks the waiting groups were last judged at: their hints are asked about the
+        changes since (the oldest of them is as far back as any question goes)."""
+        return (group.marks for group in self._groups.values())
 
     def pending_counts(self) -> dict[str, int]:
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}

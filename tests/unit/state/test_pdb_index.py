@@ -1,7 +1,11 @@
-"""The PDB index answers as matching every PDB: namespaces, matchLabels pairs, selectors of
-matchExpressions alone, and empty selectors (which cover no pod)."""
+"""The PDB index answers as matching every PDB: namespaces, matchLabels pairs, `In`
+expressions, selectors of other matchExpressions alone, and empty selectors (which cover no
+pod); its answers kept per pod follow pods and PDBs as they change and leave; a pod is
+matched only against the PDBs filed under a requirement its labels meet."""
 
 from __future__ import annotations
+
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
@@ -9,6 +13,8 @@ from hypothesis import strategies as st
 
 from batchsched.objects.records import LabelSelector, Pod, PodDisruptionBudget, Requirement
 from batchsched.preemption.victim_table import VictimTable
+from batchsched.state import pdb_index
+from batchsched.state.cluster import ClusterState
 from batchsched.state.pdb_index import PdbIndex, covers
 from tests.preemption_world import node, pdb, pod, state_of
 
@@ -41,8 +47,9 @@ def test_index_answers_as_the_full_scan(
     index = PdbIndex(pdbs)
     for i, (namespace, labels) in enumerate(pods):
         pod = Pod(namespace=namespace, name=f"p{i}", labels=labels)
-        scanned = sorted(pdb.key for pdb in pdbs if covers(pdb, pod))
-        assert sorted(index.covering(pod)) == scanned
+        scanned = tuple(sorted(pdb.key for pdb in pdbs if covers(pdb, pod)))
+        assert index.covering(pod) == scanned
+        assert index.covering(pod) == scanned  # the kept answer
 
 
 def test_selector_of_expressions_alone_and_empty_selector() -> None:
@@ -94,3 +101,85 @@ def test_victim_table_follows_pdb_changes() -> None:
     assert taken() == {"default/guard": (0, ["db"])}
     state.remove_pdb("default/guard")
     assert taken() == {}
+
+
+# One step on a cluster state: a PDB put or removed, a pod put (new labels, or moved to
+# another namespace) or removed.
+STEPS = st.one_of(
+    st.tuples(st.just("pdb"), st.integers(0, 4), NAMESPACES, SELECTORS),
+    st.tuples(st.just("drop-pdb"), st.integers(0, 4)),
+    st.tuples(st.just("pod"), st.integers(0, 5), NAMESPACES, LABELS),
+    st.tuples(st.just("drop-pod"), st.integers(0, 5), NAMESPACES),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(STEPS, max_size=25))
+def test_kept_answers_follow_changes(steps: list[tuple]) -> None:  # type: ignore[type-arg]
+    """After every change, the state's index answers for every pod as a scan of every PDB."""
+    state = ClusterState()
+    state.upsert_node(node("n1"))
+    for step in steps:
+        if step[0] == "pdb":
+            _, i, namespace, selector = step
+            state.remove_pdb(f"{'team' if namespace == 'default' else 'default'}/pdb-{i}")
+            state.upsert_pdb(PodDisruptionBudget(namespace, f"pdb-{i}", selector, 1))
+        elif step[0] == "drop-pdb":
+            for namespace in ("default", "team"):
+                state.remove_pdb(f"{namespace}/pdb-{step[1]}")
+        elif step[0] == "pod":
+            _, i, namespace, labels = step
+            state.upsert_pod(Pod(namespace=namespace, name=f"p{i}", labels=dict(labels)))
+        else:
+            state.remove_pod(f"{step[2]}/p{step[1]}")
+        for each in state.pods.values():
+            scanned = tuple(sorted(k for k, b in state.pdbs.items() if covers(b, each)))
+            assert state.pdb_index.covering(each) == scanned
+
+
+def test_a_pod_is_matched_against_the_pdbs_of_its_shard_only() -> None:
+    """Fifty PDBs share `app: trainer` and differ by `shard In [...]`: a pod is matched
+    against its shard's PDB alone, once while it stays the same record, and again when it
+    changes or comes back after leaving."""
+    pdbs = [
+        PodDisruptionBudget(
+            "default",
+            f"trainer-{i}",
+            LabelSelector({"app": "trainer"}, (Requirement("shard", "In", (f"s{i}",)),)),
+            1,
+        )
+        for i in range(50)
+    ]
+    state = ClusterState()
+    for budget in pdbs:
+        state.upsert_pdb(budget)
+    trainer = Pod(namespace="default", name="t", labels={"app": "trainer", "shard": "s7"})
+    state.upsert_pod(trainer)
+    matched = []
+
+    def counted(budget: PodDisruptionBudget, each: Pod) -> bool:
+        matched.append(budget.key)
+        return covers(budget, each)
+
+    with patch.object(pdb_index, "covers", counted):
+        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert matched == ["default/trainer-7"]
+        moved = Pod(namespace="default", name="t", labels={"app": "trainer", "shard": "s8"})
+        state.upsert_pod(moved)
+        assert state.pdb_index.covering(moved) == ("default/trainer-8",)
+        state.remove_pod(moved.key)
+        state.upsert_pod(trainer)
+        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert matched == ["default/trainer-7", "default/trainer-8", "default/trainer-7"]
+
+
+def test_a_pod_that_leaves_leaves_no_answer_behind() -> None:
+    """A live scheduler sees pods come and go: the index keeps answers for present pods only."""
+    state = state_of(node("n1"), pod("web", 1000, on="n1", labels={"app": "web"}))
+    state.upsert_pdb(pdb("guard", {"app": "web"}, 1))
+    web = state.pods["default/web"]
+    assert state.pdb_index.covering(web) == ("default/guard",)
+    assert set(state.pdb_index._memo) == {web.key}
+    state.remove_pod(web.key)
+    assert state.pdb_index._memo == {}

@@ -10,8 +10,8 @@ whichever API declared them (the CRD, the annotation/label, upstream's Workload 
   off (`podGroupBackoffSeconds`, default 0 = until the cluster changes). Members beyond
   minMember that do not fit stay pending and bind later, one by one. Members of an upstream
   `basic` group are not claimed: they are scheduled one by one.
-- PreFilter: the group must exist (of the API the pod names), have minMember members, and fit
-  minResources.
+- PreFilter: the group must exist (of the API the pod names), have minMember members, and
+  its minResources must fit in what is free or could be freed by its preemption.
 - After each pass: PodGroup status (phase, counts, scheduleStartTime, occupiedBy; upstream
   groups: conditions, see conditions.py) as PodGroupUpdate decisions; events on the group as
   Warn decisions on `PodGroup ns/name`.
@@ -19,7 +19,7 @@ whichever API declared them (the CRD, the annotation/label, upstream's Workload 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,6 +33,7 @@ from batchsched.framework.interface import (
     GroupOutcome,
     GroupPlugin,
     PodsHint,
+    PostFilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
@@ -63,6 +64,7 @@ from batchsched.plugins.coscheduling.preemption import (
     UnitIndex,
     decisions_for,
     find_victims,
+    freeable_room,
     index_key,
     refusal_message,
     waiting_for_victims,
@@ -70,7 +72,7 @@ from batchsched.plugins.coscheduling.preemption import (
 from batchsched.plugins.coscheduling.status import compute_status, stranded_message
 from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import BoolArray, ClusterState, IntArray
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
@@ -83,20 +85,26 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         self._backoff_until: dict[str, float] = {}
         self._events: dict[str, str] = {}  # last event per group, so each is told once
         self._units: UnitIndex | None = None  # victim units, kept while they stay valid
+        self._preemption: DefaultPreemption | None = None  # the profile's (use_post_filters)
 
     def attach(self, state: ClusterState) -> None:
         self.state = state
+
+    def use_post_filters(self, plugins: Sequence[PostFilterPlugin]) -> None:
+        self._preemption = next((p for p in plugins if isinstance(p, DefaultPreemption)), None)
 
     # ---- queueing hints ----------------------------------------------------------------
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         # Placing the members is the filters' business (their hints are asked too) and
         # preempting for them the preemption plugin's; a group's own rules read the group,
-        # its members, and for minResources the room of the whole cluster.
+        # its members, and for minResources the room of the whole cluster and what its
+        # preemption could free there (which classes and budgets change).
         return {
             ClusterEvent.POD_GROUP: None,
             ClusterEvent.NODE: None,
             ClusterEvent.NODE_ROOM: PodsHint(self._need_min_resources),
+            ClusterEvent.POLICY: PodsHint(self._need_min_resources),
         }
 
     @staticmethod
@@ -136,16 +144,30 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if group is None or cycle.scratch.get(ADMITTED) == group:
             return None
         members = _members(cycle.state, group)
-        message = self._admission(cycle.state, group, cycle.pod, members, cycle.now)
+        pending = _pending(cycle.state, members, lambda key: True)
+        # A pre-filter returns no decisions: a malformed toleration annotation first met
+        # here is only logged (by the preemption plugin), not reported as a Warn.
+        ignored: list[Decision] = []
+        message = self._admission(
+            cycle.state, group, cycle.pod, members, pending, cycle.now, ignored
+        )
         until = self._backoff_until.get(group)
         if until is not None and cycle.now.timestamp() < until:
             cycle.changes_at(until)  # the group's backoff ends then: admission may change
         return PreFilterResult(reject=f"PodGroup {group}: {message}") if message else None
 
     def _admission(
-        self, state: ClusterState, key: str, pod: Pod, members: list[Pod], now: datetime
+        self,
+        state: ClusterState,
+        key: str,
+        pod: Pod,
+        members: list[Pod],
+        pending: list[Pod],
+        now: datetime,
+        warnings: list[Decision],
     ) -> str:
-        """Why the group of `pod` may not be attempted now, or "" if it may."""
+        """Why the group of `pod` may not be attempted now, or "" if it may. `pending`: the
+        members to place, in `_pending`'s order (its preemptors, for minResources)."""
         group = state.pod_groups.get(key)
         if group is None:
             return MISSING_GROUP
@@ -160,7 +182,56 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         until = self._backoff_until.get(key)
         if until is not None and now.timestamp() < until:
             return f"backing off for {self.backoff_seconds}s after a failed attempt"
-        return min_resources_message(state, group, members)
+        return min_resources_message(
+            state, group, members, self._freeable(state, members, pending, now, warnings)
+        )
+
+    def _freeable(
+        self,
+        state: ClusterState,
+        members: list[Pod],
+        pending: list[Pod],
+        now: datetime,
+        warnings: list[Decision],
+    ) -> Callable[[], IntArray] | None:
+        """The room, summed over the cluster, that the group's preemption could free (as
+        `_preempt` would search it: the same units), asked for only when the free room falls
+        short; None when the group may not preempt."""
+        if self._eligibility(state, pending) is not None:
+            return None
+
+        def room() -> IntArray:
+            index, usable = self._victim_units(state, members, pending, now, warnings)
+            return freeable_room(state, index, usable)
+
+        return room
+
+    def _eligibility(self, state: ClusterState, pending: list[Pod]) -> str | None:
+        """Why the group may not preempt at all, or None if it may."""
+        if self._preemption is None or not pending:
+            return ""
+        if any(state.preemption_policy_of(p) == "Never" for p in pending):
+            return "preemption: not eligible due to preemptionPolicy=Never."
+        return None
+
+    def _victim_units(
+        self,
+        state: ClusterState,
+        members: list[Pod],
+        pending: list[Pod],
+        now: datetime,
+        warnings: list[Decision],
+    ) -> tuple[UnitIndex, BoolArray]:
+        """The units the group may take, against its lowest pending priority, and which of
+        them are usable now; kept while they stay valid."""
+        assert self._preemption is not None
+        lead, priority = pending[0], min(p.priority or 0 for p in pending)
+        verdicts = self._preemption.class_verdicts(state, lead, priority, warnings)
+        rule = VictimRule(state, lead, priority, now, verdicts)
+        key = index_key(state, rule)
+        if self._units is None or self._units.key != key:
+            self._units = UnitIndex(state, rule, key)
+        return self._units, self._units.usable(state, {m.key for m in members})
 
     # ---- Permit: the group as one unit -------------------------------------------------
 
@@ -174,10 +245,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
         state, key = attempt.state, attempt.group
         members = _members(state, key)
-        pending = sorted(
-            (p for p in members if p.key in state.pending and attempt.queued(p.key)),
-            key=lambda p: (-(p.priority or 0), p.key),
-        )
+        pending = _pending(state, members, attempt.queued)
         # A pod naming the group through the other API is not one of its members: it waits
         # on its own, and the members' fate must not depend on which of them sorts first.
         group = state.pod_groups.get(key)
@@ -201,7 +269,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     ) -> GroupOutcome:
         state, key, now = attempt.state, attempt.group, attempt.now
         outcome = GroupOutcome()
-        message = self._admission(state, key, pending[0], members, now)
+        message = self._admission(state, key, pending[0], members, pending, now, outcome.decisions)
         outcome.rejected_by = frozenset({self.name})
         if message:
             self._wait(key, pending, message, outcome)
@@ -233,15 +301,14 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         else:  # e.g. members of another scheduler: they count, but are not ours to place
             reason = f"only {len(pending)} pending member(s) are this scheduler's to place"
         message = (
-            f"{done + len(placed)}/{group.min_member} members can run "
-            f"({done} bound or succeeded, {len(placed)} fit); {reason}"
+            f"{done + len(placed)}/{group.min_member}{_PLACED}"
+            f"{done} bound or succeeded, {len(placed)} fit); {reason}"
         )
         preemption = ""
         if failures:
             preemption = self._preempt(attempt, members, pending, need, outcome)
-            preemptor = self._preemption_plugin(attempt)
-            if preemptor is not None:
-                outcome.rejected_by |= {preemptor.name}
+            if self._preemption is not None:
+                outcome.rejected_by |= {self._preemption.name}
         if preemption:
             message = f"{message} {preemption}"
         self._wait(key, pending, message, outcome)
@@ -263,23 +330,17 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
         Victims and nominations go into `outcome.decisions` only if the whole group gets room.
         """
-        plugin = self._preemption_plugin(attempt)
-        if plugin is None:
-            return ""
         state, now = attempt.state, attempt.now
-        if any(state.preemption_policy_of(p) == "Never" for p in pending):
-            return "preemption: not eligible due to preemptionPolicy=Never."
+        refused = self._eligibility(state, pending)
+        if refused is not None:
+            return refused
+        plugin = self._preemption
+        assert plugin is not None
         priority = min(p.priority or 0 for p in pending)
         if waiting_for_victims(state, pending, priority):
             return "preemption: waiting for the victims of an earlier preemption to go."
+        index, usable = self._victim_units(state, members, pending, now, outcome.decisions)
         lead = pending[0]
-        verdicts = plugin.class_verdicts(state, lead, priority, outcome.decisions)
-        rule = VictimRule(state, lead, priority, now, verdicts)
-        key = index_key(state, rule)
-        if self._units is None or self._units.key != key:
-            self._units = UnitIndex(state, rule, key)
-        index = self._units
-        usable = index.usable(state, {m.key for m in members})
         free = _room_for(state, lead, members)
         fit = GroupFit(attempt.framework, state, now, attempt.group, free, pending, need, index)
         found = find_victims(fit, usable)
@@ -293,11 +354,6 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             f"preemption: evicting {len(found.victims)} pod(s) to make room for "
             f"{len(found.placements)} members."
         )
-
-    @staticmethod
-    def _preemption_plugin(attempt: GroupAttempt) -> DefaultPreemption | None:
-        posts = attempt.framework.post_filters
-        return next((p for p in posts if isinstance(p, DefaultPreemption)), None)
 
     def _wait(self, key: str, pending: list[Pod], message: str, outcome: GroupOutcome) -> None:
         """Every pending member stays pending with the group's reason; the group is told."""
@@ -330,6 +386,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         for key in sorted(changed | set(disrupted)):
             group = state.pod_groups.get(key)
             if group is None:
+                if key not in state.group_members:  # the group and its pods are gone
+                    self._backoff_until.pop(key, None)
+                    self._events.pop(key, None)
                 continue
             members = _members(state, key)
             status = compute_status(group, members, now)
@@ -342,6 +401,21 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         return decisions
 
 
+_PLACED = " members can run ("  # in the message of a group whose members were placed
+_PREEMPTION = " preemption: "  # where its preemption's part begins
+
+
+def preemption_said(message: str) -> str | None:
+    """What a member's message says of its group's preemption (`_schedule_members` writes
+    it): the preemption part, "" when the members were placed but no preemption was tried,
+    None when the group was not attempted (waiting, or refused before any node was looked
+    at, e.g. for minResources)."""
+    if _PLACED not in message:
+        return None
+    _, found, said = message.partition(_PREEMPTION)
+    return _PREEMPTION.lstrip() + said if found else ""
+
+
 def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> None:
     if status != group.status:
         group.status = status
@@ -350,6 +424,14 @@ def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> No
 
 def _members(state: ClusterState, key: str) -> list[Pod]:
     return [state.pods[k] for k in sorted(state.group_members.get(key, ()))]
+
+
+def _pending(state: ClusterState, members: list[Pod], queued: Callable[[str], bool]) -> list[Pod]:
+    """The pending members `queued` accepts, highest priority first, then by name."""
+    return sorted(
+        (p for p in members if p.key in state.pending and queued(p.key)),
+        key=lambda p: (-(p.priority or 0), p.key),
+    )
 
 
 def _room_for(state: ClusterState, lead: Pod, members: list[Pod]) -> IntArray:

@@ -238,6 +238,18 @@ class UnitIndex:
         return usable
 
 
+def freeable_room(state: ClusterState, index: UnitIndex, usable: BoolArray) -> IntArray:
+    """The room, summed over the cluster per resource, that preemption could free for a
+    group: the `usable` units' and that of the pods already terminating."""
+    room = np.zeros(state.free.shape[1], dtype=np.int64)
+    entries = index.entries(np.flatnonzero(usable))
+    np.add.at(room, index.cols[entries], index.amounts[entries])
+    for key in state.terminating_bound:
+        demand = state.demand(state.pods[key])
+        room[demand.cols] += demand.amounts
+    return room
+
+
 def _spans(starts: IntArray, counts: IntArray) -> IntArray:
     """The positions start, start + 1, ..., start + count - 1 of each span, in order."""
     ends = np.cumsum(counts)

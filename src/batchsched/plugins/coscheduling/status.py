@@ -78,16 +78,20 @@ def stranded_message(group: PodGroup, members: Sequence[Pod]) -> str:
 def current_warnings(state: ClusterState, warnings: Sequence[Warn]) -> list[Warn]:
     """The warnings that still hold in `state`, in order, each once.
 
-    A PodGroup's "k/minMember members can run" warning is an event about one attempt: it holds
-    while a member is pending (the group is still waiting). A gang that became Running no
-    longer warns that it cannot run.
+    A PodGroup's warnings are events about its attempts, each telling its state then: only
+    its last one is kept, and only while it holds (a member is still pending, or its
+    running members still fall short of minMember). A gang that became Running no longer
+    warns that it cannot run, and a group retried as the cluster changed gets one row, not
+    one per attempt.
     """
+    last = {w.obj: i for i, w in enumerate(warnings) if w.obj.startswith(_GROUP)}
     out: list[Warn] = []
     seen: set[tuple[str, str]] = set()
-    for warning in warnings:
+    for i, warning in enumerate(warnings):
         if (warning.obj, warning.message) in seen:
             continue
-        if _WAITING in warning.message and not _group_warning_holds(state, warning):
+        group = last.get(warning.obj)
+        if group is not None and (group != i or not _group_warning_holds(state, warning)):
             continue
         seen.add((warning.obj, warning.message))
         out.append(warning)
@@ -95,7 +99,6 @@ def current_warnings(state: ClusterState, warnings: Sequence[Warn]) -> list[Warn
 
 
 _GROUP = "PodGroup "
-_WAITING = " members can run "  # the group plugin's "k/minMember members can run (...)"
 
 
 def _group_warning_holds(state: ClusterState, warning: Warn) -> bool:

@@ -169,6 +169,10 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             return None  # every mapped resource is advertised here: nothing to write
         return ReserveClaims(tuple(ClaimReservation(c.key, made.get(c.key)) for c in claims), extra)
 
+    def forget_pods(self, keys: Collection[str]) -> None:
+        for key in keys:
+            self._held.pop(key, None)
+
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
         held = self._held.pop(pod.key, None)
         if held is not None:

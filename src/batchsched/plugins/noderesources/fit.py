@@ -11,7 +11,7 @@ batchsched packs with GPUs weighing most (GPU_PACKING), where kube-scheduler spr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,14 +112,18 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         self.ignored_groups = frozenset(groups)
         self._checks: ByDemand[list[tuple[int, int]]] = ByDemand()
         # The room hint's rows of checked amounts (`_needs`) per waiting pod, for one width:
-        # by the pod's identity, as a new version of a pod is a new object (the pod is kept
-        # with its row, so its id is not reused while remembered).
-        self._pod_needs: dict[int, tuple[Pod, IntArray, bytes]] = {}
+        # by key, for the version kept with its row (a new version is a new object);
+        # forgotten when the pod leaves.
+        self._pod_needs: dict[str, tuple[Pod, IntArray, bytes]] = {}
         self._pod_needs_width = 0
         # Per needs row (its bytes): the rows where it fits, for the room as of `_fits_stamp`.
         self._fits: dict[bytes, BoolArray | None] = {}
         self._fits_of: ClusterState | None = None
         self._fits_stamp: tuple[int, int, int, int] = (-1, -1, -1, -1)
+
+    def forget_pods(self, keys: Collection[str]) -> None:
+        for key in keys:
+            self._pod_needs.pop(key, None)
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return {
@@ -147,10 +151,10 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         answers: list[bool] = []
         by_needs: dict[bytes, bool] = {}
         for pod in pods:  # asked each refresh for the same waiting pods: looked up, mostly
-            found = known.get(id(pod))
+            found = known.get(pod.key)
             if found is None or found[0] is not pod:
                 needs = self._needs(state, state.demand(pod), width)
-                found = known[id(pod)] = (pod, needs, needs.tobytes())
+                found = known[pod.key] = (pod, needs, needs.tobytes())
             answer = by_needs.get(found[2])
             if answer is None:
                 fitting = self._fitting(state, *found[1:])
