@@ -8,24 +8,25 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batchsched import __version__
 from batchsched.commands import tables
-from batchsched.commands.explain import explain_pod
-from batchsched.commands.explain_text import render_explanation
 from batchsched.commands.output import FORMATS, emit
-from batchsched.commands.policy import build_report, render_text
 from batchsched.commands.run_args import add_run_parser
-from batchsched.commands.schedule import OneShotResult, run
-from batchsched.config import load_config
 from batchsched.objects.errors import InputError
-from batchsched.objects.load import STDIN, Objects, expand_paths, load_files
-from batchsched.objects.parse import parse_time
-from batchsched.sim.workload import parse_duration
+
+if TYPE_CHECKING:
+    from batchsched.commands.schedule import OneShotResult
+    from batchsched.objects.load import Objects
+
+# Each command imports what it runs when it runs: `--help` and argument errors stay fast, and
+# `live/` is loaded only by `run` and `--kubeconfig` (docs/architecture.md).
 
 
 def _now_arg(value: str) -> datetime:
+    from batchsched.objects.parse import parse_time
+
     try:
         return parse_time(value)
     except ValueError:
@@ -45,6 +46,8 @@ def _positive_int(value: str) -> int:
 
 
 def _duration_arg(value: str) -> float:
+    from batchsched.sim.workload import parse_duration
+
     try:
         return parse_duration(value)
     except ValueError as err:
@@ -252,6 +255,9 @@ def _group_row(group: dict[str, Any]) -> dict[str, str]:
 
 
 def _schedule(args: argparse.Namespace) -> int:
+    from batchsched.commands.schedule import run
+    from batchsched.config import load_config
+
     config = load_config(args.config)
     objects = _objects(args)
     now = args.now or datetime.now(UTC)
@@ -266,6 +272,10 @@ def _schedule(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from batchsched.commands.explain import explain_pod
+    from batchsched.commands.explain_text import render_explanation
+    from batchsched.config import load_config
+
     config = load_config(args.config)
     objects = _objects(args)
     explanation = explain_pod(objects, config, args.now or datetime.now(UTC), args.pod)
@@ -277,6 +287,8 @@ def _objects(args: argparse.Namespace) -> Objects:
     """The objects of the FILEs and -f sources, added to the cluster's when --kubeconfig or
     --context is given; with neither and no FILE, the cluster's alone (credentials found as
     kubectl does)."""
+    from batchsched.objects.load import STDIN, expand_paths, load_files
+
     sources = [*args.files, *args.filenames]
     if sum(1 for s in sources if str(s) == STDIN) > 1:
         raise InputError(f"{args.command}: -f - (stdin) can be given only once")
@@ -306,6 +318,8 @@ def _objects(args: argparse.Namespace) -> Objects:
 
 
 def _policy(args: argparse.Namespace) -> int:
+    from batchsched.commands.policy import build_report, render_text
+
     objects = _objects(args)
     report = build_report(objects, args.now or datetime.now(UTC))
     if not report.classes:  # neither defined nor a built-in one a pod names
