@@ -10,6 +10,7 @@ from batchsched.live.kinds import KINDS as COLLECTIONS
 from batchsched.live.snapshot import merge_objects
 from batchsched.objects.kinds import BY_NAME, KINDS, NAMESPACED
 from batchsched.objects.load import Objects
+from batchsched.objects.system_classes import SYSTEM_CLASSES
 from tests.builders import node, pod, pod_group, priority_class
 from tests.conftest import objects_of
 
@@ -53,7 +54,8 @@ def test_a_kind_applied_to_the_state_is_removed_by_its_key() -> None:
         for record in getattr(objects, kind.field):
             state.remove(kind.name, kind.key(record))
     assert not state.pods and not state.node_index and not state.pod_groups
-    assert not state.priority_classes and not state.pdbs
+    assert set(state.priority_classes) == set(SYSTEM_CLASSES)  # the API server's own
+    assert not state.pdbs
 
 
 def test_watched_collections_follow_the_registry_order() -> None:
