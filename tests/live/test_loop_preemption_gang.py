@@ -86,3 +86,19 @@ def test_a_gang_binds_whole_or_not_at_all(api: FakeApiServer, launch: Launcher) 
     )
     gang = run.scheduler.metrics.registry.get_sample_value
     assert gang("batchsched_gang_attempts_total", {"result": "scheduled"}) == 3
+
+
+def test_the_built_in_classes_exist_without_their_objects(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    # The server lists no PriorityClass: a victim naming a class that is missing would make
+    # its node unusable for preemption, but the API server's own classes always exist.
+    api.create("nodes", node("n1", cpu="2"))
+    dns = _classed("dns", "system-cluster-critical", 2_000_000_000, "2", node_name="n1")
+    api.create("pods", dns)
+    run = launch()
+    assert run.scheduler.synced.wait(5)
+    api.create("pods", _classed("proxy", "system-node-critical", 2_000_001_000, "2"))
+    assert api.wait_for(lambda s: node_of(s, "proxy") == "n1")
+    assert api.get("pods", "dns") is None
+    assert run.halt() == 0
