@@ -17,10 +17,16 @@ from batchsched.commands.explain_text import render_explanation
 from batchsched.commands.output import FORMATS, emit
 from batchsched.commands.policy import build_report, render_text
 from batchsched.commands.run_args import add_run_parser
-from batchsched.commands.schedule import OneShotResult, run
+from batchsched.commands.schedule import OneShotResult, input_notices, run
 from batchsched.config import load_config
 from batchsched.objects.errors import InputError
-from batchsched.objects.load import STDIN, Objects, expand_paths, load_files
+from batchsched.objects.load import (
+    STDIN,
+    Objects,
+    directory_notices,
+    expand_paths,
+    load_files,
+)
 from batchsched.objects.parse import parse_time
 from batchsched.sim.workload import parse_duration
 
@@ -254,6 +260,8 @@ def _group_row(group: dict[str, Any]) -> dict[str, str]:
 def _schedule(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     objects = _objects(args)
+    for notice in input_notices(objects, config.scheduler_names):
+        print(f"warning: {notice}", file=sys.stderr)
     now = args.now or datetime.now(UTC)
     result = run(objects, config, now)
     if args.output != "text":
@@ -283,7 +291,7 @@ def _objects(args: argparse.Namespace) -> Objects:
     files = load_files(expand_paths(sources, args.recursive), stdin=sys.stdin.read)
     if args.strict:
         files.check_strict()
-    for warning in files.warnings:
+    for warning in [*files.warnings, *directory_notices(sources, args.recursive), *files.notices()]:
         print(f"warning: {warning}", file=sys.stderr)
     objects = files
     if not sources or args.kubeconfig is not None or args.context is not None:
