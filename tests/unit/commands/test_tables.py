@@ -61,7 +61,13 @@ def test_a_long_message_wraps_under_its_column() -> None:
 def test_a_count_too_wide_for_its_column_breaks_at_its_slash() -> None:
     # simulate's per-class table, as a Philly replay fills it.
     head = ["class", "run", "jobs finished / submitted", "wait p50 (min)", "wait p95 (min)"]
-    head += ["wait p99 (min)", "completion p50 (h)", "preemptions", "no progress", "lost GPU-h"]
+    head += [
+        "wait p99 (min)",
+        "completion p50 (h)",
+        "preemptions",
+        "no-progress preemptions",
+        "lost GPU-hours",
+    ]
     row = ["low", "philly/least-allocated", "82247/82247", "0.0", "0.0", "0.0", "0.32", "0"]
     row += ["0", "0.0"]
     lines = tables.table(head, [row], keep=2)
