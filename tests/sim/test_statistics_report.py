@@ -13,7 +13,7 @@ import orjson
 import pytest
 import yaml
 
-from batchsched.cli import main
+from batchsched.commands.cli import main
 from batchsched.sim import aggregate, report
 from batchsched.sim.stats import Interval, few_seeds
 from tests.sim.test_runs import SCENARIO

@@ -59,7 +59,7 @@ def test_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "default/big  0/1 nodes are available: 1 Insufficient cpu." in out
 
 
-BASIC = Path(__file__).resolve().parents[2] / "examples" / "basic" / "cluster.yaml"
+BASIC = Path(__file__).resolve().parents[3] / "examples" / "basic" / "cluster.yaml"
 AT = ["--now", "2026-11-22T10:00:00Z"]
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from batchsched.objects.unread import Unread
 from tests.builders import node, pod
-from tests.unit.test_cli_errors import run
+from tests.unit.commands.test_cli_errors import run
 
 
 def _other(kind: str, api_version: str, name: str, namespace: str = "") -> dict[str, Any]:
