@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from batchsched.live.settings import ClientSettings, LeaderElectionSettings
+from batchsched.plugins.daemonsetpreemption.plugin import read_args as read_daemonset_args
+from batchsched.plugins.interpodaffinity.plugin import InterPodAffinity
 from batchsched.plugins.noderesources.fit import GPU_PACKING
 from batchsched.plugins.registry import DEFAULT_PLUGINS
+from batchsched.plugins.volumebinding.binding import VolumeBinding
 
 DOCS = Path(__file__).parents[2] / "docs"
 SCORE_WEIGHTS = dict(DEFAULT_PLUGINS["score"])
@@ -77,3 +80,28 @@ def test_the_live_page_quotes_the_leader_election_and_client_defaults() -> None:
         "live.md", r"`clientConnection.qps` \(default (\d+)\) and `burst` \((\d+)\)"
     ).groups()
     assert (float(qps), int(burst)) == (client.qps, client.burst)
+
+
+def test_the_plugin_pages_quote_their_args_defaults() -> None:
+    delay, victims = read_daemonset_args(None)
+    quoted = _quote(
+        "daemonset.md",
+        r"`preemptionStartDelaySeconds` old \(default (\d+)\).*?`victimSelectionStrategy` order "
+        r"\(default `\[(\w+), (\w+)\]`\).*?`singleVictimDeviationPercent` \(default (\d+)\)"
+        r".*?`maxVictims` \(default (\d+)\)",
+    ).groups()
+    assert quoted == (
+        str(delay),
+        *victims.strategies,
+        str(victims.deviation_percent),
+        str(victims.max_victims),
+    )
+    affinity = InterPodAffinity()
+    weight, ignore = _quote(
+        "inter-pod.md",
+        r"`hardPodAffinityWeight` \(0\.\.100, default (\d+)\), "
+        r"`ignorePreferredTermsOfExistingPods` \(default (\w+)\)",
+    ).groups()
+    assert (int(weight), ignore) == (affinity.hard_weight, str(affinity.ignore_existing).lower())
+    [timeout] = _quote("volumes.md", r"`bindTimeoutSeconds` \(default (\d+),").groups()
+    assert int(timeout) == VolumeBinding().bind_timeout

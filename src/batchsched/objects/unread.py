@@ -49,6 +49,7 @@ SCHEDULING_APIS: dict[str, str] = {
     "scheduling.run.ai": f"KAI Scheduler's: {_ONLY_GROUPS}, and has no queues yet",
     "scheduling.x-k8s.io": "scheduler-plugins': batchsched reads its PodGroup, has no quotas yet",
     "scheduling.k8s.io": "batchsched does not read this kind",
+    "resource.k8s.io": "a DRA kind batchsched does not read: allocations ignore it",
     "kubescheduler.config.k8s.io": "a scheduler configuration: give it with --config, not -f",
 }
 

@@ -35,6 +35,7 @@ OTHERS = [
     _other("ResourceFlavor", "kueue.x-k8s.io/v1beta1", "gpu"),
     _other("ElasticQuota", "scheduling.x-k8s.io/v1alpha1", "q", "ml"),
     _other("PodGroup", "scheduling.volcano.sh/v1beta1", "vg", "ml"),
+    _other("DeviceTaintRule", "resource.k8s.io/v1alpha3", "taint"),
     _other("Pood", "v1", "typo"),
     _other("Deployment", "apps/v1", "web"),
     _other("Deployment", "apps/v1", "api"),
@@ -61,6 +62,8 @@ def test_kinds_not_read_are_summed_up_once_per_kind_and_api(
         f"warning: not read: 1 PodGroup (scheduling.volcano.sh/v1beta1) in {path}: Volcano's: "
         "batchsched reads only the scheduler-plugins and upstream PodGroups, and has no queues "
         "yet",
+        f"warning: not read: 1 DeviceTaintRule (resource.k8s.io/v1alpha3) in {path}: a DRA "
+        "kind batchsched does not read: allocations ignore it",
         f"warning: not read: 1 Pood (v1) in {path}: unknown kind; did you mean Pod?",
         f"warning: not read: 2 Deployment (apps/v1) in {path}: batchsched does not read this kind",
     ]
