@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench image clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (Python 3.11)"; exit 1; }
@@ -30,6 +30,23 @@ test: lint typecheck unit
 WORKLOAD ?=
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(if $(WORKLOAD),--workload $(WORKLOAD))
+
+# The Deployment's image (deploy/kustomization.yaml `images:`), built with the first of
+# CONTAINER_TOOLS whose engine answers; push it with `docker push $(IMAGE)` (docs/live.md).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE ?= batchsched:$(VERSION)
+CONTAINER_TOOLS ?= docker podman
+image:
+	@for tool in $(CONTAINER_TOOLS); do \
+		command -v $$tool >/dev/null 2>&1 || continue; \
+		if $$tool info >/dev/null 2>&1; then \
+			echo "$$tool build -t $(IMAGE) ."; exec $$tool build -t $(IMAGE) .; \
+		fi; \
+		echo "make image: $$tool is on PATH but its engine does not answer ($$tool info failed)"; \
+	done; \
+	echo "make image: needs docker or podman with a running engine (tried: $(CONTAINER_TOOLS));"; \
+	echo "  or build the Dockerfile elsewhere: docker build -t $(IMAGE) ."; \
+	exit 1
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

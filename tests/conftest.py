@@ -43,6 +43,12 @@ def schedule(
     return run(objects_of(*manifests), config or default_config(), now)
 
 
+@pytest.fixture(autouse=True)
+def _default_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text output at its default width, whatever COLUMNS the shell running the tests has."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def now() -> datetime:
     return NOW

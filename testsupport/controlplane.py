@@ -240,10 +240,12 @@ class ControlPlane:
         return done.stdout
 
     def deploy(self) -> Path:
-        """`kubectl apply -k deploy/`, then a kubeconfig for its ServiceAccount (a token from
-        the TokenRequest API), as the Deployment's pods would get."""
+        """The PodGroup CRD's optional component, `kubectl apply -k deploy/`, then a
+        kubeconfig for its ServiceAccount (a token from the TokenRequest API), as the
+        Deployment's pods would get."""
         if self.service_account_kubeconfig is not None:
             return self.service_account_kubeconfig
+        self.kubectl("apply", "-k", str(REPO / "deploy" / "components" / "podgroup-crd"))
         self.kubectl("apply", "-k", str(REPO / "deploy"))
         self.kubectl(
             "wait",

@@ -209,3 +209,11 @@ def test_deploy_applies_with_kubectl_and_the_examples_are_optional(plane: Contro
     plane.kubectl("apply", "-k", str(REPO / "deploy" / "examples" / "priorityclasses"))
     names = plane.kubectl("get", "priorityclasses", "-o", "name").split()
     assert "priorityclass.scheduling.k8s.io/batchsched-low-non-preempted" in names
+    # Uninstalling deploy/ deletes batchsched and never the PodGroup CRD (and every PodGroup
+    # with it), which came from the optional component: asked of the API server, deleting
+    # nothing.
+    out = plane.kubectl("delete", "-k", str(REPO / "deploy"), "--dry-run=server", "-o", "name")
+    doomed = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert "deployment.apps/batchsched" in doomed
+    assert not [d for d in doomed if d.startswith("customresourcedefinition")], doomed
+    assert plane.kubectl("get", "crd", "podgroups.scheduling.x-k8s.io", "-o", "name").strip()

@@ -4,6 +4,8 @@ run uses (every request allowed, every granted verb needed)."""
 from __future__ import annotations
 
 import queue
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,32 @@ def test_the_kustomization_applies_every_manifest_and_names_nothing_system() -> 
             assert not doc["metadata"]["name"].startswith("system-"), (name, doc["metadata"])
     assert "PriorityClass" not in kinds  # cluster-wide examples are opt-in
     assert {"Service", "PodDisruptionBudget", "Deployment"} <= kinds
+
+
+def test_the_podgroup_crd_is_an_optional_component_never_in_the_default() -> None:
+    """Applying deploy/ over a scheduler-plugins install must not replace its PodGroup schema,
+    and `kubectl delete -k deploy/` must not delete the CRD with every PodGroup in it."""
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    for name in kustomization["resources"]:
+        assert all(d["kind"] != "CustomResourceDefinition" for d in _docs(name)), name
+    assert "components" not in kustomization
+    component = DEPLOY / "components" / "podgroup-crd"
+    spec = yaml.safe_load((component / "kustomization.yaml").read_text())
+    assert (spec["apiVersion"], spec["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
+    [crd] = [d for name in spec["resources"] for d in _docs(f"components/podgroup-crd/{name}")]
+    assert crd["metadata"]["name"] == "podgroups.scheduling.x-k8s.io"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (its kustomize) not on PATH")
+def test_kubectl_renders_deploy_without_the_crd_and_the_component_alone() -> None:
+    def kinds(path: Path) -> list[str]:
+        done = subprocess.run(
+            ["kubectl", "kustomize", str(path)], capture_output=True, text=True, check=True
+        )
+        return [d["kind"] for d in yaml.safe_load_all(done.stdout) if d]
+
+    assert "CustomResourceDefinition" not in kinds(DEPLOY)
+    assert kinds(DEPLOY / "components" / "podgroup-crd") == ["CustomResourceDefinition"]
 
 
 def test_the_example_priority_classes_load_with_prefixed_names() -> None:

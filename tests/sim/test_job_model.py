@@ -25,7 +25,7 @@ def test_checkpointed_job_loses_only_work_since_the_last_checkpoint() -> None:
     evict(sim, "default/train-0")
     result = sim.run()
     (train,) = result.jobs
-    assert (train.preemptions, train.fruitless_preemptions) == (1, 0)
+    assert (train.preemptions, train.no_progress_preemptions) == (1, 0)
     assert train.lost_gpu_seconds == pytest.approx(5 * MIN * 8)
     # gone after 30 s grace, recreated 1 min later, then 40 min of work remain
     assert train.end == pytest.approx(25 * MIN + 30 + MIN + 40 * MIN)
@@ -39,19 +39,19 @@ def test_job_without_checkpoints_loses_all_its_work() -> None:
     evict(sim, "default/train-0")
     (train,) = sim.run().jobs
     assert train.lost_gpu_seconds == pytest.approx(25 * MIN * 4)
-    assert train.fruitless_preemptions == 1
+    assert train.no_progress_preemptions == 1
     assert train.end == pytest.approx(25 * MIN + 30 + 60 * MIN)
 
 
-def test_preemption_before_the_first_checkpoint_of_a_run_is_fruitless() -> None:
+def test_preemption_before_the_first_checkpoint_of_a_run_makes_no_progress() -> None:
     spec = job("train", work=60 * MIN, checkpoint_interval=10 * MIN, restart_delay=0)
     sim = simulation([gpu_node("n1")], [spec])
     sim.advance(12 * MIN)
-    evict(sim, "default/train-0")  # saved one checkpoint in this run: not fruitless
+    evict(sim, "default/train-0")  # saved one checkpoint in this run: it made progress
     sim.advance(12 * MIN + 30 + 9 * MIN)
     evict(sim, "default/train-0-r1")  # 9 minutes into the new run: nothing saved
     (train,) = sim.run().jobs
-    assert (train.preemptions, train.fruitless_preemptions) == (2, 1)
+    assert (train.preemptions, train.no_progress_preemptions) == (2, 1)
     assert train.lost_gpu_seconds == pytest.approx((2 + 9) * MIN * 8)
 
 

@@ -15,20 +15,20 @@ def run(low_class: str) -> tuple[float | None, int, int, float]:
     high = job("urgent", work=10 * MIN, submit=MIN, priority_class="high")
     result = simulation([gpu_node("n1")], [low, high]).run()
     train, urgent = result.jobs
-    return urgent.start, train.preemptions, train.fruitless_preemptions, train.lost_gpu_seconds
+    return urgent.start, train.preemptions, train.no_progress_preemptions, train.lost_gpu_seconds
 
 
 def test_high_job_preempts_a_plain_low_job_at_once() -> None:
-    start, preemptions, fruitless, lost = run("low")
+    start, preemptions, no_progress, lost = run("low")
     assert start == MIN + 30  # the victim's grace period
-    assert (preemptions, fruitless) == (1, 1)
+    assert (preemptions, no_progress) == (1, 1)
     assert lost == pytest.approx(MIN * 8)
 
 
 def test_tolerant_low_job_keeps_its_first_ten_minutes() -> None:
-    start, preemptions, fruitless, lost = run("low-non-preempted-10min")
+    start, preemptions, no_progress, lost = run("low-non-preempted-10min")
     # Tried at 1 min (protected), retried after 5 quiet minutes (still protected), then at
     # 11 min the toleration is over: evicted, gone 30 s later.
     assert start == 11 * MIN + 30
-    assert (preemptions, fruitless) == (1, 0)
+    assert (preemptions, no_progress) == (1, 0)
     assert lost == pytest.approx(1 * MIN * 8)  # one minute since the 10-minute checkpoint

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from batchsched import __version__
 from batchsched.commands import tables
@@ -128,8 +129,35 @@ def _command(sub: Any, name: str, summary: str, example: str) -> argparse.Argume
     return parser
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser; `commands` maps each subcommand to its own parser, whose usage an
+    error about its arguments prints."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_command_line(self, argv: Sequence[str] | None) -> argparse.Namespace:
+        """parse_args, with "did you mean" for a mistyped command, and an unknown flag
+        reported with its command's usage (argparse reports it with the top level's)."""
+        words = list(sys.argv[1:] if argv is None else argv)
+        command = next((w for w in words if not w.startswith("-")), None)
+        if command is not None and command not in self.commands:
+            self.error(f"unknown command {command!r}{_suggest(command, list(self.commands))}")
+        args, extras = self.parse_known_args(words)
+        if extras:
+            sub = self.commands[args.command]
+            options = [o for a in sub._actions for o in a.option_strings]
+            hint = _suggest(extras[0], options) if extras[0].startswith("-") else ""
+            sub.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return args
+
+
+def _suggest(word: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f" (one of: {', '.join(known)})"
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
         prog="batchsched",
         description="A Kubernetes batch scheduler for shared, capacity-bound clusters.",
         epilog="Run `batchsched COMMAND --help` for a command's arguments and an example.",
@@ -150,7 +178,12 @@ def _parser() -> argparse.ArgumentParser:
         "batchsched explain research/huge-job -f examples/basic/cluster.yaml "
         "--now 2026-11-22T10:00:00Z",
     )
-    explain.add_argument("pod", metavar="NAMESPACE/POD", help="the pod to explain")
+    explain.add_argument(
+        "pod", metavar="[NAMESPACE/]POD", help="the pod to explain (NAMESPACE/POD, or POD with -n)"
+    )
+    explain.add_argument(
+        "-n", "--namespace", help="the pod's namespace, as with kubectl (default: default)"
+    )
     _add_scheduling(explain)
     policy = _command(
         sub,
@@ -204,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
         help="look for trace files here too (after the scenario's folder and $BATCHSCHED_TRACES)",
     )
     _add_output(sim)
+    parser.commands = dict(cast(dict[str, argparse.ArgumentParser], sub.choices))
     return parser
 
 
@@ -255,11 +289,13 @@ def _group_row(group: dict[str, Any]) -> dict[str, str]:
 
 
 def _schedule(args: argparse.Namespace) -> int:
-    from batchsched.commands.schedule import run
+    from batchsched.commands.schedule import input_notices, run
     from batchsched.config import load_config
 
     config = load_config(args.config)
     objects = _objects(args)
+    for notice in input_notices(objects, config.scheduler_names):
+        print(f"warning: {notice}", file=sys.stderr)
     now = args.now or datetime.now(UTC)
     result = run(objects, config, now)
     if args.output != "text":
@@ -278,16 +314,25 @@ def _explain(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     objects = _objects(args)
-    explanation = explain_pod(objects, config, args.now or datetime.now(UTC), args.pod)
+    key = _pod_key(args.pod, args.namespace)
+    explanation = explain_pod(objects, config, args.now or datetime.now(UTC), key)
     emit(explanation.to_json(), args.output, lambda: render_explanation(explanation))
     return 0
+
+
+def _pod_key(pod: str, namespace: str | None) -> str:
+    """NAMESPACE/POD, or POD in `-n NAMESPACE` (else `default`), as kubectl takes them."""
+    named, slash, name = pod.rpartition("/")
+    if slash and namespace is not None and named != namespace:
+        raise InputError(f"explain: {pod} is in namespace {named!r}, but -n says {namespace!r}")
+    return f"{named if slash else namespace or 'default'}/{name}"
 
 
 def _objects(args: argparse.Namespace) -> Objects:
     """The objects of the FILEs and -f sources, added to the cluster's when --kubeconfig or
     --context is given; with neither and no FILE, the cluster's alone (credentials found as
     kubectl does)."""
-    from batchsched.objects.load import STDIN, expand_paths, load_files
+    from batchsched.objects.load import STDIN, directory_notices, expand_paths, load_files
 
     sources = [*args.files, *args.filenames]
     if sum(1 for s in sources if str(s) == STDIN) > 1:
@@ -295,7 +340,7 @@ def _objects(args: argparse.Namespace) -> Objects:
     files = load_files(expand_paths(sources, args.recursive), stdin=sys.stdin.read)
     if args.strict:
         files.check_strict()
-    for warning in files.warnings:
+    for warning in [*files.warnings, *directory_notices(sources, args.recursive), *files.notices()]:
         print(f"warning: {warning}", file=sys.stderr)
     objects = files
     if not sources or args.kubeconfig is not None or args.context is not None:
@@ -330,7 +375,7 @@ def _policy(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_command_line(argv)
     # The commands print the core's warnings themselves (Warn decisions); without this the
     # same problems would also reach stderr through logging's last-resort handler.
     logger = logging.getLogger("batchsched")

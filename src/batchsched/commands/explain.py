@@ -151,11 +151,24 @@ class Explanation:
         }
 
 
+_KEYS_SHOWN = 10
+
+
+def _not_found(key: str, keys: list[str]) -> str:
+    """The pods there are (the first few, and how many more), the same name in another
+    namespace first: the usual slip is the namespace."""
+    name = key.partition("/")[2]
+    elsewhere = [k for k in keys if k.partition("/")[2] == name]
+    hint = f"; did you mean {' or '.join(elsewhere)}?" if elsewhere else ""
+    shown = ", ".join(keys[:_KEYS_SHOWN]) or "none"
+    more = f" and {len(keys) - _KEYS_SHOWN} more" if len(keys) > _KEYS_SHOWN else ""
+    return f"explain: pod {key} not found{hint} (pods: {shown}{more})"
+
+
 def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: str) -> Explanation:
     pod = next((p for p in objects.pods if p.key == key), None)
     if pod is None:
-        known = ", ".join(sorted(p.key for p in objects.pods)[:10]) or "none"
-        raise InputError(f"explain: pod {key} not found (pods: {known})")
+        raise InputError(_not_found(key, sorted(p.key for p in objects.pods)))
     running = bool(pod.node_name)  # as in the files: the run binds the records it reads
     result, scheduler = settle(objects, config, now)
     if running:

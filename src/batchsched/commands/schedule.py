@@ -13,6 +13,7 @@ bindings), it reaches the state the passes reached, less the withdrawn pods.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,6 +47,26 @@ _MAX_PASSES = 100_000
 
 
 APPLY_ORDER = ("evictions", "bindings")
+
+
+def input_notices(objects: Objects, scheduler_names: list[str]) -> list[str]:
+    """Why a plan would be empty for want of input: no Node, or no pending Pod for one of
+    `scheduler_names` (pods without schedulerName count as batchsched's, as in manifests)."""
+    notes = []
+    if not objects.nodes:
+        notes.append("no Node in the input: every pending pod stays pending")
+    pending = [p for p in objects.pods if not p.node_name and not p.terminated]
+    ours = [p for p in pending if not p.scheduler_name or p.scheduler_name in scheduler_names]
+    if not objects.pods:
+        notes.append("no Pod in the input: nothing to schedule")
+    elif not ours:
+        others = Counter(p.scheduler_name for p in pending)
+        named = ", ".join(f"{n} {name}" for name, n in sorted(others.items()))
+        notes.append(
+            f"no pending Pod for {' or '.join(scheduler_names)} (spec.schedulerName): "
+            + (f"the pending pods name other schedulers ({named})" if named else "none pending")
+        )
+    return notes
 
 
 @dataclass

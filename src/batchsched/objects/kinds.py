@@ -33,6 +33,7 @@ from batchsched.objects.parse import (
     read_priority_class,
 )
 from batchsched.objects.records import (
+    CRD_API_VERSION,
     UPSTREAM_GROUP,
     DeviceClass,
     Namespace,
@@ -101,6 +102,7 @@ class Kind:
     field: str  # the `Objects` field that keeps them
     namespaced: bool
     read: Reader  # a manifest of this kind -> its record
+    api_versions: tuple[str, ...]  # the apiVersions read, as a current cluster serves them
     collections: tuple[Collection, ...] = ()  # none: read from files only
     # Whether a manifest of this kind is this kind's (a `Workload` may be Kueue's, not
     # upstream's): objects it refuses are not read.
@@ -113,9 +115,12 @@ class Kind:
 
 
 def _one(name: str, field: str, namespaced: bool, read: Reader, path: str, **kw: Any) -> Kind:
-    """A kind served at one collection, read there as in files."""
+    """A kind served at one collection, read there as in files (its apiVersion: the path's)."""
     optional = bool(kw.pop("optional", False))
-    return Kind(name, field, namespaced, read, (Collection(name, path, read, optional),), **kw)
+    parts = path.strip("/").split("/")
+    version = parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
+    collection = Collection(name, path, read, optional)
+    return Kind(name, field, namespaced, read, (version,), (collection,), **kw)
 
 
 _STORAGE = "/apis/storage.k8s.io/v1"
@@ -137,6 +142,7 @@ KINDS: tuple[Kind, ...] = (
         "pod_groups",  # of either API: upstream's by its apiVersion, else the CRD
         True,
         read_any_pod_group,
+        (CRD_API_VERSION, *reversed(VERSIONS)),
         (
             Collection(
                 "PodGroup",
@@ -153,7 +159,15 @@ KINDS: tuple[Kind, ...] = (
             ),
         ),
     ),
-    Kind("Workload", "workloads", True, read_workload, accepts=is_upstream, in_state=False),
+    Kind(
+        "Workload",
+        "workloads",
+        True,
+        read_workload,
+        tuple(reversed(VERSIONS)),
+        accepts=is_upstream,  # not, say, Kueue's Workload
+        in_state=False,
+    ),
     _one(
         "DeviceClass",
         "device_classes",

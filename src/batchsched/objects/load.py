@@ -25,6 +25,7 @@ from batchsched.objects.records import (
 )
 from batchsched.objects.schema import unknown_fields
 from batchsched.objects.system_classes import SYSTEM_CLASSES
+from batchsched.objects.unread import Unread, UnreadVersion, is_read
 from batchsched.objects.volumes import (
     CSIDriver,
     CSINode,
@@ -61,6 +62,9 @@ class Objects:
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
+    # Objects of the files that were not read, by (kind, apiVersion); files with no object.
+    unread: dict[tuple[str, str], Unread] = field(default_factory=dict)
+    empty_sources: list[str] = field(default_factory=list)
 
     def warn(self, warning: str) -> None:
         if warning not in self.warnings:
@@ -100,16 +104,37 @@ class Objects:
                     source=source,
                 )
 
+    def skip(self, kind: str, api_version: str, source: str) -> None:
+        """Count an object that is not read, for the summary line of its kind."""
+        unread = self.unread.setdefault((kind, api_version), Unread(kind, api_version))
+        unread.count += 1
+        if source not in unread.sources:
+            unread.sources.append(source)
+
+    def notices(self) -> list[str]:
+        """What a person should hear of the files besides their unknown fields: files with no
+        object, and one line per kind not read."""
+        lines = [f"{source}: no object in it" for source in self.empty_sources]
+        return lines + [u.summary() for u in self.unread.values()]
+
     def check_strict(self) -> None:
-        """--strict: unknown fields are errors, as with kubectl's strict field validation."""
-        if self.warnings:
-            raise StrictError(self.warnings)
+        """--strict: unknown fields are errors, as with kubectl's strict field validation,
+        and so are kinds that look mistyped or belong to another scheduler."""
+        refused = [u.summary() for u in self.unread.values() if u.strict_error]
+        if self.warnings or refused:
+            raise StrictError(self.warnings, refused)
 
 
 class StrictError(InputError):
-    def __init__(self, warnings: list[str]) -> None:
-        lines = "\n  ".join(warnings)
-        super().__init__(f"--strict: {len(warnings)} unknown field(s):\n  {lines}")
+    def __init__(self, warnings: list[str], unread: list[str] | None = None) -> None:
+        parts = []
+        if warnings:
+            lines = "\n  ".join(warnings)
+            parts.append(f"{len(warnings)} unknown field(s):\n  {lines}")
+        if unread:
+            lines = "\n  ".join(unread)
+            parts.append(f"{len(unread)} kind(s) not read:\n  {lines}")
+        super().__init__("--strict: " + "\n".join(parts))
 
 
 def _documents(text: str, source: str) -> Iterator[Any]:
@@ -155,17 +180,31 @@ def _label(kind: str, obj: Mapping[str, Any]) -> str:
 
 def load_text(text: str, source: str, into: Objects | None = None) -> Objects:
     objects = into if into is not None else Objects()
+    found = 0
     for doc in _documents(text, source):
         for obj in _flatten(doc, source):
+            found += 1
             kind = obj.get("kind")
             if not isinstance(kind, str):
                 raise ManifestError("every object needs a kind", source=source)
+            api_version = obj.get("apiVersion")
+            api_version = api_version if isinstance(api_version, str) else ""
+            try:
+                if not is_read(kind, api_version):
+                    objects.skip(kind, api_version, source)
+                    continue
+            except UnreadVersion as err:
+                raise ManifestError(str(err), obj=_label(kind, obj), field="apiVersion").located(
+                    source
+                ) from None
             try:
                 objects.add(kind, obj)
             except ManifestError as err:
                 raise err.located(source) from None
             for path in unknown_fields(kind, obj):
                 objects.warn(f"{source}: {_label(kind, obj)}: unknown field {path!r}")
+    if not found:
+        objects.empty_sources.append(source)
     return objects
 
 
@@ -182,10 +221,36 @@ def expand_paths(paths: list[Path], recursive: bool) -> list[Path]:
             out.append(path)
             continue
         found = path.rglob("*") if recursive else path.iterdir()
-        out.extend(
-            sorted(p for p in found if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES)
-        )
+        out.extend(sorted(p for p in found if p.is_file() and _is_manifest(p)))
     return out
+
+
+def directory_notices(paths: list[Path], recursive: bool) -> list[str]:
+    """What `expand_paths` leaves out that a person may have meant: a directory with no
+    manifest file, or (without `recursive`) manifest files only in its subdirectories."""
+    notes = []
+    for path in paths:
+        if str(path) == STDIN or not path.is_dir():
+            continue
+        manifests = [p for p in path.rglob("*") if p.is_file() and _is_manifest(p)]
+        nested = [p for p in manifests if p.parent != path]
+        if not recursive and nested and len(nested) == len(manifests):
+            notes.append(
+                f"{path}: no manifest file in it, {len(nested)} in its subdirectories "
+                "(give -R to read them)"
+            )
+        elif not recursive and nested:
+            notes.append(
+                f"{path}: {len(nested)} manifest file(s) in its subdirectories not read "
+                "(give -R to read them)"
+            )
+        elif not manifests:
+            notes.append(f"{path}: no manifest file ({', '.join(MANIFEST_SUFFIXES)}) in it")
+    return notes
+
+
+def _is_manifest(path: Path) -> bool:
+    return path.suffix.lower() in MANIFEST_SUFFIXES
 
 
 def load_files(paths: list[Path], stdin: Callable[[], str] | None = None) -> Objects:

@@ -3,6 +3,7 @@ run's paired difference from the first run (the baseline)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,10 @@ from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
 from batchsched.sim.stats import Interval, interval, paired_difference
 
 Summary = dict[str, Any]
-Metric = tuple[str, Callable[[Summary], float | None]]
+# (name, how a run's summary gives it, its largest possible value): every metric is a count,
+# a duration or a share, never below 0; shares (%) never above 100.
+Metric = tuple[str, Callable[[Summary], float | None], float | None]
+PERCENT = 100.0
 
 
 def _minutes(value: float | None) -> float | None:
@@ -25,23 +29,41 @@ def _gpu_util(s: Summary) -> float | None:
 
 
 RUN_METRICS: list[Metric] = [
-    ("jobs finished", lambda s: s["jobs"]["finished"]),
-    ("jobs submitted", lambda s: s["jobs"]["submitted"]),
-    ("GPU util %", _gpu_util),
-    ("preemptions", lambda s: s["preemptions"]),
-    ("no-progress preemptions", lambda s: s["fruitless_preemptions"]),
-    ("lost GPU-hours", lambda s: s["lost_gpu_hours"]),
+    ("jobs finished", lambda s: s["jobs"]["finished"], None),
+    ("jobs submitted", lambda s: s["jobs"]["submitted"], None),
+    ("GPU util %", _gpu_util, PERCENT),
+    ("preemptions", lambda s: s["preemptions"], None),
+    ("no-progress preemptions", lambda s: s["no_progress_preemptions"], None),
+    ("lost GPU-hours", lambda s: s["lost_gpu_hours"], None),
     (
         "gang start delay p95 (min)",
         lambda s: _minutes(s["cluster"]["gang_start_delay_seconds"]["p95"]),
+        None,
     ),
-    ("preemptor wait mean (min)", lambda s: _minutes(s["preemptors"]["wait_seconds"]["mean"])),
-    ("preemptor wait p95 (min)", lambda s: _minutes(s["preemptors"]["wait_seconds"]["p95"])),
-    ("preemptors held by toleration", lambda s: s["preemptors"]["held_by_toleration_jobs"]),
-    ("GPUs free on partly used nodes", lambda s: s["cluster"]["gpu_fragmentation"]["mean"]),
+    (
+        "preemptor wait mean (min)",
+        lambda s: _minutes(s["preemptors"]["wait_seconds"]["mean"]),
+        None,
+    ),
+    (
+        "preemptor wait p95 (min)",
+        lambda s: _minutes(s["preemptors"]["wait_seconds"]["p95"]),
+        None,
+    ),
+    (
+        "preemptors held by toleration",
+        lambda s: s["preemptors"]["held_by_toleration_jobs"],
+        None,
+    ),
+    (
+        "GPUs free on partly used nodes",
+        lambda s: s["cluster"]["gpu_fragmentation"]["mean"],
+        None,
+    ),
     (
         "whole-node GPU job wait mean (min)",
         lambda s: _minutes(s["cluster"]["whole_node_gpu_wait_seconds"]["mean"]),
+        None,
     ),
 ]
 
@@ -50,7 +72,9 @@ def _class_metrics(classes: list[str]) -> list[Metric]:
     def wait(cls: str, q: str) -> Callable[[Summary], float | None]:
         return lambda s: _minutes(s["classes"].get(cls, {}).get("wait_seconds", {}).get(q))
 
-    return [(f"{cls}: wait {q} (min)", wait(cls, q)) for cls in classes for q in ("p50", "p95")]
+    return [
+        (f"{cls}: wait {q} (min)", wait(cls, q), None) for cls in classes for q in ("p50", "p95")
+    ]
 
 
 @dataclass
@@ -87,18 +111,35 @@ def compare(results: dict[str, list[RunResult]]) -> Comparison:
     classes = sorted({c for ss in summaries.values() for s in ss for c in s["classes"]})
     metrics = [*RUN_METRICS, *_class_metrics(classes)]
     values: dict[str, dict[str, list[float | None]]] = {}
-    for label, read in metrics:
+    for label, read, _ in metrics:
         values[label] = {r: [_number(read(s)) for s in summaries[r]] for r in runs}
-    means = {m: {r: interval(v[r]) for r in runs} for m, v in values.items()}
+    top = {label: highest for label, _, highest in metrics}
+    means = {m: {r: _bounded(v[r], top[m]) for r in runs} for m, v in values.items()}
     base = runs[0]
-    differences = {m: {r: _paired(v[r], v[base]) for r in runs[1:]} for m, v in values.items()}
+    differences = {
+        m: {r: _paired(v[r], v[base], top[m]) for r in runs[1:]} for m, v in values.items()
+    }
     seeds = {r: [result.seed for result in results[r]] for r in runs}
-    return Comparison(runs, seeds, [m for m, _ in metrics], values, means, differences)
+    return Comparison(runs, seeds, [m for m, _, _ in metrics], values, means, differences)
 
 
-def _paired(variant: list[float | None], baseline: list[float | None]) -> Interval | None:
+def _bounded(values: list[float | None], top: float | None) -> Interval | None:
+    found = interval(values)
+    return None if found is None else found.clipped(0.0, top)
+
+
+def _paired(
+    variant: list[float | None], baseline: list[float | None], top: float | None
+) -> Interval | None:
+    """The paired difference, within its possible range: with every value in [0, top], the
+    mean difference is at least minus the baseline's mean and at most top minus it."""
     n = min(len(variant), len(baseline))  # runs with fewer seeds pair with the first ones
-    return paired_difference(variant[:n], baseline[:n])
+    found = paired_difference(variant[:n], baseline[:n])
+    if found is None:
+        return None
+    pairs = [b for v, b in zip(variant[:n], baseline[:n], strict=True) if v is not None]
+    base = math.fsum(b for b in pairs if b is not None) / found.n  # found.n: the pairs kept
+    return found.clipped(-base, None if top is None else top - base)
 
 
 def _number(value: float | int | None) -> float | None:
@@ -106,11 +147,54 @@ def _number(value: float | int | None) -> float | None:
 
 
 def cell(i: Interval | None, mark: bool = False) -> str:
-    """`mean ± half-width` of the interval; `*` marks a difference whose interval excludes 0."""
+    """`mean ± half-width` of the interval, or `mean [low, high]` where the quantity's range
+    clipped it; `*` marks a difference whose interval excludes 0."""
     if i is None:
         return "–"
-    text = _num(i.mean) if i.n == 1 else f"{_num(i.mean)} ± {_num((i.high - i.low) / 2)}"
+    if i.n == 1:
+        text = _num(i.mean)
+    elif math.isclose(i.high - i.mean, i.mean - i.low, rel_tol=1e-9, abs_tol=1e-12):
+        text = f"{_num(i.mean)} ± {_num((i.high - i.low) / 2)}"
+    else:
+        text = f"{_num(i.mean)} [{_num(i.low)}, {_num(i.high)}]"
     return text + (" *" if mark and i.excludes_zero else "")
+
+
+def verdicts(c: Comparison) -> list[str]:
+    """One paragraph per metric: what each run does to it against the baseline, and whether
+    the seeds can tell that from noise."""
+    base = c.runs[0]
+    out = []
+    for metric in c.metrics:
+        said = []
+        for run in c.runs[1:]:
+            diff, mine, theirs = (
+                c.differences[metric][run],
+                c.means[metric][run],
+                c.means[metric][base],
+            )
+            if diff is None or mine is None or theirs is None:
+                said.append(f"{run}: no value to compare (no seed measured it in both runs).")
+                continue
+            change = f"{run} gives {_num(mine.mean)} against {base}'s {_num(theirs.mean)}"
+            if diff.n == 1:
+                said.append(f"{change}, on one seed: no interval, so it may be seed noise.")
+            elif diff.excludes_zero:
+                said.append(
+                    f"{change}: {'more' if diff.mean > 0 else 'less'} by {_num(abs(diff.mean))} "
+                    f"on average over {diff.n} paired seeds (95% interval {_num(diff.low)} to "
+                    f"{_num(diff.high)}), a difference beyond seed noise."
+                )
+            elif diff.low == diff.high:
+                said.append(f"{change}: the same on every seed.")
+            else:
+                said.append(
+                    f"{change}; the difference ({_num(diff.mean)}, 95% interval {_num(diff.low)} "
+                    f"to {_num(diff.high)} over {diff.n} paired seeds) includes zero: no "
+                    "difference the seeds can tell from noise."
+                )
+        out.append(f"{metric}: " + " ".join(said))
+    return out
 
 
 def _num(x: float) -> str:

@@ -28,6 +28,7 @@ from batchsched.sim.fields import ScenarioError
 from batchsched.sim.metrics import RunResult, run_summary
 from batchsched.sim.report import summary_rows, write_reports
 from batchsched.sim.scenario import Scenario, Variant, load_scenario
+from batchsched.sim.stats import few_seeds
 from batchsched.sim.workload import format_duration
 
 PROGRESS_AFTER_SECONDS = 1.0
@@ -236,6 +237,9 @@ def main(
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     per_run = [seeds_of(run, seed, seeds) for run in runs]
+    caveat = few_seeds(min(len(s) for s in per_run), len(runs))
+    if caveat:
+        print(f"warning: {caveat}", file=sys.stderr)
     tasks = [(i, s) for i, run_seeds in enumerate(per_run) for s in run_seeds]
     results = run_all(what, tasks, jobs or os.cpu_count() or 1, console)
     by_run: dict[str, list[RunResult]] = {run.name: [] for run in runs}
@@ -256,6 +260,7 @@ def main(
             for run, run_seeds in zip(runs, per_run, strict=True)
         ],
         "until": until,
+        "caveat": caveat,
     }
     written = write_reports(report, results, meta, comparison) if report is not None else []
 

@@ -522,7 +522,7 @@ class Simulation:
         record = unit.job.record
         record.lost_gpu_seconds += (total - kept) * spec.gpus_per_pod * len(unit.bound)
         if kept == unit.done:
-            record.fruitless_preemptions += 1
+            record.no_progress_preemptions += 1
         unit.done = kept
         unit.running_since = None
 

@@ -24,7 +24,7 @@ class JobRecord:
     preemptions: int = 0  # interruptions: a gang counts once however many members went
     # Preemptions of a run that had saved no checkpoint yet: that run made no progress at all
     # (the preemption-toleration KEP's "preempted before the first epoch").
-    fruitless_preemptions: int = 0
+    no_progress_preemptions: int = 0
     lost_gpu_seconds: float = 0.0  # GPU time of work lost since the last checkpoint
     evictions_caused: int = 0  # pods evicted to make room for this job's pods
     held_by_toleration: bool = False  # told at least once that victims tolerate it
@@ -147,7 +147,7 @@ def class_summary(jobs: list[JobRecord], end: float) -> dict[str, dict[str, Any]
             "wait_seconds": _stat(waits),
             "completion_seconds": _stat(completions),
             "preemptions": sum(j.preemptions for j in group),
-            "fruitless_preemptions": sum(j.fruitless_preemptions for j in group),
+            "no_progress_preemptions": sum(j.no_progress_preemptions for j in group),
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in group) / 3600.0,
             "preempting_jobs": sum(1 for j in group if j.evictions_caused),
             "held_by_toleration_jobs": sum(1 for j in group if j.held_by_toleration),
@@ -222,7 +222,7 @@ def run_summary(result: RunResult) -> dict[str, Any]:
             "finished": len(finished),
         },
         "preemptions": sum(j.preemptions for j in jobs),
-        "fruitless_preemptions": sum(j.fruitless_preemptions for j in jobs),
+        "no_progress_preemptions": sum(j.no_progress_preemptions for j in jobs),
         "lost_gpu_hours": sum(j.lost_gpu_seconds for j in jobs) / 3600.0,
         "classes": class_summary(jobs, result.end_time),
         "preemptors": preemptor_summary(jobs),

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from batchsched.sim.aggregate import Comparison
+from batchsched.sim.aggregate import Comparison, verdicts
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
 
@@ -61,7 +61,7 @@ JOB_COLUMNS = (
     "wait_s",
     "completion_s",
     "preemptions",
-    "fruitless_preemptions",
+    "no_progress_preemptions",
     "lost_gpu_hours",
     "volume_bindings",
     "device_allocations",
@@ -93,7 +93,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         cell(job.wait),
                         cell(job.completion),
                         job.preemptions,
-                        job.fruitless_preemptions,
+                        job.no_progress_preemptions,
                         f"{job.lost_gpu_seconds / 3600:.4f}",
                         _bindings_cell(job.volume_bindings),
                         _devices_cell(job.device_allocations),
@@ -186,28 +186,7 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plt.close(fig)
 
     classes = sorted({j.group for r in results for j in r.jobs})
-    fig, axes = plt.subplots(
-        1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False, layout="constrained"
-    )
-    for ax, cls in zip(axes[0], classes, strict=True):
-        for result in results:
-            waits = np.sort(
-                [w / 60 for j in result.jobs if j.group == cls and (w := j.wait) is not None]
-            )
-            if waits.size:
-                ax.step(
-                    waits,
-                    np.arange(1, waits.size + 1) / waits.size,
-                    where="post",
-                    label=result.name,
-                )
-        ax.set_title(cls, fontsize="medium")
-        # Waits span seconds to days: a log axis (linear below a minute, where 0 lives).
-        ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlabel("wait (minutes, log scale)")
-        ax.set_ylim(0, 1.02)
-        ax.legend(fontsize="small", loc="lower right")
-    axes[0, 0].set_ylabel("share of started jobs")
+    fig = wait_cdf(results, classes)
     plots.append(("Wait-time CDF per priority class", _figure_png(fig)))
     plt.close(fig)
 
@@ -217,21 +196,21 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     for i, result in enumerate(results):
         mine = [[j for j in result.jobs if j.group == c] for c in classes]
         preemptions = [sum(j.preemptions for j in jobs) for jobs in mine]
-        fruitless = [sum(j.fruitless_preemptions for j in jobs) for jobs in mine]
+        no_progress = [sum(j.no_progress_preemptions for j in jobs) for jobs in mine]
         lost = [sum(j.lost_gpu_seconds for j in jobs) / 3600 for jobs in mine]
         bars = left.bar(positions + i * width, preemptions, width, label=result.name)
         left.bar(
             positions + i * width,
-            fruitless,
+            no_progress,
             width,
             color=bars.patches[0].get_facecolor() if bars.patches else None,
             hatch="//",
             edgecolor="black",
-            label=f"{result.name}: before any checkpoint",
+            label=f"{result.name}: no-progress preemptions",
         )
         right.bar(positions + i * width, lost, width, label=result.name)
     titles = (
-        (left, "preemptions (hatched: the run had no checkpoint yet)"),
+        (left, "preemptions (hatched: no-progress preemptions)"),
         (right, "lost GPU-hours"),
     )
     for ax, title in titles:
@@ -241,6 +220,67 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     plots.append(("Preemptions and lost work, per priority class", _figure_png(fig)))
     plt.close(fig)
     return plots
+
+
+# Tick marks of the wait axis, in minutes, with words for labels (matplotlib's own on a symlog
+# axis read `-2.83×10^-2` when every wait is under a minute): a decade or so apart on the log
+# part, quarter minutes on the linear part when no wait reaches a minute.
+WAIT_TICKS = (
+    (0.0, "0"),
+    (1.0, "1 min"),
+    (10.0, "10 min"),
+    (60.0, "1 h"),
+    (600.0, "10 h"),
+    (1440.0, "1 d"),
+    (10080.0, "1 w"),
+    (43200.0, "30 d"),
+)
+SHORT_WAIT_TICKS = ((0.0, "0"), (0.25, "15 s"), (0.5, "30 s"), (0.75, "45 s"), (1.0, "1 min"))
+
+
+def _wait_ticks(longest: float) -> list[tuple[float, str]]:
+    """The ticks up to the longest wait, and the first beyond it, which closes the axis."""
+    ticks = SHORT_WAIT_TICKS if longest < 1.0 else WAIT_TICKS
+    return [t for t in ticks if t[0] <= longest] + [t for t in ticks if t[0] > longest][:1]
+
+
+def wait_cdf(results: list[RunResult], classes: list[str]) -> Any:
+    """Per class, the share of started jobs that waited at most x, each run a step line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
+
+    fig, axes = plt.subplots(
+        1, len(classes), figsize=(4 * len(classes), 3.2), squeeze=False, layout="constrained"
+    )
+    for ax, cls in zip(axes[0], classes, strict=True):
+        longest = 0.0
+        for result in results:
+            waits = np.sort(
+                [w / 60 for j in result.jobs if j.group == cls and (w := j.wait) is not None]
+            )
+            if waits.size:
+                longest = max(longest, float(waits[-1]))
+                ax.step(
+                    waits,
+                    np.arange(1, waits.size + 1) / waits.size,
+                    where="post",
+                    label=result.name,
+                )
+        ax.set_title(cls, fontsize="medium")
+        # Waits span seconds to days: a log axis (linear below a minute, where 0 lives).
+        ax.set_xscale("symlog", linthresh=1.0)
+        shown = _wait_ticks(longest)
+        ax.set_xticks([t for t, _ in shown], [label for _, label in shown])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(0, shown[-1][0])
+        ax.set_xlabel("wait (log scale above 1 minute)")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize="small", loc="lower right")
+    axes[0, 0].set_ylabel("share of started jobs")
+    return fig
 
 
 def _error_bars(comparison: Comparison) -> tuple[str, str]:
@@ -299,8 +339,8 @@ def summary_rows(
         "GPU util %",
         "CPU util %",
         "preemptions",
-        "no progress",
-        "lost GPU-h",
+        "no-progress preemptions",
+        "lost GPU-hours",
         "gang start delay p95 (min)",
         "max pending pods",
     ]
@@ -316,7 +356,7 @@ def summary_rows(
                 _fmt(util[gpu] * 100 if gpu else None),
                 _fmt(util["cpu"] * 100 if util.get("cpu") is not None else None),
                 str(s["preemptions"]),
-                str(s["fruitless_preemptions"]),
+                str(s["no_progress_preemptions"]),
                 _fmt(s["lost_gpu_hours"]),
                 _fmt(s["cluster"]["gang_start_delay_seconds"]["p95"], 60),
                 str(s["cluster"]["pending_pods_max"]),
@@ -331,8 +371,8 @@ def summary_rows(
         "wait p99 (min)",
         "completion p50 (h)",
         "preemptions",
-        "no progress",
-        "lost GPU-h",
+        "no-progress preemptions",
+        "lost GPU-hours",
     ]
     per_class: dict[str, list[list[str]]] = {}
     for result in results:
@@ -347,7 +387,7 @@ def summary_rows(
                     _fmt(c["wait_seconds"]["p99"], 60),
                     _fmt(c["completion_seconds"]["p50"], 3600, 2),
                     str(c["preemptions"]),
-                    str(c["fruitless_preemptions"]),
+                    str(c["no_progress_preemptions"]),
                     _fmt(c["lost_gpu_hours"]),
                 ]
             )
@@ -361,6 +401,17 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
     )
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _verdict(comparison: Comparison | None, caveat: str) -> str:
+    """The page's opening: a paragraph per compared metric (the runs against the first, over
+    seeds), after what makes them weak (too few seeds), if anything."""
+    paragraphs = [f"<strong>Warning:</strong> {html.escape(caveat)}."] if caveat else []
+    if comparison is not None and len(comparison.runs) > 1:
+        paragraphs += [html.escape(p) for p in verdicts(comparison)]
+    if not paragraphs:
+        return ""
+    return "<h2>Verdict</h2>" + "".join(f"<p>{p}</p>" for p in paragraphs)
 
 
 def render_html(
@@ -401,6 +452,7 @@ def render_html(
             "* where the interval excludes zero.</p>" + _table(head, body)
         )
     single = "" if comparison is None else " (first seed)"
+    verdict = _verdict(comparison, meta.get("caveat") or "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>batchsched simulation report</title>
 <style>
@@ -412,11 +464,12 @@ img {{ max-width: 100%; }}
 </style></head><body>
 <h1>batchsched simulation report</h1>
 <p>batchsched {html.escape(meta["version"])}; configs: {html.escape(configs)}.</p>
+{verdict}
 {recorded}
 <p>Times are virtual: seconds after each scenario's start. Waits run from a job's submission to
 the first moment its work ran (a gang: minMember pods bound); lost GPU-hours are work done since
-the job's last checkpoint when it was preempted; "no progress" counts preemptions of a run that
-had saved no checkpoint yet (all of that run's work was lost).</p>
+the job's last checkpoint when it was preempted; no-progress preemptions are preemptions of a run
+that had saved no checkpoint yet (all of that run's work was lost).</p>
 {over_seeds}
 <h2>Runs{single}</h2>{_table(run_head, runs)}
 <h2>Per priority class{single}</h2>{_table(class_head, classes)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 
 from batchsched import __version__
 from batchsched.commands.cli import _parser, main
+from batchsched.plugins.registry import DEFAULT_PLUGINS
 from batchsched.sim.command import summarise_warnings
 from tests.builders import node, pod, priority_class
 from tests.paths import ROOT
@@ -145,6 +147,40 @@ def test_long_messages_wrap_and_names_are_never_cut(
     assert code == 0
     assert f"default/{name}" in out  # whole, on one line
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("columns", [72, 160])
+def test_text_follows_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """COLUMNS (a terminal's width) sets where text wraps; 100 is only the default."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for argv in (
+        ["schedule", "-f", str(BASIC), *AT],
+        ["explain", "research/huge-job", "-f", str(BASIC), *AT],
+    ):
+        code, out, _ = run(argv, capsys)
+        assert code == 0
+        widest = max(len(line) for line in out.splitlines())
+        assert widest <= columns
+        assert widest > 100 if columns > 100 else True  # the long messages take the room
+
+
+def test_explain_never_cuts_a_plugin_name_inside_a_word(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(["explain", "ml/trainer-0", "-f", str(BASIC), *AT], capsys)
+    assert code == 0
+    table = out[out.index("NODES") :].splitlines()[1:]
+    header = table[: next(i for i, line in enumerate(table) if line.startswith("  gpu-a"))]
+    words = {w for line in header for w in line.split()}
+    whole = {"NODE", "TOTAL"}
+    for name in DEFAULT_PLUGINS["score"]:
+        parts = re.findall(r"[A-Z][a-z]*", name[0])
+        whole |= {"".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, 9)}
+    assert words <= whole, words - whole
+    assert "Resources" in words  # the table did have to wrap its names
 
 
 def test_warnings_print_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -320,7 +320,11 @@ def test_training_example_starts_whole_and_second_job_waits(
 def test_crd_matches_what_the_reader_accepts() -> None:
     import yaml
 
-    crd = yaml.safe_load((EXAMPLES.parents[1] / "deploy" / "crd-podgroup.yaml").read_text())
+    crd = yaml.safe_load(
+        (
+            EXAMPLES.parents[1] / "deploy" / "components" / "podgroup-crd" / "crd-podgroup.yaml"
+        ).read_text()
+    )
     assert crd["spec"]["group"] == "scheduling.x-k8s.io"
     assert crd["spec"]["names"]["shortNames"] == ["pg"]
     (version,) = crd["spec"]["versions"]

@@ -100,7 +100,11 @@ def test_both_template_references_and_the_group_priority_are_read() -> None:
 
 
 def test_an_unknown_version_of_scheduling_k8s_io_is_refused() -> None:
-    with pytest.raises(ManifestError, match="apiVersion: 'scheduling.k8s.io/v1' is not one of"):
+    with pytest.raises(
+        ManifestError,
+        match="apiVersion: 'scheduling.k8s.io/v1' is not a version batchsched reads; PodGroup is "
+        "read as .*scheduling.k8s.io/v1alpha2, scheduling.k8s.io/v1beta1",
+    ):
         objects_of(upstream_group("g", 2, "v1"))
 
 
