@@ -37,9 +37,13 @@ def test_the_report_opens_with_the_warning_and_a_verdict_per_metric(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _simulate(tmp_path, "--seeds", "2", "--report", str(tmp_path / "r")) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    # The legend says how a clipped interval reads, in the terminal and on the page.
+    legend = "mean [low, high] where what the metric can be (a count never below 0"
+    assert legend in " ".join(out.split())
     assert "warning: 2 seeds: the 95% intervals are too wide to mean much" in err
     page = (tmp_path / "r" / "report.html").read_text()
+    assert legend in " ".join(page.split())
     body = page[page.index("<h1>") :]
     assert re.findall(r"<h2>([^<]+)</h2>", body)[0] == "Verdict"
     verdict = body[body.index("<h2>Verdict</h2>") : body.index("<table>")]

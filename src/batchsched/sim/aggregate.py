@@ -146,6 +146,12 @@ def _number(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
+INTERVAL_LEGEND = (
+    "mean ± half-width of its 95% confidence interval, or mean [low, high] where what the "
+    "metric can be (a count never below 0, a share never above 100%) clips the interval"
+)
+
+
 def cell(i: Interval | None, mark: bool = False) -> str:
     """`mean ± half-width` of the interval, or `mean [low, high]` where the quantity's range
     clipped it; `*` marks a difference whose interval excludes 0."""

@@ -21,7 +21,7 @@ from batchsched.commands import tables
 from batchsched.commands.output import emit
 from batchsched.config import SchedulerConfig, load_config
 from batchsched.objects.load import StrictError
-from batchsched.sim.aggregate import Comparison, compare
+from batchsched.sim.aggregate import INTERVAL_LEGEND, Comparison, compare
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.engine import ProgressHook, Simulation
 from batchsched.sim.fields import ScenarioError
@@ -287,9 +287,8 @@ def seeds_text(comparison: Comparison, warnings: list[str]) -> str:
     lines = [f"COMPARISON OVER {'/'.join(str(n) for n in sorted(seeds))} SEEDS"]
     lines.extend(
         tables.wrap(
-            "  mean ± half-width of its 95% confidence interval; the difference columns are "
-            f"paired by seed against {comparison.runs[0]}, * where the difference's interval "
-            "excludes zero",
+            f"  {INTERVAL_LEGEND}; the difference columns are paired by seed against "
+            f"{comparison.runs[0]}, * where the difference's interval excludes zero",
             indent="  ",
         )
     )

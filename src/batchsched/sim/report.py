@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from batchsched.sim.aggregate import Comparison, verdicts
+from batchsched.sim.aggregate import INTERVAL_LEGEND, Comparison, verdicts
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
 
@@ -447,9 +447,9 @@ def render_html(
     if comparison is not None:
         head, body = comparison_rows(comparison)
         over_seeds = (
-            "<h2>Over seeds</h2><p>Mean ± half-width of the 95% confidence interval (Student's "
-            f"t); differences are paired by seed against {html.escape(comparison.runs[0])}, "
-            "* where the interval excludes zero.</p>" + _table(head, body)
+            f"<h2>Over seeds</h2><p>{html.escape(INTERVAL_LEGEND.capitalize())} (Student's t); "
+            f"differences are paired by seed against {html.escape(comparison.runs[0])}, * where "
+            "the interval excludes zero.</p>" + _table(head, body)
         )
     single = "" if comparison is None else " (first seed)"
     verdict = _verdict(comparison, meta.get("caveat") or "")
