@@ -150,3 +150,25 @@ def test_the_wait_plot_labels_its_ticks_in_words(waits: list[float], labels: lis
     assert not axis.xaxis.get_minorticklabels() or all(
         not t.get_text() for t in axis.xaxis.get_minorticklabels()
     )
+
+
+def test_a_verdict_says_what_changed_and_whether_seeds_can_tell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(aggregate, "run_summary", lambda result: result)
+    a = [_Seed(i, 10 + i, 0.5) for i in range(5)]
+    b = [_Seed(i, i, 0.5) for i in range(5)]  # 10 fewer preemptions on every seed
+    said = {
+        v.split(":")[0]: v
+        for v in aggregate.verdicts(aggregate.compare({"a": a, "b": b}))  # type: ignore[dict-item]
+    }
+    assert said["preemptions"] == (
+        "preemptions: b gives 2.0 against a's 12.0: less by 10.0 on average over 5 paired "
+        "seeds (95% interval -10.0 to -10.0), a difference beyond seed noise."
+    )
+    assert (
+        said["GPU util %"] == "GPU util %: b gives 50.0 against a's 50.0: the same on every seed."
+    )
+    assert said["gang start delay p95 (min)"].endswith(
+        "not measured in b nor in a (nothing of the kind ran)."
+    )

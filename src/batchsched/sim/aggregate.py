@@ -179,8 +179,11 @@ def verdicts(c: Comparison) -> list[str]:
                 c.means[metric][run],
                 c.means[metric][base],
             )
+            if mine is None and theirs is None:
+                said.append(f"not measured in {run} nor in {base} (nothing of the kind ran).")
+                continue
             if diff is None or mine is None or theirs is None:
-                said.append(f"{run}: no value to compare (no seed measured it in both runs).")
+                said.append(f"{run}: measured in only one of {run} and {base} on each seed.")
                 continue
             change = f"{run} gives {_num(mine.mean)} against {base}'s {_num(theirs.mean)}"
             if diff.n == 1:
