@@ -59,7 +59,9 @@ def _add_strict(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="unknown fields in the objects read are errors (exit 2), not warnings",
+        help="unknown fields in the objects read, and manifests' kinds not read that look "
+        "mistyped or are scheduling objects (another scheduler's), are errors (exit 2), not "
+        "warnings",
     )
 
 
