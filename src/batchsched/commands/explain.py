@@ -209,9 +209,12 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
     pre = framework.pre_filter(cycle)
     out.pre_filter = pre.reject or ""
     feasible, resolvable = _node_verdicts(framework, cycle, pre.allowed_nodes, out)
-    if feasible.any():
+    # A pending member of a group placed as one is not given a node of its own: alone it may
+    # fit, but the group's attempt decided (the nodes' scores still say where it would go).
+    claimed = out.gang is not None and _group_hook_claims(framework, pod)
+    if feasible.any() and (bound or not claimed):
         _choose(framework, cycle, feasible, out)
-    elif out.gang is not None and _group_hook_claims(framework, pod):
+    elif out.gang is not None and claimed:
         _group_preemption(out.gang.group, out)
     else:
         _preemption(framework, cycle, resolvable, result, out)

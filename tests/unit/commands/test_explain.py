@@ -13,7 +13,8 @@ from batchsched.commands.explain import explain_pod
 from batchsched.config import default_config
 from batchsched.objects.errors import InputError
 from batchsched.objects.load import Objects
-from tests.builders import node, pod, priority_class
+from batchsched.objects.podgroup import GROUP_LABEL
+from tests.builders import node, pod, pod_group, priority_class
 from tests.conftest import NOW, objects_of
 from tests.paths import ROOT
 
@@ -147,6 +148,20 @@ def test_waiting_gang_member(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["message"].startswith("PodGroup ml/job-b: 0/4 members can run")
     assert data["gang"]["phase"] == "Scheduling"
     assert all(m["node"] == "" for m in data["gang"]["members"])
+
+
+def test_a_pending_member_that_fits_alone_is_given_the_groups_story_not_a_node() -> None:
+    # Each member fits alone, three do not fit together: the group decided, so no node is
+    # "chosen" for the member; its preemption standing is the group's attempt's.
+    trio = [pod(f"t-{i}", cpu="3", namespace="ml", labels={GROUP_LABEL: "trio"}) for i in range(3)]
+    objects = objects_of(node("a"), node("b"), pod_group("trio", 3), *trio)
+    e = explain_pod(objects, default_config(), NOW, "ml/t-0")
+    assert e.status == "pending" and [n.node for n in e.nodes if n.total is not None] == ["a", "b"]
+    assert (e.chosen, e.chosen_why, e.candidates) == ("", "", [])
+    assert e.preemption == (
+        "decided for PodGroup ml/trio as one (room for minMember members at once, or none): "
+        "preemption: 0 pod(s) may be preempted, not enough for minMember."
+    )
 
 
 def test_unknown_pod_and_running_pod(capsys: pytest.CaptureFixture[str]) -> None:
