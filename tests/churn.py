@@ -76,7 +76,7 @@ class World:
         self.manifests[(kind, key)] = manifest
         self.created.add((kind, key))
         KIND[kind].upsert(self.state, record)
-        self.most_pods = max(self.most_pods, len(self.state.pods))
+        self.most_pods = max(self.most_pods, len(self.state.pods.by_key))
 
     def delete(self, kind: str, manifest: dict[str, Any]) -> None:
         meta = manifest["metadata"]

@@ -11,7 +11,8 @@ from batchsched.config import SchedulerConfig, parse_config
 from batchsched.framework.interface import Cycle, FilterPlugin, Rejection, ReservePlugin
 from batchsched.objects.records import Pod
 from batchsched.plugins.registry import REGISTRY
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 NAME = "Exploding"
 RESERVE_NAME = "ExplodingReserve"

@@ -164,7 +164,7 @@ def live_sync() -> Metrics:
         parent.send(("pod lists", None))
         return {
             "nodes": nodes,
-            "pods": len(scheduler.state.pods),
+            "pods": len(scheduler.state.pods.by_key),
             "sync_seconds": round(sync_seconds, 2),
             "pod_list_pages": parent.recv(),
         }

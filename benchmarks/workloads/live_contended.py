@@ -130,7 +130,7 @@ def run(nodes: int) -> Metrics:
     try:
         scheduler, stop, thread, sync_seconds = _start_synced(parent.recv(), qps=-1)
         synced = time.time()
-        pending = len(scheduler.state.pending)
+        pending = len(scheduler.state.pods.pending)
         first_pass = 0.0
         in_first_pass = 0
         last = (0, 0)

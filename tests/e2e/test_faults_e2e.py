@@ -246,7 +246,7 @@ def test_a_watch_expired_by_etcd_compaction_relists_and_misses_nothing(
         )
         assert pods.lists > lists_before  # the 410 made it list again
         wait(
-            lambda: f"{cluster.namespace}/doomed" not in scheduler.state.pods,
+            lambda: f"{cluster.namespace}/doomed" not in scheduler.state.pods.by_key,
             what="doomed forgotten",
         )
         assert forbidden_requests(scheduler) == 0

@@ -86,9 +86,9 @@ def test_a_409_bind_gives_the_room_back(rig: Rig) -> None:
     fact = rig.feedback.get(timeout=1)
     assert isinstance(fact, BindFailed) and "already assigned" in fact.reason
     apply_fact(rig.state, fact)
-    idx = rig.state.node_index["n1"]
-    assert rig.state.free[idx, rig.state.resources.intern("cpu")] == 1000
-    assert "default/p" in rig.state.pending
+    idx = rig.state.nodes.row_of["n1"]
+    assert rig.state.nodes.free[idx, rig.state.nodes.resources.intern("cpu")] == 1000
+    assert "default/p" in rig.state.pods.pending
 
 
 def test_429_and_5xx_are_retried(rig: Rig) -> None:

@@ -126,7 +126,7 @@ def test_the_loop_survives_an_api_server_restart(api: FakeApiServer, launch: Lau
 
     api.restart(0.3, meanwhile)
     assert api.wait_for(lambda s: node_of(s, "after") == "n3", timeout=20)
-    assert api.wait_for(lambda s: free not in run.scheduler.state.node_index)
+    assert api.wait_for(lambda s: free not in run.scheduler.state.nodes.row_of)
     assert run.halt() == 0
 
 
@@ -244,18 +244,18 @@ def test_initial_lists_are_applied_kind_by_kind_as_they_arrive(api: FakeApiServe
 
     settled()
     # PriorityClasses are not listed yet: nodes (listed) and pods wait for them.
-    assert scheduler.state.node_count == 0
-    assert not scheduler.state.pods
+    assert scheduler.state.nodes.count == 0
+    assert not scheduler.state.pods.by_key
     high = {"metadata": {"name": "high"}, "value": 1000}
     scheduler.facts.put(Upsert(kinds["PriorityClass"], read_priority_class(high)))
     informers["PriorityClass"].synced.set()
-    assert _eventually(lambda: "default/p1" in scheduler.state.pods)
-    assert scheduler.state.node_count == 1
+    assert _eventually(lambda: "default/p1" in scheduler.state.pods.by_key)
+    assert scheduler.state.nodes.count == 1
     assert not scheduler.synced.is_set()  # pods applied while their list is not finished
     informers["Pod"].synced.set()
     done.join(5)
     assert scheduler.synced.is_set()
-    assert scheduler.state.pods["default/p1"].priority == 1000
+    assert scheduler.state.pods.by_key["default/p1"].priority == 1000
     stop.set()
 
 

@@ -56,7 +56,7 @@ def test_deleted_pods_of_every_kind_leave_nothing_in_the_loop(
         api.delete("pods", obj["metadata"]["name"])
     api.delete("podgroups", group)
     api.delete("resourceclaims", f"{MARKER}-claim")
-    assert api.wait_for(lambda s: not run.scheduler.state.pods, timeout=20)
+    assert api.wait_for(lambda s: not run.scheduler.state.pods.by_key, timeout=20)
     passes = run.scheduler.passes
     assert api.wait_for(lambda s: run.scheduler.passes >= passes + 2, timeout=20)
     assert run.halt() == 0
@@ -81,8 +81,8 @@ def test_the_actuator_forgets_what_it_wrote_for_deleted_objects(
     assert "default/job" in actuator._group_status
     api.delete("pods", "huge")
     api.delete("podgroups", "job")
-    assert api.wait_for(lambda s: "default/huge" not in run.scheduler.state.pods)
-    assert api.wait_for(lambda s: "default/job" not in run.scheduler.state.pod_groups)
+    assert api.wait_for(lambda s: "default/huge" not in run.scheduler.state.pods.by_key)
+    assert api.wait_for(lambda s: "default/job" not in run.scheduler.state.groups.by_key)
     assert run.halt() == 0
     assert "default/huge" not in actuator._conditions
     assert "default/job" not in actuator._group_status

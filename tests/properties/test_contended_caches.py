@@ -63,7 +63,9 @@ from batchsched.preemption.toleration_policy import FOREVER, scheduled_since
 from batchsched.preemption.victim_table import VictimTable
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import Nodes
 from batchsched.state.pdb_index import covers
+from batchsched.state.policy import Policy
 from benchmarks.workloads import contended
 
 
@@ -97,7 +99,7 @@ def _scanned_gang_rows() -> AbstractContextManager[Any]:
 def _matched_pdbs() -> AbstractContextManager[Any]:
     def match(self: VictimTable, rows: Any) -> None:
         for key, mask in self._pdb_masks.items():
-            pdb = self.state.pdbs[key]
+            pdb = self.state.policy.pdbs[key]
             for r in rows.tolist():
                 mask[r] = [covers(pdb, pod) for pod in self.pods[r]] + [False] * (
                     self.slots - len(self.pods[r])
@@ -113,7 +115,9 @@ def _matched_pdbs() -> AbstractContextManager[Any]:
 def _every_pdb_looked_at() -> AbstractContextManager[Any]:
     def every(self: VictimTable, rows: Any, take: Any) -> Any:
         self._follow_pdbs()
-        return [(pdb, self._pdb_masks[key][rows] & take) for key, pdb in self.state.pdbs.items()]
+        return [
+            (pdb, self._pdb_masks[key][rows] & take) for key, pdb in self.state.policy.pdbs.items()
+        ]
 
     return patch.object(VictimTable, "pdbs_taken", every)
 
@@ -121,11 +125,11 @@ def _every_pdb_looked_at() -> AbstractContextManager[Any]:
 class _ScannedPdbs:
     """Answers as `PdbIndex` does, matching every PDB at every question."""
 
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
 
     def covering(self, pod: Pod) -> tuple[str, ...]:
-        return tuple(sorted(k for k, pdb in self.state.pdbs.items() if covers(pdb, pod)))
+        return tuple(sorted(k for k, pdb in self.policy.pdbs.items() if covers(pdb, pod)))
 
     def forget(self, key: str) -> None:
         pass
@@ -133,7 +137,7 @@ class _ScannedPdbs:
 
 def _every_pdb_scanned() -> AbstractContextManager[Any]:
     # A new object at every question: the victim table rebuilds its masks each time too.
-    return patch.object(ClusterState, "pdb_index", property(_ScannedPdbs))
+    return patch.object(Policy, "pdb_index", property(_ScannedPdbs))
 
 
 def _every_unit_rechecked() -> AbstractContextManager[Any]:
@@ -162,7 +166,7 @@ def _every_check_afresh() -> AbstractContextManager[Any]:
 
 
 def _every_change_logged() -> AbstractContextManager[Any]:
-    return patch.object(ClusterState, "tentative", lambda self: nullcontext())
+    return patch.object(Nodes, "tentative", lambda self: nullcontext())
 
 
 def _every_choice_checked() -> AbstractContextManager[Any]:
@@ -294,12 +298,14 @@ def test_gang_rows_follow_evictions() -> None:
     objects = contended.generate(20, 3)
     state = build_state(objects)
     memo = GangSearchMemo(state)
-    member = next(p for p in state.pods.values() if p.node_name and group_key_of(p) is not None)
+    member = next(
+        p for p in state.pods.by_key.values() if p.node_name and group_key_of(p) is not None
+    )
     rule = VictimRule(state, member, 10_000, contended.NOW, lambda n: (False, None))
-    everywhere = np.ones(state.rows, dtype=np.bool_)
+    everywhere = np.ones(state.nodes.rows, dtype=np.bool_)
     before = memo.gang_rows(rule, everywhere)
     assert np.array_equal(before, gang_victims.gang_rows(state, rule, everywhere))
-    for key in sorted(state.group_members[group_key_of(member) or ""]):
+    for key in sorted(state.groups.members[group_key_of(member) or ""]):
         state.mark_terminating(key, contended.NOW)
     after = memo.gang_rows(rule, everywhere)
     assert np.array_equal(after, gang_victims.gang_rows(state, rule, everywhere))
@@ -352,8 +358,8 @@ def _first_end(state: ClusterState, rule: VictimRule) -> float:
     from every bound pod (inf: none)."""
     now = rule.now.timestamp()
     first = math.inf
-    for row, pods in enumerate(state.node_pods):
-        for pod in pods.values() if state.valid[row] else ():
+    for row, pods in enumerate(state.nodes.pods_on):
+        for pod in pods.values() if state.nodes.valid[row] else ():
             if not rule.lower(pod) or not pod.priority_class_name:
                 continue
             seconds = rule.verdict(pod.priority_class_name)[1]
@@ -378,11 +384,11 @@ def test_protection_ends_follow_changes(seed: int, steps: list[tuple[str, int]])
     state = build_state(objects)
     search = PreemptionSearch(state)
     plugin = PreemptionToleration()
-    names = sorted(state.node_index)
+    names = sorted(state.nodes.row_of)
     now = contended.NOW
     for step, (kind, n) in enumerate(steps):
         # Pods whose toleration ends first are the ones whose changes matter.
-        bound = sorted(state.bound, key=lambda key: (_end(state.pods[key]), key))[:3]
+        bound = sorted(state.pods.bound, key=lambda key: (_end(state.pods.by_key[key]), key))[:3]
         if kind == "bind":
             # A tolerant pod whose 10 minutes end within 2 minutes of now (or are over).
             since = now - timedelta(seconds=480 + n % 240)
@@ -408,7 +414,7 @@ def test_protection_ends_follow_changes(seed: int, steps: list[tuple[str, int]])
         elif kind == "clock":
             now += timedelta(seconds=n % 900 - 100)  # mostly forward, sometimes back
         for priority in (100, 500):
-            preemptor = next(iter(state.pending.values()))
+            preemptor = next(iter(state.pods.pending.values()))
             verdicts = plugin.class_verdicts(state, preemptor, priority, [])
             rule = VictimRule(state, preemptor, priority, now, verdicts)
             assert search.protection_ends(rule) == _first_end(state, rule)
@@ -417,7 +423,7 @@ def test_protection_ends_follow_changes(seed: int, steps: list[tuple[str, int]])
 def test_protection_ends_are_not_vacuous() -> None:
     """The comparison above meets tolerations that run out: contended clusters have them."""
     state = build_state(contended.generate(6, 1))
-    preemptor = next(iter(state.pending.values()))
+    preemptor = next(iter(state.pods.pending.values()))
     verdicts = PreemptionToleration().class_verdicts(state, preemptor, 100, [])
     rule = VictimRule(state, preemptor, 100, contended.NOW, verdicts)
     assert contended.NOW.timestamp() < PreemptionSearch(state).protection_ends(rule) < math.inf

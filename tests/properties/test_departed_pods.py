@@ -22,8 +22,8 @@ from tests.leftovers import holders, outside_snapshots, sizes
 PER_POD = ("Scheduler.state", "Scheduler.queue", "Scheduler.messages", "Scheduler._shapes")
 NOT_PER_POD = (
     "Scheduler.queue.incoming",  # counts by event
-    "Scheduler.state._changed_rows",  # the log of node rows changed: numbers, at most 65,536
-    "Scheduler.state._demand_of",  # demands by request set, at most 4096
+    "Scheduler.state.nodes._changed_rows",  # the log of node rows changed: numbers, at most 65,536
+    "Scheduler.state.pods._demand_of",  # demands by request set, at most 4096
     "Scheduler.state.devices._index",  # the index of ResourceSlices, made when first asked
 )
 
@@ -44,7 +44,7 @@ jobs = st.lists(
 def test_deleted_pods_leave_nothing_behind(drawn: list[tuple[str, int, int]]) -> None:
     churned = world()
     play(churned, [job(kind, n, start, lasts) for n, (kind, start, lasts) in enumerate(drawn)])
-    assert churned.state.pods == {}
+    assert churned.state.pods.by_key == {}
 
     baseline = world()
     baseline.run_pass(0)

@@ -214,8 +214,8 @@ def test_no_gang_is_partially_evicted(manifests: list[dict[str, Any]]) -> None:
 
 
 def bound_and_succeeded(state: ClusterState, group: str) -> tuple[int, int]:
-    members = [state.pods[k] for k in state.group_members.get(group, ())]
-    bound = sum(1 for p in members if p.key in state.bound)
+    members = [state.pods.by_key[k] for k in state.groups.members.get(group, ())]
+    bound = sum(1 for p in members if p.key in state.pods.bound)
     return bound, sum(1 for p in members if p.phase == "Succeeded")
 
 
@@ -229,7 +229,7 @@ def test_after_every_pass_a_group_is_empty_or_has_min_member(
     rng = random.Random(seed)
     state = build_state(objects_of(*manifests))
     sched = Scheduler(state, default_config())
-    fresh = [key for key in state.pod_groups if bound_and_succeeded(state, key) == (0, 0)]
+    fresh = [key for key in state.groups.by_key if bound_and_succeeded(state, key) == (0, 0)]
     now = NOW
     for step in range(6):
         for decision in sched.schedule_pass(now):
@@ -237,13 +237,13 @@ def test_after_every_pass_a_group_is_empty_or_has_min_member(
                 state.remove_pod(decision.pod)
         for key in fresh:
             bound, succeeded = bound_and_succeeded(state, key)
-            minimum = state.pod_groups[key].min_member
+            minimum = state.groups.by_key[key].min_member
             assert bound == 0 or bound + succeeded >= minimum, (key, bound, succeeded)
         event = rng.choice(["node", "finish", "none"])
         if event == "node":
             state.upsert_node(objects_of(node(f"extra-{step}", cpu="4")).nodes[0])
-        elif event == "finish" and state.bound:
-            done = state.pods[rng.choice(sorted(state.bound))]
+        elif event == "finish" and state.pods.bound:
+            done = state.pods.by_key[rng.choice(sorted(state.pods.bound))]
             done.phase = "Succeeded"
             state.upsert_pod(done)
         now += timedelta(seconds=15)

@@ -76,9 +76,9 @@ def worlds(draw: st.DrawFn) -> tuple[ClusterState, Pod]:
 
 
 def _room(state: ClusterState, pods: list[Pod]) -> np.ndarray:
-    room = np.zeros(len(state.resources), dtype=np.int64)
+    room = np.zeros(len(state.nodes.resources), dtype=np.int64)
     for p in pods:
-        d = state.demand(p)
+        d = state.pods.demand(p)
         room[d.cols] += d.amounts
     return room
 
@@ -90,29 +90,31 @@ def test_preemption_takes_no_exempt_pod_and_a_minimal_set(
 ) -> None:
     state, preemptor = world
     priority = preemptor.priority or 0
-    terminating_before = {k for k, p in state.pods.items() if p.deletion_timestamp is not None}
+    terminating_before = {
+        k for k, p in state.pods.by_key.items() if p.deletion_timestamp is not None
+    }
     scheduler = Scheduler(state, default_config())
     free_before = {}
-    for idx, _ in state.live_nodes():
+    for idx, _ in state.nodes.live():
         free_before[idx] = state.free_for(preemptor)[idx].copy()
     decisions = scheduler.schedule_pass(NOW)
     if any(isinstance(d, Bind) for d in decisions):
         return
-    victims = [state.pods[d.pod] for d in decisions if isinstance(d, Evict)]
+    victims = [state.pods.by_key[d.pod] for d in decisions if isinstance(d, Evict)]
     nominated = [d for d in decisions if isinstance(d, Nominate) and d.pod == preemptor.key]
     for victim in victims:
         assert victim.key not in terminating_before
         assert (victim.priority or 0) < priority
-        pc = state.priority_classes[victim.priority_class_name]
+        pc = state.policy.priority_classes[victim.priority_class_name]
         assert not is_exempt(victim, parse_policy(pc), preemptor, priority, NOW), victim.key
     if not nominated:
         assert victims == []
         return
-    row = state.node_index[nominated[0].node or ""]
-    assert all(state.bound[v.key] == row for v in victims)
-    leaving = [p for k, p in state.node_pods[row].items() if k in terminating_before]
+    row = state.nodes.row_of[nominated[0].node or ""]
+    assert all(state.pods.bound[v.key] == row for v in victims)
+    leaving = [p for k, p in state.nodes.pods_on[row].items() if k in terminating_before]
     freed = free_before[row] + _room(state, leaving) + _room(state, victims)
-    demand = state.demand(preemptor)
+    demand = state.pods.demand(preemptor)
     assert (freed[demand.cols] >= demand.amounts).all()
     for victim in victims:
         back = freed - _room(state, [victim])
@@ -130,16 +132,17 @@ def test_vectorised_search_agrees_with_the_per_node_search(
     rule = VictimRule(
         state, preemptor, priority, NOW, plugin.class_verdicts(state, preemptor, priority, [])
     )
-    demand = state.demand(preemptor)
+    demand = state.pods.demand(preemptor)
     free = state.free_for(preemptor)
-    if (free[: state.rows][:, demand.cols] >= demand.amounts).all(axis=1).any():
+    if (free[: state.nodes.rows][:, demand.cols] >= demand.amounts).all(axis=1).any():
         return  # fits somewhere: preemption would not run
-    candidates = np.ones(state.rows, dtype=np.bool_)
+    candidates = np.ones(state.nodes.rows, dtype=np.bool_)
     found = plugin.search(state).evaluate(rule, demand, free, candidates)
     per_node = []
-    for row, _ in state.live_nodes():
+    for row, _ in state.nodes.live():
         base = free[row] + _room(
-            state, [p for p in state.node_pods[row].values() if p.deletion_timestamp is not None]
+            state,
+            [p for p in state.nodes.pods_on[row].values() if p.deletion_timestamp is not None],
         )
         result = select_victims_on_node(rule, demand, base, row)
         if result is not None:
@@ -173,20 +176,20 @@ def test_results_kept_across_attempts_equal_a_fresh_search(
     priority = preemptor.priority or 0
     kept = PreemptionToleration()
     now = NOW
-    demand = state.demand(preemptor)
+    demand = state.pods.demand(preemptor)
 
     def attempt(plugin: PreemptionToleration) -> tuple[object, ...]:
         rule = VictimRule(
             state, preemptor, priority, now, plugin.class_verdicts(state, preemptor, priority, [])
         )
-        candidates = np.ones(state.rows, dtype=np.bool_)
+        candidates = np.ones(state.nodes.rows, dtype=np.bool_)
         found = plugin.search(state).evaluate(rule, demand, state.free_for(preemptor), candidates)
         return (found.row, [v.key for v in found.victims], found.pdb_violations, found.reasons)
 
     attempt(kept)
     for op, n, j, klass in changes:
-        name, key = f"n{n % state.node_count}", f"default/c{n}-{j}"
-        if op == "add" and key not in state.pods:
+        name, key = f"n{n % state.nodes.count}", f"default/c{n}-{j}"
+        if op == "add" and key not in state.pods.by_key:
             state.upsert_pod(pod(f"c{n}-{j}", 500, on=name, klass=klass, labels={"app": "a"}))
         elif op == "remove":
             state.remove_pod(key)

@@ -99,7 +99,7 @@ def _decided(manifests: list[dict[str, Any]], gone: list[int], hints: bool) -> l
             if isinstance(d, Evict):
                 state.remove_pod(d.pod)
         for i in gone if step == 0 else []:
-            if i < len(running) and running[i] in state.pods:
+            if i < len(running) and running[i] in state.pods.by_key:
                 state.remove_pod(running[i])
     return passes
 
@@ -222,16 +222,16 @@ def _fits_alone(state: ClusterState, changed: IndexArray, pod: Pod) -> bool:
     """What NodeResourcesFit's filter says of the changed rows alone, row by row: the pod
     fits one of them in every resource it checks (an ignored group never counts; a
     DeviceClass-mapped one counts only where a node advertises it)."""
-    cols = state.resources.names
+    cols = state.nodes.resources.names
     for row in changed.tolist():
         ok = True
         for name, amount in pod.requests.items():
             col = cols.index(name)
             if name == "example.com/fpga" or not amount:
                 continue
-            if name == "dra.example.com/dev" and state.allocatable[row, col] == 0:
+            if name == "dra.example.com/dev" and state.nodes.allocatable[row, col] == 0:
                 continue
-            ok = ok and state.free[row, col] >= amount
+            ok = ok and state.nodes.free[row, col] >= amount
         if ok:
             return True
     return False

@@ -417,14 +417,14 @@ def test_delay_respected_across_passes() -> None:
     scheduler.queue.flush()
     late = scheduler.schedule_pass(NOW + timedelta(seconds=30))
     assert [d.pod for d in late if isinstance(d, Evict)] == ["default/a"]
-    assert state.reservation_of("default/agent-n1") is not None  # since stays the first pass's
-    assert state.reservation_of("default/agent-n1").since == NOW  # type: ignore[union-attr]
+    assert state.reservations.of("default/agent-n1") is not None  # since stays the first pass's
+    assert state.reservations.of("default/agent-n1").since == NOW  # type: ignore[union-attr]
 
     state.remove_pod("default/a")
     scheduler.queue.flush()
     done = scheduler.schedule_pass(NOW + timedelta(seconds=31))
     assert done == [Bind("default/agent-n1", "n1")]
-    assert state.reservations == {}
+    assert state.reservations.by_row == {}
 
 
 def test_default_delay_in_one_shot_only_reserves() -> None:
@@ -451,7 +451,7 @@ def test_reserved_node_takes_no_other_pod_even_of_higher_priority() -> None:
     state = build_state(manifests)
     scheduler = Scheduler(state, config(preemptionStartDelaySeconds=60))
     scheduler.schedule_pass(NOW)
-    assert state.reservation_of("default/agent-n1") is not None
+    assert state.reservations.of("default/agent-n1") is not None
     # Room frees up (b finishes) and a high-priority pod arrives before the agent retries.
     state.remove_pod("default/b")
     state.upsert_pod(objects(pending("urgent", "500m", "1Gi", priority=1_000_000)).pods[0])
@@ -461,7 +461,7 @@ def test_reserved_node_takes_no_other_pod_even_of_higher_priority() -> None:
     assert Bind("default/urgent", "n1") not in decisions
     assert "node(s) were reserved for a DaemonSet pod" in scheduler.messages["default/urgent"]
     # Once the agent is bound, the node is open again (and full).
-    assert state.reservations == {}
+    assert state.reservations.by_row == {}
     scheduler.queue.flush()
     scheduler.schedule_pass(NOW + timedelta(seconds=2))
     assert scheduler.messages["default/urgent"].startswith(
@@ -481,11 +481,11 @@ def test_reservation_released_when_pod_or_node_goes_away() -> None:
     state = build_state(manifests)
     scheduler = Scheduler(state, config(preemptionStartDelaySeconds=60))
     scheduler.schedule_pass(NOW)
-    assert sorted(r.node for r in state.reservations.values()) == ["n1", "n2"]
+    assert sorted(r.node for r in state.reservations.by_row.values()) == ["n1", "n2"]
     state.remove_pod("default/agent-n1")
     state.remove_node("n2")
-    assert state.reservations == {}
-    assert state.reserved_by == {}
+    assert state.reservations.by_row == {}
+    assert state.reservations.by_pod == {}
 
 
 def test_second_daemonset_pod_on_a_reserved_node_waits_its_turn() -> None:

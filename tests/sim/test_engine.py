@@ -46,7 +46,7 @@ def test_higher_priority_waiting_job_goes_first() -> None:
 def test_bound_pods_carry_pod_scheduled_at_bind_time() -> None:
     sim = simulation([gpu_node("n1")], [job("a", work=100, submit=30)])
     sim.advance(50)
-    pod = sim.state.pods["default/a-0"]
+    pod = sim.state.pods.by_key["default/a-0"]
     cond = pod.condition("PodScheduled")
     assert cond is not None and cond.status == "True"
     assert cond.last_transition_time == pod.start_time
@@ -131,7 +131,10 @@ def test_fragmentation_follows_the_changed_nodes_exactly() -> None:
     while sim._events:
         sim.advance(sim.now + 7.0)
         state, col = sim.state, state_col(sim)
-        free, alloc = state.free[: state.rows, col], state.allocatable[: state.rows, col]
+        free, alloc = (
+            state.nodes.free[: state.nodes.rows, col],
+            state.nodes.allocatable[: state.nodes.rows, col],
+        )
         partly = (free > 0) & (free < alloc)
         assert sim._fragmentation() == float(free[partly].sum())
         seen.append(sim._fragmentation())
@@ -139,7 +142,7 @@ def test_fragmentation_follows_the_changed_nodes_exactly() -> None:
 
 
 def state_col(sim: Simulation) -> int:
-    col = sim.state.resources.get(GPU)
+    col = sim.state.nodes.resources.get(GPU)
     assert col is not None
     return col
 

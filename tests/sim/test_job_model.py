@@ -15,7 +15,9 @@ MIN = 60.0
 
 def evict(sim: Simulation, pod: str) -> None:
     """What a preemption decision does to the world, injected at the current time."""
-    sim.apply([Evict(pod=pod, node=sim.state.pods[pod].node_name, preemptor="x/y", reason="test")])
+    sim.apply(
+        [Evict(pod=pod, node=sim.state.pods.by_key[pod].node_name, preemptor="x/y", reason="test")]
+    )
 
 
 def test_checkpointed_job_loses_only_work_since_the_last_checkpoint() -> None:
@@ -29,7 +31,7 @@ def test_checkpointed_job_loses_only_work_since_the_last_checkpoint() -> None:
     assert train.lost_gpu_seconds == pytest.approx(5 * MIN * 8)
     # gone after 30 s grace, recreated 1 min later, then 40 min of work remain
     assert train.end == pytest.approx(25 * MIN + 30 + MIN + 40 * MIN)
-    assert "default/train-0-r1" not in sim.state.pods  # finished and removed
+    assert "default/train-0-r1" not in sim.state.pods.by_key  # finished and removed
 
 
 def test_job_without_checkpoints_loses_all_its_work() -> None:
@@ -61,10 +63,10 @@ def test_victim_holds_its_room_for_the_grace_period() -> None:
     sim.advance(25 * MIN)
     evict(sim, "default/train-0")
     sim.advance(25 * MIN + 119)
-    assert sim.state.pods["default/train-0"].deletion_timestamp is not None
-    assert not sim.state.pods["default/other-0"].node_name
+    assert sim.state.pods.by_key["default/train-0"].deletion_timestamp is not None
+    assert not sim.state.pods.by_key["default/other-0"].node_name
     sim.advance(25 * MIN + 120)
-    assert sim.state.pods["default/other-0"].node_name == "n1"
+    assert sim.state.pods.by_key["default/other-0"].node_name == "n1"
 
 
 def test_restarted_pod_is_a_new_pod_with_a_new_name() -> None:
@@ -72,24 +74,24 @@ def test_restarted_pod_is_a_new_pod_with_a_new_name() -> None:
     sim.advance(10 * MIN)
     evict(sim, "default/train-0")
     sim.advance(10 * MIN + 30 + MIN)
-    assert "default/train-0" not in sim.state.pods
-    assert sim.state.pods["default/train-0-r1"].node_name == "n1"
+    assert "default/train-0" not in sim.state.pods.by_key
+    assert sim.state.pods.by_key["default/train-0-r1"].node_name == "n1"
 
 
 def test_gang_job_restarts_whole_when_one_member_is_preempted() -> None:
     spec = job("gang", gpus=8, pods=2, min_member=2, work=60 * MIN, checkpoint_interval=10 * MIN)
     sim = simulation([gpu_node("n1"), gpu_node("n2")], [spec])
     sim.advance(1)
-    group = sim.state.pod_groups["default/gang"]
+    group = sim.state.groups.by_key["default/gang"]
     assert group.min_member == 2
     for key in ("default/gang-0", "default/gang-1"):
-        assert sim.state.pods[key].annotations["scheduling.k8s.io/group-name"] == "gang"
+        assert sim.state.pods.by_key[key].annotations["scheduling.k8s.io/group-name"] == "gang"
     sim.advance(15 * MIN)
     evict(sim, "default/gang-0")
     evict(sim, "default/gang-1")  # a second eviction of the same restart counts once
-    assert sim.state.pods["default/gang-1"].deletion_timestamp is not None
+    assert sim.state.pods.by_key["default/gang-1"].deletion_timestamp is not None
     sim.advance(15 * MIN + 30)
-    assert {k for k in sim.state.pods if k.startswith("default/gang")} == {
+    assert {k for k in sim.state.pods.by_key if k.startswith("default/gang")} == {
         "default/gang-0-r1",
         "default/gang-1-r1",
     }
@@ -98,7 +100,7 @@ def test_gang_job_restarts_whole_when_one_member_is_preempted() -> None:
     assert gang.preemptions == 1
     assert gang.lost_gpu_seconds == pytest.approx(5 * MIN * 16)
     assert gang.end == pytest.approx(15 * MIN + 30 + 50 * MIN)
-    assert "default/gang" not in sim.state.pod_groups  # the finished job's group is gone
+    assert "default/gang" not in sim.state.groups.by_key  # the finished job's group is gone
 
 
 def test_gang_makes_no_progress_below_min_member() -> None:

@@ -104,5 +104,5 @@ def test_schedule_and_one_simulator_step_agree(
     )
     if not evictions:
         # With nothing evicted the two worlds are in the same place: same pods left, same words.
-        messages = {key: sim.scheduler.messages[key] for key in sim.state.pending}
+        messages = {key: sim.scheduler.messages[key] for key in sim.state.pods.pending}
         assert messages == {u["pod"]: u["message"] for u in live["unschedulable"]}

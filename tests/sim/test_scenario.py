@@ -264,5 +264,5 @@ def test_anti_affinity_jobs_spread_in_the_simulator() -> None:
     ]
     sim = simulation(nodes, jobs, until=10.0)
     sim.run()
-    placed = {p.node_name for p in sim.state.pods.values() if p.node_name}
+    placed = {p.node_name for p in sim.state.pods.by_key.values() if p.node_name}
     assert placed == {"n0", "n1", "n2"}

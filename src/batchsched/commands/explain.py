@@ -42,7 +42,8 @@ from batchsched.preemption.victims import (
     select_victims_on_node,
 )
 from batchsched.scheduling.scheduler import Scheduler
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 
 @dataclass
@@ -179,12 +180,12 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
             f"this configuration ({', '.join(scheduler.frameworks)})"
         )
     state = scheduler.state
-    pod = state.pods[key]
+    pod = state.pods.by_key[key]
     bound = next((b.node for b in result.bindings if b.pod == key), "")
     out = Explanation(
         key,
         now,
-        state.priority_of(pod),
+        state.policy.priority_of(pod),
         "bound" if bound else "pending",
         node=bound,
         message=result.unschedulable.get(key, ""),
@@ -194,7 +195,7 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
     preemptors = set(out.gang.members) if out.gang is not None else {key}
     evicted = {e.pod for e in result.evictions if e.preemptor in preemptors}
     out.evicted_for_it = sorted(evicted)
-    victims = [p for p in objects.pods if p.key in evicted and p.key not in state.pods]
+    victims = [p for p in objects.pods if p.key in evicted and p.key not in state.pods.by_key]
     if bound:
         # Judged as before its binding (its node's verdict says why) and, for a pod that
         # preempted alone, before its preemption: its victims come back, so the candidates
@@ -205,7 +206,7 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
             for victim in victims:
                 state.upsert_pod(replace(victim, deletion_timestamp=None))
     framework = scheduler.framework_for(pod)
-    cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod))
+    cycle = Cycle(state, pod, now, state.pods.demand(pod), state.free_for(pod))
     pre = framework.pre_filter(cycle)
     out.pre_filter = pre.reject or ""
     feasible, resolvable = _node_verdicts(framework, cycle, pre.allowed_nodes, out)
@@ -226,13 +227,13 @@ def _running(
 ) -> Explanation:
     """A pod running in the files: nothing to decide for it, unless the plan evicts it."""
     state = scheduler.state
-    out = Explanation(pod.key, now, state.priority_of(pod), "running", node=pod.node_name)
+    out = Explanation(pod.key, now, state.policy.priority_of(pod), "running", node=pod.node_name)
     originals = {p.key: p for p in objects.pods}
     evicted = {e.pod: (originals[e.pod], e) for e in result.evictions if e.pod in originals}
     found = evicted.get(pod.key)
     if found is not None:
         eviction = found[1]
-        preemptor = state.pods.get(eviction.preemptor, pod)
+        preemptor = state.pods.by_key.get(eviction.preemptor, pod)
         framework = scheduler.framework_for(preemptor)
         out.status = "evicted"
         out.eviction = eviction_story(state, framework, eviction, pod, evicted)
@@ -263,10 +264,12 @@ def _node_verdicts(
     """Every node's verdict into `out`; the feasible nodes and those preemption could fix."""
     state = cycle.state
     feasible, rejections = framework.filter_verdicts(cycle, allowed)
-    verdicts = {row: NodeVerdict(state.node_name(row)) for row, _ in state.live_nodes()}
-    resolvable = np.zeros(state.rows, dtype=np.bool_)
+    verdicts = {row: NodeVerdict(state.nodes.name(row)) for row, _ in state.nodes.live()}
+    resolvable = np.zeros(state.nodes.rows, dtype=np.bool_)
     if allowed is not None:
-        for row in np.flatnonzero(~allowed[: state.rows] & state.valid[: state.rows]).tolist():
+        for row in np.flatnonzero(
+            ~allowed[: state.nodes.rows] & state.nodes.valid[: state.nodes.rows]
+        ).tolist():
             verdicts[row].filter, verdicts[row].reason = "PreFilter", "not allowed by PreFilter"
     for plugin, rej in rejections:
         for row in np.flatnonzero(rej.nodes).tolist():
@@ -278,7 +281,7 @@ def _node_verdicts(
             verdict = verdicts[row]
             verdict.scores = {name: int(scores[row]) for name, _, scores in breakdown}
             verdict.total = sum(int(scores[row]) * weight for _, weight, scores in breakdown)
-    rank = state.name_rank()
+    rank = state.nodes.name_rank()
     out.nodes = [
         verdicts[row]
         for row in sorted(
@@ -293,11 +296,11 @@ def _choose(framework: Framework, cycle: Cycle, feasible: BoolArray, out: Explan
     state = cycle.state
     nominated = state.nominations.get(cycle.pod.key)
     if nominated is not None and feasible[nominated]:
-        out.chosen = state.node_name(nominated)
+        out.chosen = state.nodes.name(nominated)
         out.chosen_why = "its nominated node (room freed for it by preemption) fits"
         return
     row = framework.select(cycle, feasible)
-    out.chosen = state.node_name(row)
+    out.chosen = state.nodes.name(row)
     count = int(np.count_nonzero(feasible))
     if count == 1:
         out.chosen_why = "the only feasible node"
@@ -321,7 +324,7 @@ def _preemption(
     if plugin is None:
         out.preemption = "the profile has no preemption plugin"
         return
-    if state.preemption_policy_of(pod) == "Never":
+    if state.policy.preemption_policy_of(pod) == "Never":
         out.preemption = "not eligible: preemptionPolicy is Never"
         return
     if not resolvable.any():
@@ -341,22 +344,22 @@ def _preemption(
             found.append(victims)
     if found:
         best = min(found, key=lambda v: choice_key(v, state))
-        out.preemption_node = state.node_name(best.row)
+        out.preemption_node = state.nodes.name(best.row)
         out.preemption = (
             f"{len(found)} of {len(out.candidates)} candidate node(s) can make room; the best "
             f"by PDB violations, victim priorities, count and start times is {out.preemption_node}"
         )
     else:
         out.preemption = f"none of {len(out.candidates)} candidate node(s) can make room"
-    rank = state.name_rank()
-    index = {state.node_name(r): int(rank[r]) for r, _ in state.live_nodes()}
+    rank = state.nodes.name_rank()
+    index = {state.nodes.name(r): int(rank[r]) for r, _ in state.nodes.live()}
     out.candidates.sort(key=lambda c: (not c.works, index[c.node]))
 
 
 def _candidate(rule: VictimRule, row: int, found: NodeVictims | None) -> Candidate:
     state = rule.state
-    candidate = Candidate(state.node_name(row), works=found is not None)
-    for other in sorted(state.node_pods[row].values(), key=lambda p: p.key):
+    candidate = Candidate(state.nodes.name(row), works=found is not None)
+    for other in sorted(state.nodes.pods_on[row].values(), key=lambda p: p.key):
         if not rule.lower(other):
             continue
         if rule.missing_class(other):
@@ -390,8 +393,8 @@ def _protected(rule: VictimRule, pod: Pod) -> Protected:
 
 def _gang(state: ClusterState, pod: Pod) -> GangStory | None:
     key = group_key_of(pod)
-    group = state.pod_groups.get(key) if key is not None else None
+    group = state.groups.by_key.get(key) if key is not None else None
     if key is None or group is None:
         return None
-    members = {k: state.pods[k].node_name for k in sorted(state.group_members.get(key, ()))}
+    members = {k: state.pods.by_key[k].node_name for k in sorted(state.groups.members.get(key, ()))}
     return GangStory(key, group.min_member, group.status.phase or "Pending", members)

@@ -105,8 +105,8 @@ def eviction_story(
     """Why `victim` is evicted by `eviction`, in a run that left `state` (without the
     victims) and evicted every pod of `evicted` (key -> the pod as in the files and its
     eviction); `framework` is the preemptor's profile."""
-    preemptor = state.pods.get(eviction.preemptor)
-    priority = state.priority_of(preemptor) if preemptor is not None else 0
+    preemptor = state.pods.by_key.get(eviction.preemptor)
+    priority = state.policy.priority_of(preemptor) if preemptor is not None else 0
     story = EvictionStory(
         eviction.node,
         eviction.preemptor,
@@ -128,10 +128,10 @@ def eviction_story(
     story.toleration = _toleration(state, framework, story, victim)
     if story.rule == DAEMONSET:
         story.toleration += f"; it was {_VICTIM_CLASSES[victim_class(state, victim)]}"
-    covering = state.pdb_index.covering
+    covering = state.policy.pdb_index.covering
     for key in covering(victim):
         taken = sum(1 for pod, _ in evicted.values() if key in covering(pod))
-        story.budgets.append(BudgetStanding(key, state.pdbs[key].disruptions_allowed, taken))
+        story.budgets.append(BudgetStanding(key, state.policy.pdbs[key].disruptions_allowed, taken))
     return story
 
 
@@ -145,7 +145,7 @@ def _rule(
         return DAEMONSET, f"the DaemonSet pod may run only on node {node}, which had no room"
     hook = framework.group_plugin
     group = hook.group_of(preemptor) if hook is not None else None
-    record = state.pod_groups.get(group) if group is not None else None
+    record = state.groups.by_key.get(group) if group is not None else None
     if record is not None:
         return GANG, (
             f"PodGroup {group} (priority {priority}) fit nowhere and preempted as one: room for "
@@ -163,11 +163,11 @@ def _toleration(
     state: ClusterState, framework: Framework, story: EvictionStory, victim: Pod
 ) -> str:
     """Why the victim's PriorityClass did not protect it from this preemptor."""
-    own = state.priority_of(victim)
+    own = state.policy.priority_of(victim)
     name = victim.priority_class_name
     if story.rule in (DEFAULT, GANG) and not _reads_tolerations(framework):
         return f"the profile's {story.plugin} reads no toleration policy (its priority: {own})"
-    pc = state.priority_classes.get(name) if name else None
+    pc = state.policy.priority_classes.get(name) if name else None
     if pc is None:
         return f"it names no PriorityClass (priority {own}): it has no toleration"
     policy = parse_policy(pc)

@@ -108,7 +108,7 @@ class OneShotResult:
             f"{decision.preemptor} in pass {self.passes} ({decision.reason}); the plan leaves "
             "it pending"
         )
-        for group, members in state.group_members.items():
+        for group, members in state.groups.members.items():
             if decision.pod in members:
                 for member in sorted(members - self.withdrawn.keys()):
                     if member in self._bound_in_pass:
@@ -214,17 +214,17 @@ def _settle(
     # Pods of a foreign scheduler are not ours to report; only our pending pods are.
     result.unschedulable = {
         key: scheduler.messages.get(key, "not attempted")
-        for key, pod in state.pending.items()
+        for key, pod in state.pods.pending.items()
         if scheduler.owns(pod)
     }
     result.volume_bindings = state.volumes.assumed()
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
-    for key in state.group_members:
-        group = state.pod_groups.get(key)
+    for key in state.groups.members:
+        group = state.groups.by_key.get(key)
         if group is not None:
             result.pod_groups[key] = PodGroupUpdate(key, group.status)
-    result.groups = {key: state.pod_groups[key] for key in result.pod_groups}
+    result.groups = {key: state.groups.by_key[key] for key in result.pod_groups}
     for key in state.devices.allocated_here:
         claim = state.devices.claims.get(key)
         if claim is None or claim.allocation is None:
@@ -234,7 +234,7 @@ def _settle(
         result.claims[key] = claim_status_json(claim)
     result.warnings = current_warnings(state, result.warnings)
     for reservation in list(result.reservations.values()):
-        if reservation.pod not in state.pending:
+        if reservation.pod not in state.pods.pending:
             del result.reservations[reservation.node]
     return result, scheduler
 
@@ -254,7 +254,7 @@ def _apply(
             changed = True
         elif isinstance(decision, Evict):
             result.evict(decision, state)
-            victim = state.pods.get(decision.pod)
+            victim = state.pods.by_key.get(decision.pod)
             state.remove_pod(decision.pod)
             if victim is not None:  # its claims go as the resourceclaim controller has it
                 release_claims(state, victim, decision.node)

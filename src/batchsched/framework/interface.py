@@ -20,7 +20,9 @@ import numpy.typing as npt
 
 from batchsched.decisions import Decision, Evict, PreBind
 from batchsched.objects.records import Pod
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.resources import Demand
 
 IndexArray = npt.NDArray[np.intp]
 # For a rejection that removing particular pods can lift (a port or anti-affinity clash, a
@@ -157,7 +159,7 @@ class ClusterChange:
         NODE_ROOM."""
         if self.mark is None:
             return True
-        pods = self.state.pods_changed_since(self.mark)
+        pods = self.state.nodes.pods_changed_since(self.mark)
         return pods is None or any(pod is None or relevant(pod) for pod in pods)
 
 

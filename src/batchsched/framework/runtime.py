@@ -41,7 +41,10 @@ from batchsched.framework.interface import (
     StillFails,
 )
 from batchsched.objects.records import Pod
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, rows_differ
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray, rows_differ
+from batchsched.state.pods import nonzero_of
+from batchsched.state.resources import Demand
 
 _CACHE_LIMIT = 4096
 _ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
@@ -216,11 +219,11 @@ class Framework:
         # the node generation (e.g. which resources DeviceClasses map, for DynamicResources),
         # and the pod's node, which `assume` and `forget` set on the same object (NodeName's
         # shape).
-        seen = (len(state.term_label_keys), state.node_generation, pod.node_name)
+        seen = (len(state.pods.term_label_keys), state.nodes.generation, pod.node_name)
         if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
             shapes = self._static_shapes_of(pod)
             key = self._shape_key(state, pod, demand, shapes)
-            if len(self._memo) >= max(_CACHE_LIMIT, 2 * len(state.pending)):
+            if len(self._memo) >= max(_CACHE_LIMIT, 2 * len(state.pods.pending)):
                 self._memo.clear()
             memo = self._memo[pod.key] = (pod, demand, shapes, key, seen)
         return memo[2], memo[3]
@@ -234,7 +237,7 @@ class Framework:
 
     def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements. It
-        holds while `state.term_label_keys` keeps its size."""
+        holds while `state.pods.term_label_keys` keeps its size."""
         return self._keys(state, pod, demand)[1]
 
     def _shape_key(
@@ -243,7 +246,7 @@ class Framework:
         if shapes is None:
             return None
         # The non-zero requests are what the resource scores read besides the demand.
-        nonzero = ClusterState.nonzero_of(pod)
+        nonzero = nonzero_of(pod)
         read = tuple([reads(state, pod) for reads in self._readers])
         return (shapes, demand.key, nonzero, read)
 
@@ -306,7 +309,9 @@ class Framework:
         key = shapes[:lead]
         verdict = self._cache.get(key)
         if verdict is None:
-            verdict = _run_static(self.static_filters[:lead], cycle, state.valid[: state.rows])
+            verdict = _run_static(
+                self.static_filters[:lead], cycle, state.nodes.valid[: state.nodes.rows]
+            )
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[key] = verdict
@@ -314,12 +319,12 @@ class Framework:
 
     def _follow_nodes(self, state: ClusterState) -> None:
         """Drop what was derived from static node properties once they change."""
-        if self._cache_generation != state.node_generation:
+        if self._cache_generation != state.nodes.generation:
             self._cache.clear()
             self._placements.clear()
             self._adjusted.clear()
             self._raw_scores.clear()
-            self._cache_generation = state.node_generation
+            self._cache_generation = state.nodes.generation
 
     def _passes_static_row(self, cycle: Cycle, row: int) -> bool:
         """Whether one node passes every static filter, without evaluating the others where
@@ -364,8 +369,8 @@ class Framework:
                 rejected_by.add(plugin.name)
                 candidates = candidates & ~failed
         counts: dict[str, int] = {}
-        unresolvable = np.zeros(state.rows, dtype=np.bool_)
-        rejected = np.zeros(state.rows, dtype=np.bool_)
+        unresolvable = np.zeros(state.nodes.rows, dtype=np.bool_)
+        rejected = np.zeros(state.nodes.rows, dtype=np.bool_)
         for rej in rejections:
             counts[rej.reason] = counts.get(rej.reason, 0) + int(np.count_nonzero(rej.nodes))
             rejected |= rej.nodes
@@ -379,7 +384,7 @@ class Framework:
             clashes += self._later_verdicts(cycle, resolvable, judged)
         clashes = [(nodes & resolvable, check) for nodes, check in clashes]
         return candidates, Diagnosis(
-            state.node_count,
+            state.nodes.count,
             counts,
             resolvable,
             rejected_by=frozenset(rejected_by),
@@ -421,7 +426,7 @@ class Framework:
         """Feasible nodes and, per rejection, the filter that made it: every filter in order,
         uncached, for explaining one pod (`find_nodes` is the fast path of the same rule)."""
         state = cycle.state
-        candidates = state.valid[: state.rows].copy()
+        candidates = state.nodes.valid[: state.nodes.rows].copy()
         if allowed is not None:
             candidates &= allowed
         found: list[tuple[str, Rejection]] = []
@@ -512,7 +517,7 @@ class Framework:
         nominated = state.nominations.get(cycle.pod.key)
         # On room adjusted for nominations, the filters run first: most such pods fail (a
         # preemptor's, whose diagnosis needs them anyway) or go to their nominated node.
-        shared = state.is_shared_free(cycle.free)
+        shared = state.nodes.is_shared_free(cycle.free)
         placement = self._cached_placement(cycle) if allowed is None and shared else None
         global_filters, global_scores = self._global_for(cycle)
         if placement is not None and (global_filters or global_scores):
@@ -649,27 +654,27 @@ class Framework:
         if key is None:
             return None  # before the verdict: uncached filters would run twice
         self._follow_nodes(state)  # drops placements made for other nodes
-        shared = state.is_shared_free(cycle.free)
+        shared = state.nodes.is_shared_free(cycle.free)
         kept, limit = (self._placements, _CACHE_LIMIT) if shared else (self._adjusted, _ADJUSTED)
         slot = key if shared else (key, cycle.pod.priority or 0)
         placement = kept.get(slot)
-        rows = state.rows
+        rows = state.nodes.rows
         if placement is not None and placement.feasible.shape[0] == rows:
-            changed = state.rows_changed_since(placement.mark)
+            changed = state.nodes.rows_changed_since(placement.mark)
             stale = None if changed is None else _stale_rows(cycle, placement, changed)
             if stale is not None:
                 if stale:
                     self._refresh(cycle, placement, stale)
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
-                placement.mark = state.change_mark()
+                placement.mark = state.nodes.change_mark()
                 placement.plain = cycle.plain_room
                 return placement
         verdict = self._static_verdict(state, cycle, shapes)
         feasible, _ = self.find_nodes(cycle, local_only=True)
         placement = _Placement(
             verdict,
-            state.change_mark(),
+            state.nodes.change_mark(),
             feasible,
             self._totals(cycle, feasible, local_only=True),
             free=None if shared else cycle.free.copy(order="K"),
@@ -901,10 +906,10 @@ def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list
 
 def _best(state: ClusterState, total: IntArray) -> int:
     """The row with the highest total (>= 0); among equals, the node that sorts first."""
-    if state.names_in_row_order():
+    if state.nodes.names_in_row_order():
         return int(total.argmax())  # the first maximum is the first name
     rows = np.flatnonzero(total == total.max())
-    return int(rows[np.argmin(state.name_rank()[rows])])
+    return int(rows[np.argmin(state.nodes.name_rank()[rows])])
 
 
 def _apply(

@@ -141,7 +141,7 @@ class Actuator:
         statuses: dict[str, dict[str, Any]] = {}
         for decision in decisions:
             if isinstance(decision, Bind):
-                pod = state.pods.get(decision.pod)
+                pod = state.pods.by_key.get(decision.pod)
                 if pod is not None:
                     with self._lock:
                         self._conditions.pop(pod.key, None)
@@ -157,11 +157,11 @@ class Actuator:
             elif isinstance(decision, Nominate):
                 statuses.setdefault(decision.pod, {})["nominatedNodeName"] = decision.node
             elif isinstance(decision, Evict):
-                victim = state.pods.get(decision.pod)
+                victim = state.pods.by_key.get(decision.pod)
                 if victim is not None:
                     self._start(self._evict, _ref(victim), decision)
             elif isinstance(decision, PodGroupUpdate):
-                group = state.pod_groups.get(decision.group)
+                group = state.groups.by_key.get(decision.group)
                 if group is None:
                     continue
                 path = PODGROUP_STATUS.format(
@@ -183,14 +183,14 @@ class Actuator:
             elif isinstance(decision, Reserve):
                 log.info("reserving node %s for %s", decision.node, decision.pod)
         for key, status in statuses.items():
-            pod = state.pods.get(key)
+            pod = state.pods.by_key.get(key)
             if pod is not None:
                 self._start(self._patch_status, _ref(pod), status)
 
     def _unschedulable(
         self, decision: Unschedulable, state: ClusterState, statuses: dict[str, dict[str, Any]]
     ) -> None:
-        pod = state.pods.get(decision.pod)
+        pod = state.pods.by_key.get(decision.pod)
         if pod is None:
             return
         if not self.dry_run:
@@ -431,7 +431,9 @@ class Actuator:
 def _event_ref(label: str, state: ClusterState) -> ObjectRef:
     """The object an event is about; a PodGroup's API is the one its record came from."""
     ref = ref_from_label(label)
-    group = state.pod_groups.get(f"{ref.namespace}/{ref.name}") if ref.kind == "PodGroup" else None
+    group = (
+        state.groups.by_key.get(f"{ref.namespace}/{ref.name}") if ref.kind == "PodGroup" else None
+    )
     return ref if group is None else replace(ref, api_version=group.api_version)
 
 

@@ -61,7 +61,7 @@ class Kind:
         collection of its kind (a CRD and an upstream PodGroup may share a namespace and
         name)."""
         if self.manifest_kind == "PodGroup":
-            group = state.pod_groups.get(key)
+            group = state.groups.by_key.get(key)
             if group is not None and group.upstream != (self.discover is not None):
                 return
         state.remove(self.manifest_kind, key)

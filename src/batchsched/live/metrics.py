@@ -87,7 +87,7 @@ class Metrics:
             else:
                 continue
             self.attempts.labels(result=result).inc()
-            pod = state.pods.get(decision.pod)
+            pod = state.pods.by_key.get(decision.pod)
             if pod is not None and (
                 GROUP_ANNOTATION in pod.annotations or GROUP_LABEL in pod.labels
             ):

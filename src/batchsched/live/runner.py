@@ -159,9 +159,9 @@ class LiveScheduler:
                 return 0
             log.info(
                 "caches synced: %d nodes, %d pods (%d pending)",
-                self.state.node_count,
-                len(self.state.pods),
-                len(self.state.pending),
+                self.state.nodes.count,
+                len(self.state.pods.by_key),
+                len(self.state.pods.pending),
             )
             return self._loop(stop)
         finally:
@@ -254,7 +254,7 @@ class LiveScheduler:
                 self._malformed.pop((fact.kind.name, key), None)
             apply_fact(self.state, fact)
             if isinstance(fact, Upsert) and isinstance(fact.record, Pod):
-                if fact.record.key in self.state.pending:
+                if fact.record.key in self.state.pods.pending:
                     self._pending_since.setdefault(fact.record.key, now)
                 else:
                     self._pending_since.pop(fact.record.key, None)

@@ -31,14 +31,16 @@ from batchsched.preemption.victims import (
     choice_key,
     select_victims_on_node,
 )
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.resources import Demand
 
 
 def whole_group_of(state: ClusterState, pod: Pod) -> str | None:
     """The key of the pod's group if that group is preempted whole: it exists and its
     disruption mode is the group (always for CRD groups; upstream `PodGroup` / `all`)."""
     key = group_key_of(pod)
-    group = state.pod_groups.get(key) if key is not None else None
+    group = state.groups.by_key.get(key) if key is not None else None
     return key if group is not None and group.disrupt_whole else None
 
 
@@ -50,19 +52,19 @@ def running_members(state: ClusterState, pod: Pod) -> tuple[Pod, ...]:
 
 def running_group(state: ClusterState, group: str) -> tuple[Pod, ...]:
     """A group's members bound to a node and not finished, in name order."""
-    members = (state.pods[k] for k in sorted(state.group_members.get(group, ())))
-    return tuple(m for m in members if m.key in state.bound and not m.terminated)
+    members = (state.pods.by_key[k] for k in sorted(state.groups.members.get(group, ())))
+    return tuple(m for m in members if m.key in state.pods.bound and not m.terminated)
 
 
 def gang_rows(state: ClusterState, rule: VictimRule, candidates: BoolArray) -> BoolArray:
     """Candidate rows hosting a member of a running group that the preemptor outranks."""
     rows = np.zeros(candidates.shape[0], dtype=np.bool_)
-    for group, record in state.pod_groups.items():
+    for group, record in state.groups.by_key.items():
         if not record.disrupt_whole:
             continue
-        for key in state.group_members.get(group, ()):
-            row = state.bound.get(key)
-            if row is not None and candidates[row] and rule.lower(state.pods[key]):
+        for key in state.groups.members.get(group, ()):
+            row = state.pods.bound.get(key)
+            if row is not None and candidates[row] and rule.lower(state.pods.by_key[key]):
                 rows[row] = True
     return rows
 
@@ -155,21 +157,21 @@ class GangSearchMemo:
         changed since the last call (binds, evictions and reports touch their row): one
         vector comparison per preemptor instead of a scan of every PodGroup."""
         state = self.state
-        if self._whole_version != state.group_version:
+        if self._whole_version != state.groups.version:
             self._whole = frozenset(
-                key for key, record in state.pod_groups.items() if record.disrupt_whole
+                key for key, record in state.groups.by_key.items() if record.disrupt_whole
             )
-            self._whole_version = state.group_version
-        key = (state.node_generation, state.rows, self._whole)
-        logged = state.rows_changed_since(self._lowest_mark)
-        changed: Iterable[int] = range(state.rows) if logged is None else set(logged)
+            self._whole_version = state.groups.version
+        key = (state.nodes.generation, state.nodes.rows, self._whole)
+        logged = state.nodes.rows_changed_since(self._lowest_mark)
+        changed: Iterable[int] = range(state.nodes.rows) if logged is None else set(logged)
         if key != self._lowest_key or logged is None:
-            self._lowest = np.full(state.rows, _NO_MEMBER, dtype=np.int64)
-            changed = range(state.rows)
+            self._lowest = np.full(state.nodes.rows, _NO_MEMBER, dtype=np.int64)
+            changed = range(state.nodes.rows)
             self._lowest_key = key
         for row in changed:
             self._lowest[row] = _lowest_member(state, row)
-        self._lowest_mark = state.change_mark()
+        self._lowest_mark = state.nodes.change_mark()
         return candidates & (self._lowest[: candidates.shape[0]] < rule.priority)
 
     def answers(self, rule: VictimRule, demand: Demand) -> KeptAnswers:
@@ -179,12 +181,12 @@ class GangSearchMemo:
             rule.now,
             demand.cols.tobytes(),
             demand.amounts.tobytes(),
-            state.group_version,
-            state.policy_version,
-            state.node_generation,  # ranks among nodes follow their names
+            state.groups.version,
+            state.policy.version,
+            state.nodes.generation,  # ranks among nodes follow their names
         )
-        mark, kept = self._answers.get(key, (state.change_mark(), KeptAnswers()))
-        changed = state.rows_changed_since(mark)
+        mark, kept = self._answers.get(key, (state.nodes.change_mark(), KeptAnswers()))
+        changed = state.nodes.rows_changed_since(mark)
         if changed is None:
             kept = KeptAnswers()
         elif changed:
@@ -196,7 +198,7 @@ class GangSearchMemo:
             # keep the pods they chose as victims alive.
             self._answers.clear()
             self._answers_at = rule.now
-        self._answers[key] = (state.change_mark(), kept)
+        self._answers[key] = (state.nodes.change_mark(), kept)
         return kept
 
 
@@ -205,13 +207,13 @@ _NO_MEMBER = np.iinfo(np.int64).max
 
 def _lowest_member(state: ClusterState, row: int) -> int:
     lowest = _NO_MEMBER
-    for pod in state.node_pods[row].values():
+    for pod in state.nodes.pods_on[row].values():
         group = group_key_of(pod)
-        record = state.pod_groups.get(group) if group is not None else None
+        record = state.groups.by_key.get(group) if group is not None else None
         if (
             record is not None
             and record.disrupt_whole
-            and state.bound.get(pod.key) == row  # not a member held for a tentative placement
+            and state.pods.bound.get(pod.key) == row  # not a member held for a tentative placement
             and pod.deletion_timestamp is None
         ):
             lowest = min(lowest, pod.priority or 0)
@@ -307,19 +309,19 @@ def _bound(checks: list[StillFails], row: int) -> Callable[[Collection[str]], bo
 def _group_rows(state: ClusterState, row: int) -> frozenset[int]:
     """The row and the rows of every member of the groups its pods belong to."""
     rows = {row}
-    for pod in state.node_pods[row].values():
+    for pod in state.nodes.pods_on[row].values():
         group = group_key_of(pod)
-        for key in state.group_members.get(group, ()) if group is not None else ():
-            if (other := state.bound.get(key)) is not None:
+        for key in state.groups.members.get(group, ()) if group is not None else ():
+            if (other := state.pods.bound.get(key)) is not None:
                 rows.add(other)
     return frozenset(rows)
 
 
 def terminating_room(state: ClusterState, row: int) -> IntArray:
     """Room of the pods on `row` already on their way out (it comes free without eviction)."""
-    room = np.zeros(state.free.shape[1], dtype=np.int64)
-    for pod in state.node_pods[row].values():
+    room = np.zeros(state.nodes.free.shape[1], dtype=np.int64)
+    for pod in state.nodes.pods_on[row].values():
         if pod.deletion_timestamp is not None:
-            demand = state.demand(pod)
+            demand = state.pods.demand(pod)
             room[demand.cols] += demand.amounts
     return room

@@ -20,7 +20,8 @@ from batchsched.preemption.reasons import Reasons, explain
 from batchsched.preemption.toleration_policy import FOREVER
 from batchsched.preemption.victim_table import FloatArray, VictimTable
 from batchsched.preemption.victims import PRIORITY_SHIFT, VictimRule
-from batchsched.state.cluster import BoolArray, Demand, IntArray
+from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.resources import Demand
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ import numpy as np
 from batchsched.framework.interface import IndexArray
 from batchsched.objects.parse import format_time
 from batchsched.preemption.victim_table import FloatArray, VictimTable
-from batchsched.state.cluster import BoolArray, Demand
+from batchsched.state.nodes import BoolArray
+from batchsched.state.resources import Demand
 
 if TYPE_CHECKING:
     from batchsched.preemption.nodes import RowResults, Slots

@@ -28,7 +28,9 @@ from batchsched.preemption.nodes import (
 from batchsched.preemption.reasons import Reasons
 from batchsched.preemption.victim_table import FloatArray, VictimTable
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray, rows_differ
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray, rows_differ
+from batchsched.state.resources import Demand
 
 _SHAPES_KEPT = 16
 
@@ -101,10 +103,10 @@ class PreemptionSearch:
         """
         state, table = self.state, self.table
         table.sync()
-        rows = state.rows
+        rows = state.nodes.rows
         classes = ClassArrays.of(table, rule)
         shape = self._refresh(rule, demand, classes, free[:rows], plain)
-        best = shape.ranking.best(shape.results, candidates, state.name_rank())
+        best = shape.ranking.best(shape.results, candidates, state.nodes.name_rank())
         if best is None:
             return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
         victims = np.flatnonzero(shape.results.victims[best])
@@ -125,19 +127,19 @@ class PreemptionSearch:
         key = (rule.priority, *_class_fingerprint(classes))
         now = rule.now.timestamp()
         kept = self._ends.get(key)
-        changed = None if kept is None else state.rows_changed_since(kept.mark)
+        changed = None if kept is None else state.nodes.rows_changed_since(kept.mark)
         if (
             kept is None
             or changed is None
-            or kept.rows.shape[0] != state.rows
+            or kept.rows.shape[0] != state.nodes.rows
             or not kept.now <= now < kept.first
         ):
-            rows = row_protection_ends(table, rule, classes, slice(0, state.rows))
-            kept = _Ends(state.change_mark(), now, rows, math.inf)
+            rows = row_protection_ends(table, rule, classes, slice(0, state.nodes.rows))
+            kept = _Ends(state.nodes.change_mark(), now, rows, math.inf)
         elif changed:
             stale = np.unique(np.asarray(changed, dtype=np.intp))
             kept.rows[stale] = row_protection_ends(table, rule, classes, stale)
-            kept.mark = state.change_mark()
+            kept.mark = state.nodes.change_mark()
             kept.now = now
         kept.first = float(kept.rows.min(initial=math.inf))
         self._ends[key] = kept
@@ -151,14 +153,14 @@ class PreemptionSearch:
     ) -> _Shape:
         state, table = self.state, self.table
         key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
-        if self._pdbs_version != state.policy_version:
+        if self._pdbs_version != state.policy.version:
             self._pdbs = _pdb_fingerprint(state)
-            self._pdbs_version = state.policy_version
+            self._pdbs_version = state.policy.version
         policy = (*_class_fingerprint(classes), self._pdbs)
         now = rule.now.timestamp()
         rows = free.shape[0]
         cols = demand.cols
-        rank = state.name_rank()
+        rank = state.nodes.name_rank()
         shape = self._shapes.get(key)
         if (
             shape is None
@@ -173,7 +175,7 @@ class PreemptionSearch:
             shape = _Shape(policy, 0, now, math.inf, seen, plain, results, ranking)
             stale = np.arange(rows)
         else:
-            changed = state.rows_changed_since(shape.mark)
+            changed = state.nodes.rows_changed_since(shape.mark)
             if changed is None:
                 stale = np.arange(rows)
             elif plain and shape.plain:
@@ -200,7 +202,7 @@ class PreemptionSearch:
             shape.ranking.mark(stale[moved_rank])
             if shape.ranking.worn:
                 shape.ranking = Ranking(shape.results, rank)
-        shape.mark = state.change_mark()
+        shape.mark = state.nodes.change_mark()
         shape.now = now
         self._shapes[key] = shape
         self._shapes.move_to_end(key)
@@ -228,5 +230,5 @@ def _pdb_fingerprint(state: ClusterState) -> tuple[object, ...]:
             pdb.selector.match_expressions,
             pdb.disruptions_allowed,
         )
-        for key, pdb in state.pdbs.items()
+        for key, pdb in state.policy.pdbs.items()
     )

@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from batchsched.objects.records import Pod, PodDisruptionBudget
 from batchsched.preemption.toleration_policy import scheduled_since
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 from batchsched.state.pdb_index import PdbIndex
 
 FloatArray = npt.NDArray[np.float64]
@@ -37,7 +38,7 @@ class VictimTable:
         self.state = state
         self.slots = 0
         self.width = 0
-        self.mark = state.change_mark()
+        self.mark = state.nodes.change_mark()
         self.rows_built = 0  # rows below this were built (rows are only ever added)
         self.pods: list[list[Pod]] = []
         self.priority: IntArray = np.zeros((0, 0), dtype=np.int64)
@@ -60,12 +61,12 @@ class VictimTable:
 
     def sync(self) -> None:
         state = self.state
-        rows = state.rows
-        width = len(state.resources)
+        rows = state.nodes.rows
+        width = len(state.nodes.resources)
         if rows > self.priority.shape[0] or width != self.width:
             self._resize(rows, self.slots, width)
-        log = state.rows_changed_since(self.mark)
-        self.mark = state.change_mark()
+        log = state.nodes.rows_changed_since(self.mark)
+        self.mark = state.nodes.change_mark()
         if log is None:
             changed = np.arange(rows)
         elif log or self.rows_built < rows:
@@ -74,7 +75,7 @@ class VictimTable:
             return  # nothing changed: no array work over the rows
         if changed.size == 0:
             return
-        needed = max(1, *(len(state.node_pods[int(r)]) for r in changed))
+        needed = max(1, *(len(state.nodes.pods_on[int(r)]) for r in changed))
         if needed > self.slots:
             self._resize(self.priority.shape[0], max(needed, 2 * self.slots, 4), self.width)
         for r in changed:
@@ -112,7 +113,11 @@ class VictimTable:
 
     def _build_row(self, r: int) -> None:
         state = self.state
-        pods = sorted(state.node_pods[r].values(), key=importance_key) if state.valid[r] else []
+        pods = (
+            sorted(state.nodes.pods_on[r].values(), key=importance_key)
+            if state.nodes.valid[r]
+            else []
+        )
         self.pods[r] = pods
         self.priority[r] = EMPTY_PRIORITY
         self.start[r] = math.inf
@@ -129,7 +134,7 @@ class VictimTable:
             if since is not None:
                 self.since[r, s] = since.timestamp()
             self.klass[r, s] = self._class_id(pod.priority_class_name)
-            demand = state.demand(pod)
+            demand = state.pods.demand(pod)
             self.request[r, s, demand.cols] = demand.amounts
             if pod.deletion_timestamp is not None:
                 self.terminating[r, s] = True
@@ -151,16 +156,18 @@ class VictimTable:
         for key in sorted(keys):
             covered = self._pdb_masks[key][rows] & take
             if covered.any():
-                found.append((self.state.pdbs[key], covered))
+                found.append((self.state.policy.pdbs[key], covered))
         return found
 
     def _follow_pdbs(self) -> None:
         """Masks rebuilt over every row when a PDB's selector, or the set of PDBs, changed."""
         state = self.state
-        if state.pdb_index is self._pdb_index:
+        if state.policy.pdb_index is self._pdb_index:
             return  # at most disruptions allowed changed: read from the state when used
-        self._pdb_index = state.pdb_index
-        self._pdb_masks = {key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.pdbs}
+        self._pdb_index = state.policy.pdb_index
+        self._pdb_masks = {
+            key: np.zeros(self.priority.shape, dtype=np.bool_) for key in state.policy.pdbs
+        }
         self._pdb_any[:] = False
         self._row_pdbs = [() for _ in self._row_pdbs]
         self._refresh_pdb_masks(np.arange(self.rows_built))
@@ -170,7 +177,7 @@ class VictimTable:
         there per pod): per sync, work per changed pod rather than per PDB and changed pod."""
         if not self._pdb_masks:
             return
-        index = self.state.pdb_index
+        index = self.state.policy.pdb_index
         # Only the masks that covered something on these rows have slots to clear.
         for key in {key for r in rows.tolist() for key in self._row_pdbs[r]}:
             self._pdb_masks[key][rows] = False

@@ -33,7 +33,9 @@ import numpy as np
 from batchsched.objects.records import Pod
 from batchsched.preemption.toleration_policy import exempt_for
 from batchsched.preemption.victim_table import importance_key
-from batchsched.state.cluster import ClusterState, Demand, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
+from batchsched.state.resources import Demand
 
 VictimUnits = Callable[[Pod], Collection[Pod]]
 # A class name -> (class missing?, toleration_for verdict) lookup, memoised per attempt.
@@ -101,9 +103,9 @@ def pdb_violating(rule: VictimRule, pods: Sequence[Pod]) -> list[bool]:
     out = []
     for pod in pods:
         violated = False
-        for key in state.pdb_index.covering(pod):
+        for key in state.policy.pdb_index.covering(pod):
             spent[key] = spent.get(key, 0) + 1
-            violated |= spent[key] > state.pdbs[key].disruptions_allowed
+            violated |= spent[key] > state.policy.pdbs[key].disruptions_allowed
         out.append(violated)
     return out
 
@@ -127,7 +129,7 @@ def select_victims_on_node(
     clash remains with the given pod keys removed; a unit whose return brings it back goes.
     """
     state = rule.state
-    pods = sorted(state.node_pods[row].values(), key=importance_key)
+    pods = sorted(state.nodes.pods_on[row].values(), key=importance_key)
     if any(rule.lower(p) and rule.missing_class(p) for p in pods):
         return None
     chosen: list[tuple[Pod, ...]] = []
@@ -166,10 +168,10 @@ def select_victims_on_node(
 
 
 def _room_on(state: ClusterState, unit: Sequence[Pod], row: int) -> IntArray:
-    room = np.zeros(len(state.resources), dtype=np.int64)
+    room = np.zeros(len(state.nodes.resources), dtype=np.int64)
     for member in unit:
-        if state.bound.get(member.key) == row:
-            d = state.demand(member)
+        if state.pods.bound.get(member.key) == row:
+            d = state.pods.demand(member)
             room[d.cols] += d.amounts
     return room
 
@@ -196,5 +198,5 @@ def choice_key(found: NodeVictims, state: ClusterState) -> tuple[float | int, ..
         sum(p + PRIORITY_SHIFT for p in priorities),
         len(victims),
         -earliest,
-        int(state.name_rank()[found.row]),
+        int(state.nodes.name_rank()[found.row]),
     )

@@ -38,11 +38,21 @@ from batchsched.framework.runtime import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.objects.support import not_ready, refusal
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.mark import ClusterMark
+from batchsched.state.nodes import BoolArray
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 
-# The events `marks` follows by a version of their own, in its order after the first five.
-_OTHER_EVENTS = (ClusterEvent.VOLUME, ClusterEvent.DEVICES, ClusterEvent.NAMESPACE)
+# The event each version of a `ClusterMark` stands for, when it moved.
+_EVENT_OF = {
+    "nodes": ClusterEvent.NODE,
+    "policy": ClusterEvent.POLICY,
+    "generation": ClusterEvent.ANY,
+    "groups": ClusterEvent.POD_GROUP,
+    "volumes": ClusterEvent.VOLUME,
+    "devices": ClusterEvent.DEVICES,
+    "namespaces": ClusterEvent.NAMESPACE,
+}
 
 
 class _Failure(NamedTuple):
@@ -81,7 +91,7 @@ class Scheduler:
         self._failed_at: Hashable = None
         self._instant = -math.inf  # the time of the current pass, in seconds
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
-        self._label_keys_seen = 0  # the size of state.term_label_keys the shapes were made at
+        self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             for each in framework.plugins.values():
@@ -100,12 +110,12 @@ class Scheduler:
     def sync_queue(self, now: datetime) -> None:
         """Bring the queue in line with the pending pods the world has reported."""
         stamp = now.timestamp()
-        departed = self.state.drain_departed()
+        departed = self.state.pods.drain_departed()
         if departed:
             for framework in self.frameworks.values():
                 framework.forget_pods(departed)
-        for key in self.state.drain_pending_changes():
-            pod = self.state.pending.get(key)
+        for key in self.state.pods.drain_pending_changes():
+            pod = self.state.pods.pending.get(key)
             self._shapes.pop(key, None)
             if pod is None or not self.owns(pod):
                 self.queue.remove(key)
@@ -154,7 +164,7 @@ class Scheduler:
                 step = self._internal_error(entry.pod, err, now)
             evicted.extend(d for d in step if isinstance(d, Evict))
             yield step
-        changed = self.state.drain_group_changes()
+        changed = self.state.groups.drain_changes()
         for plugin in self.group_plugins:
             yield plugin.after_pass(changed, evicted, now)
         self._forget_logged_pods()
@@ -163,8 +173,8 @@ class Scheduler:
         """The state's log of the pods behind row changes is read only by queueing hints,
         for the changes since a waiting group's marks: older entries are let go, so the pods
         that left long ago are not kept alive by it (docs/live.md, memory)."""
-        positions = [marks[0] for marks in self.queue.group_marks() if isinstance(marks, tuple)]
-        self.state.forget_pods_before(min(positions, default=None))
+        positions = [m.rows for m in self.queue.group_marks() if isinstance(m, ClusterMark)]
+        self.state.nodes.forget_pods_before(min(positions, default=None))
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         refused = self._refusal(entry.pod)
@@ -202,10 +212,10 @@ class Scheduler:
             for key, node in outcome.binds:
                 # Reserved again as tentatively placed, in the same order (the placement
                 # undid its reservations): the same volumes are chosen.
-                pod = self.state.pods[key]
+                pod = self.state.pods.by_key[key]
                 free = self.state.free_for(pod)
-                cycle = Cycle(self.state, pod, now, self.state.demand(pod), free)
-                pre_bind = framework.reserve(cycle, self.state.node_index[node])
+                cycle = Cycle(self.state, pod, now, self.state.pods.demand(pod), free)
+                pre_bind = framework.reserve(cycle, self.state.nodes.row_of[node])
                 done.append(pod)
                 self.state.assume(key, node)
                 self.queue.remove(key)
@@ -218,7 +228,7 @@ class Scheduler:
                 self.state.forget(pod.key)
             raise
         for key, message in outcome.unschedulable.items():
-            pod = self.state.pods[key]
+            pod = self.state.pods.by_key[key]
             decisions.extend(self._unschedulable(pod, message, now, outcome.rejected_by))
             if outcome.retry_at is not None:
                 self.queue.wake_at(key, outcome.retry_at.timestamp())
@@ -235,7 +245,7 @@ class Scheduler:
 
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""
-        pod = self.state.pods.get(key)
+        pod = self.state.pods.by_key.get(key)
         return key in self.queue and pod is not None and self._refusal(pod) is None
 
     def _refusal(self, pod: Pod) -> str | None:
@@ -256,13 +266,13 @@ class Scheduler:
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
         # A nominated pod has no twin (`_twin_key`), as it was when the attempt began.
         twin_free = key not in state.nominations
-        cycle = Cycle(state, pod, now, state.demand(pod), state.free_for(pod), own_room=True)
+        cycle = Cycle(state, pod, now, state.pods.demand(pod), state.free_for(pod), own_room=True)
         pre = framework.pre_filter(cycle)
         if pre.reject is not None:
             return self._unschedulable(pod, pre.reject, now, pre.by)
         placed = framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
-            node = state.node_name(placed)
+            node = state.nodes.name(placed)
             nominated = state.nominations.get(key)
             pre_bind = framework.reserve(cycle, placed)  # gives back what it held if it raises
             try:
@@ -274,7 +284,7 @@ class Scheduler:
                 framework.unreserve(state, pod)
                 state.forget(key)
                 if nominated is not None and key not in state.nominations:
-                    state.nominate(key, state.node_name(nominated))
+                    state.nominate(key, state.nodes.name(nominated))
                 raise
             return [Bind(key, node, pre_bind)]
         diagnosis = placed
@@ -335,7 +345,7 @@ class Scheduler:
         pod_key = pod.key
         if pod_key in self._shapes:
             return self._shapes[pod_key]
-        shape = framework.shape_key(self.state, pod, self.state.demand(pod))
+        shape = framework.shape_key(self.state, pod, self.state.pods.demand(pod))
         key = (
             None
             if shape is None
@@ -345,9 +355,9 @@ class Scheduler:
         return key
 
     def _follow_label_keys(self) -> None:
-        if len(self.state.term_label_keys) != self._label_keys_seen:
+        if len(self.state.pods.term_label_keys) != self._label_keys_seen:
             # Affinity terms now read more labels: pods that shared a shape may differ now.
-            self._label_keys_seen = len(self.state.term_label_keys)
+            self._label_keys_seen = len(self.state.pods.term_label_keys)
             self._shapes.clear()
             self._failed_shapes.clear()
             self.queue.ungroup_all()
@@ -359,23 +369,14 @@ class Scheduler:
 
     # ---- queueing hints (the queue's `Hints`) ------------------------------------------
 
-    def marks(self) -> Hashable:
-        state = self.state
-        return (
-            state.change_mark(),
-            state.node_generation,
-            state.policy_version,
-            state.generation,
-            state.group_version,
-            state.volume_version,
-            state.devices.epoch,
-            state.namespace_version,
-        )
+    def marks(self) -> ClusterMark:
+        return self.state.mark()
 
     def moved(self, since: Hashable) -> bool:
-        assert isinstance(since, tuple)
+        assert isinstance(since, ClusterMark)
         # Device objects move no generation of their own (the allocator follows their epoch).
-        return bool(since[3] != self.state.generation or since[6] != self.state.devices.epoch)
+        state = self.state
+        return since.generation != state.generation or since.devices != state.devices.epoch
 
     def failed_as_is(self, pod_key: str) -> bool:
         entry = self.queue.entry(pod_key)
@@ -416,19 +417,19 @@ class Scheduler:
         events = [self._events_since(since) for since in sinces]
         positions: list[int] = []
         for since in sinces:
-            assert isinstance(since, tuple)
-            positions.append(since[0])
+            assert isinstance(since, ClusterMark)
+            positions.append(since.rows)
         rows: list[IndexArray | None] = [None] * len(sinces)
         order = sorted(range(len(sinces)), key=positions.__getitem__)
         log: list[int] | None = None
         first = 0  # the mark `log` begins at
         for i in order:
-            log = state.rows_changed_since(positions[i])
+            log = state.nodes.rows_changed_since(positions[i])
             if log is not None:
                 first = positions[i]
                 break
         if log is not None:
-            changed: BoolArray = np.zeros(state.rows, dtype=np.bool_)
+            changed: BoolArray = np.zeros(state.nodes.rows, dtype=np.bool_)
             upto = len(log)
             for i in reversed(order):
                 start = positions[i] - first
@@ -442,7 +443,7 @@ class Scheduler:
         for found, position, kinds in zip(rows, positions, events, strict=True):
             mark: int | None = position
             if found is None:  # the log no longer reaches back: every row may have changed
-                found, mark = np.arange(state.rows, dtype=np.intp), None
+                found, mark = np.arange(state.nodes.rows, dtype=np.intp), None
             if found.shape[0]:
                 kinds = kinds | {ClusterEvent.NODE_ROOM}
             changes.append(ClusterChange(state, frozenset(kinds), found, mark))
@@ -450,24 +451,8 @@ class Scheduler:
 
     def _events_since(self, since: Hashable) -> set[ClusterEvent]:
         """The events other than NODE_ROOM since `since` (a mark)."""
-        assert isinstance(since, tuple)
-        state = self.state
-        _, node_generation, policy_version, generation, group_version, *others = since
-        now = (state.volume_version, state.devices.epoch, state.namespace_version)
-        events = {
-            event
-            for event, then, current in zip(_OTHER_EVENTS, others, now, strict=True)
-            if then != current
-        }
-        if group_version != state.group_version:
-            events.add(ClusterEvent.POD_GROUP)
-        if node_generation != state.node_generation:
-            events.add(ClusterEvent.NODE)
-        if policy_version != state.policy_version:
-            events.add(ClusterEvent.POLICY)
-        if generation != state.generation:
-            events.add(ClusterEvent.ANY)
-        return events
+        assert isinstance(since, ClusterMark)
+        return {_EVENT_OF[name] for name in self.state.changed_since(since)}
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

@@ -128,7 +128,7 @@ class Simulation:
         self._read_clock(
             any(
                 parse_policy(pc).toleration_seconds > 0
-                for pc in self.state.priority_classes.values()
+                for pc in self.state.policy.priority_classes.values()
             )
         )
         self.now = 0.0
@@ -149,12 +149,12 @@ class Simulation:
         classes = sorted({j.record.group for j in self.jobs})
         self._class_col = {c: i for i, c in enumerate(classes)}
         self._pending_by_class = [0] * len(classes)
-        self._resources = tracked_resources(list(self.state.resources.names))
-        self._resource_cols = [self.state.resources.intern(r) for r in self._resources]
+        self._resources = tracked_resources(list(self.state.nodes.resources.names))
+        self._resource_cols = [self.state.nodes.resources.intern(r) for r in self._resources]
         self._used = [0.0] * len(self._resources)
         self.timeline = Timeline(self._resources, classes)
         gpu = gpu_resource(self._resources)
-        self._gpu_col = self.state.resources.intern(gpu) if gpu else None
+        self._gpu_col = self.state.nodes.resources.intern(gpu) if gpu else None
         self._gpu_scale = 1000.0 if gpu == GPU_MILLI else 1.0
         self._fragmented = (-1, 0.0)  # (state change mark, GPUs free on partly used nodes)
         self._partly_free: list[int] = []  # per node row: its GPUs free if partly used
@@ -210,7 +210,7 @@ class Simulation:
     def add_pod(self, pod: Pod) -> None:
         """A pod that is no job's (e.g. from a snapshot): scheduled and evicted like any."""
         self.state.upsert_pod(pod)
-        if pod.key in self.state.bound:
+        if pod.key in self.state.pods.bound:
             self._account(self._usage(pod.requests), 1)
 
     def _next_time(self) -> float | None:
@@ -227,7 +227,7 @@ class Simulation:
             t = min(t, max(self._virtual(wakeup), self.now + 1e-6))
         while self._stale:
             due, failed, key, nudges = self._stale[0]
-            if self._failed_at.get(key) != failed or key not in self.state.pending:
+            if self._failed_at.get(key) != failed or key not in self.state.pods.pending:
                 heapq.heappop(self._stale)  # retried since, or gone
             elif due <= self.now:
                 # Float rounding of the clock kept the queue from seeing the pod as stale at
@@ -392,13 +392,13 @@ class Simulation:
             self._push(self.now + unit.job.spec.restart_delay, Kind.RECREATE, unit)
 
     def _remove(self, key: str) -> None:
-        pod = self.state.pods.get(key)
+        pod = self.state.pods.by_key.get(key)
         if pod is None:
             return
         unit = self._unit_of.get(key)
         if unit is not None and not pod.node_name:
             self._count_pending(unit, -1)
-        if key in self.state.bound:
+        if key in self.state.pods.bound:
             self._account(self._usage_of(pod, unit), -1)
             release_claims(self.state, pod, pod.node_name)
         self.state.remove_pod(key)
@@ -431,7 +431,7 @@ class Simulation:
                 due = math.ceil(stale * 1e6) / 1e6  # the clock's resolution is a microsecond
                 heapq.heappush(self._stale, (due, self.now, decision.pod, 0))
             elif isinstance(decision, PodGroupUpdate):
-                group = self.state.pod_groups.get(decision.group)
+                group = self.state.groups.by_key.get(decision.group)
                 if group is not None:
                     group.status = decision.status
             elif isinstance(decision, Reserve):
@@ -448,7 +448,7 @@ class Simulation:
         self._warnings.append(decision)  # checked against the final state in `warnings`
 
     def _bind(self, decision: Bind) -> None:
-        pod = self.state.pods[decision.pod]
+        pod = self.state.pods.by_key[decision.pod]
         bound_at = self._clock(self.now)
         pod.node_name = decision.node
         pod.phase = "Running"
@@ -486,7 +486,7 @@ class Simulation:
     def _evict(self, key: str) -> None:
         unit = self._unit_of.get(key)
         if unit is None:
-            pod = self.state.pods.get(key)
+            pod = self.state.pods.by_key.get(key)
             if pod is not None:
                 self.state.mark_terminating(key, self._clock(self.now))
                 self._push(self.now + pod.termination_grace_period_seconds, Kind.GONE, key)
@@ -498,7 +498,7 @@ class Simulation:
         unit.restarting = True
         when = self._clock(self.now)
         for pod_key in unit.pods:
-            pod = self.state.pods.get(pod_key)
+            pod = self.state.pods.by_key.get(pod_key)
             if pod is None:
                 continue
             if pod.node_name:
@@ -543,8 +543,8 @@ class Simulation:
         return stamp - self.start.timestamp()
 
     def _capacity(self) -> dict[str, float]:
-        rows = self.state.rows
-        alloc = self.state.allocatable[:rows][self.state.valid[:rows]]
+        rows = self.state.nodes.rows
+        alloc = self.state.nodes.allocatable[:rows][self.state.nodes.valid[:rows]]
         return {
             r: float(alloc[:, c].sum())
             for r, c in zip(self._resources, self._resource_cols, strict=True)
@@ -581,15 +581,15 @@ class Simulation:
             return 0.0
         state = self.state
         seen, fragmented = self._fragmented
-        mark = state.change_mark()
+        mark = state.nodes.change_mark()
         if seen == mark:
             return fragmented
-        changed: Iterable[int] | None = state.rows_changed_since(seen)
-        if changed is None or len(self._partly_free) != state.rows:
-            self._partly_free = [0] * state.rows
+        changed: Iterable[int] | None = state.nodes.rows_changed_since(seen)
+        if changed is None or len(self._partly_free) != state.nodes.rows:
+            self._partly_free = [0] * state.nodes.rows
             self._partly_total = 0
-            changed = range(state.rows)
-        alloc, free, valid = state.allocatable, state.free, state.valid
+            changed = range(state.nodes.rows)
+        alloc, free, valid = state.nodes.allocatable, state.nodes.free, state.nodes.valid
         partly, total = self._partly_free, self._partly_total
         for row in set(changed):
             room = free.item(row, col)
@@ -604,8 +604,8 @@ class Simulation:
         col = self._gpu_col
         if col is None:
             return 0.0
-        rows = self.state.rows
-        alloc = self.state.allocatable[:rows, col][self.state.valid[:rows]]
+        rows = self.state.nodes.rows
+        alloc = self.state.nodes.allocatable[:rows, col][self.state.nodes.valid[:rows]]
         return float(alloc.max(initial=0)) / self._gpu_scale
 
 

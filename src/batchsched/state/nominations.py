@@ -18,7 +18,8 @@ import numpy as np
 from batchsched.objects.records import Pod
 
 if TYPE_CHECKING:
-    from batchsched.state.cluster import Demand, IntArray
+    from batchsched.state.nodes import IntArray
+    from batchsched.state.resources import Demand
 
 
 _T = TypeVar("_T")

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 
 
@@ -27,3 +32,16 @@ class ResourceIndex:
 
     def __len__(self) -> int:
         return len(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """A pod's request as array columns and amounts, ready for vectorised checks.
+
+    Pods asking for the same requests share one Demand (`Pods.demand`), so what a plugin
+    derives from a demand can be remembered against the object itself.
+    """
+
+    cols: npt.NDArray[np.intp]
+    amounts: npt.NDArray[np.int64]
+    key: tuple[tuple[int, int], ...]  # (column, amount) pairs: equal keys, equal demands

@@ -34,9 +34,9 @@ STEPS = st.lists(
 def _place(
     framework: Framework, state: ClusterState, key: str, free: object, own_room: bool = False
 ) -> int | None:
-    who = state.pods[key]
+    who = state.pods.by_key[key]
     assert free is not None
-    cycle = Cycle(state, who, NOW, state.demand(who), free)  # type: ignore[arg-type]
+    cycle = Cycle(state, who, NOW, state.pods.demand(who), free)  # type: ignore[arg-type]
     cycle.own_room = own_room
     placed = framework.place(cycle)
     return None if isinstance(placed, Diagnosis) else placed
@@ -46,8 +46,8 @@ def _totals(
     framework: Framework, state: ClusterState, key: str, free: object, own_room: bool = False
 ) -> tuple[list[bool], list[int]] | None:
     """Feasibility and scores on every node, as a gang search asks for them."""
-    who = state.pods[key]
-    cycle = Cycle(state, who, NOW, state.demand(who), free)  # type: ignore[arg-type]
+    who = state.pods.by_key[key]
+    cycle = Cycle(state, who, NOW, state.pods.demand(who), free)  # type: ignore[arg-type]
     cycle.own_room = own_room
     found = framework.evaluate(cycle)
     return None if found is None else (found.feasible.tolist(), found.total.tolist())
@@ -67,26 +67,26 @@ def test_kept_placement_follows_the_copy_and_the_log(
     for i in range(8):
         state.upsert_pod(pod(f"p{i}", 500 * (1 + i % 2), priority=100))
     kept = Scheduler(state, default_config()).default_framework
-    placer = state.pods["default/p0"]
+    placer = state.pods.by_key["default/p0"]
     free = state.free_for(placer)  # the cycle's own copy, as a gang's placement keeps it
-    assert not state.is_shared_free(free)
-    demand = state.demand(placer)
+    assert not state.nodes.is_shared_free(free)
+    demand = state.pods.demand(placer)
     for kind, n, p in steps:
         key = f"default/p{p}"
         if kind == "take" and (free[n, demand.cols] >= demand.amounts).all():
-            state.take_room(free, n, demand)
+            state.nodes.take_room(free, n, demand)
         elif kind == "give":
-            state.take_room(free, n, demand, sign=-1)
-        elif kind == "bind" and key in state.pending and key != placer.key:
+            state.nodes.take_room(free, n, demand, sign=-1)
+        elif kind == "bind" and key in state.pods.pending and key != placer.key:
             state.assume(key, f"n{n}")
-        elif kind == "nominate" and key in state.pending and key != placer.key:
+        elif kind == "nominate" and key in state.pods.pending and key != placer.key:
             state.nominate(key, f"n{n}")
         # p0 and p2 are of one shape, p1 and p3 of another (either may be nominated).
         for who in ("default/p0", "default/p2", "default/p1", "default/p3"):
             own = who != placer.key
-            if own and who not in state.pending:
+            if own and who not in state.pods.pending:
                 continue
-            room = state.free_for(state.pods[who]) if own else free
+            room = state.free_for(state.pods.by_key[who]) if own else free
             fresh = Scheduler(state, default_config()).default_framework
             assert _place(kept, state, who, room, own) == _place(fresh, state, who, room)
             # Every row's results: a nominated pod's own row differs from its shape's others.
@@ -104,6 +104,6 @@ def test_a_nominated_pods_own_room_is_compared_with_its_shapes_kept_one() -> Non
     state.nominate("default/p1", "n2")
     kept = Scheduler(state, default_config()).default_framework
     for who in ("default/p3", "default/p1", "default/p3", "default/p1"):
-        room = state.free_for(state.pods[who])
+        room = state.free_for(state.pods.by_key[who])
         fresh = Scheduler(state, default_config()).default_framework
         assert _totals(kept, state, who, room, True) == _totals(fresh, state, who, room)

@@ -22,17 +22,19 @@ def test_each_members_results_keep_their_own_plan() -> None:
     state.upsert_pod(pod("wants", 1500))
     state.upsert_pod(pod("none", 0))
     framework = Scheduler(state, default_config()).default_framework
-    free = state.free_for(state.pods["default/wants"]).copy(order="K")
+    free = state.free_for(state.pods.by_key["default/wants"]).copy(order="K")
     cycles = {
-        key: Cycle(state, state.pods[key], NOW, state.demand(state.pods[key]), free)
+        key: Cycle(
+            state, state.pods.by_key[key], NOW, state.pods.demand(state.pods.by_key[key]), free
+        )
         for key in ("default/wants", "default/none")
     }
     bases = {key: framework.evaluate(cycle) for key, cycle in cycles.items()}
     plans = {key: framework._row_plan(cycle) for key, cycle in cycles.items()}
     assert plans["default/wants"] != plans["default/none"]
     for step, row in enumerate([1, 3, 1, 0]):
-        demand = state.demand(state.pods["default/wants"])
-        state.take_room(free, row, demand)  # the room changes on `row` only
+        demand = state.pods.demand(state.pods.by_key["default/wants"])
+        state.nodes.take_room(free, row, demand)  # the room changes on `row` only
         changed = np.array([row], dtype=np.intp)
         for key, cycle in cycles.items():
             base = bases[key]

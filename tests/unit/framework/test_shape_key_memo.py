@@ -12,7 +12,8 @@ from batchsched.config import default_config
 from batchsched.framework.interface import Cycle
 from batchsched.objects.records import DeviceClass, Node, Pod
 from batchsched.scheduling.scheduler import Scheduler
-from batchsched.state.cluster import ClusterState, Demand
+from batchsched.state.cluster import ClusterState
+from batchsched.state.resources import Demand
 from tests.preemption_world import NOW
 
 Shapes = tuple[Hashable, ...] | None
@@ -29,10 +30,10 @@ def test_a_device_class_mapping_the_request_makes_the_key_again() -> None:
     framework = scheduler.default_framework
     pod = Pod("ns", "p", requests={"cpu": 100, "example.com/gpu": 1})
     state.upsert_pod(pod)
-    assert framework.shape_key(state, pod, state.demand(pod)) is not None
+    assert framework.shape_key(state, pod, state.pods.demand(pod)) is not None
     state.upsert_device_class(DeviceClass("gpu", extended_resource_name="example.com/gpu"))
     # DynamicResources may now allocate devices for it: its placement is not shared.
-    assert framework.shape_key(state, pod, state.demand(pod)) is None
+    assert framework.shape_key(state, pod, state.pods.demand(pod)) is None
 
 
 def test_pods_alike_share_a_key_and_each_is_made_once() -> None:
@@ -41,10 +42,10 @@ def test_pods_alike_share_a_key_and_each_is_made_once() -> None:
     pods = [Pod("ns", f"p{i}", requests={"cpu": 100}, labels={"job": f"j{i}"}) for i in range(3)]
     for pod in pods:
         state.upsert_pod(pod)
-    keys = [framework.shape_key(state, pod, state.demand(pod)) for pod in pods]
+    keys = [framework.shape_key(state, pod, state.pods.demand(pod)) for pod in pods]
     assert keys[0] is not None and keys[0] == keys[1] == keys[2]
     # Asked again, in another order: the remembered keys, not new ones.
-    again = [framework.shape_key(state, pod, state.demand(pod)) for pod in reversed(pods)]
+    again = [framework.shape_key(state, pod, state.pods.demand(pod)) for pod in reversed(pods)]
     assert all(a is k for a, k in zip(again, reversed(keys), strict=True))
 
 
@@ -66,7 +67,7 @@ def test_the_memo_holds_more_pending_pods_than_its_floor(monkeypatch: MonkeyPatc
 
     monkeypatch.setattr(framework, "_shape_key", counted)
     for _ in range(3):
-        keys = [framework.shape_key(state, pod, state.demand(pod)) for pod in pods]
+        keys = [framework.shape_key(state, pod, state.pods.demand(pod)) for pod in pods]
         assert len(set(keys)) == len(pods)
     assert sorted(made) == sorted(pod.name for pod in pods)
 
@@ -88,6 +89,6 @@ def test_static_shapes_follow_each_pod_asked_in_turn() -> None:
         state.upsert_pod(pod)
     for _ in range(2):
         for pod, row in zip(pods, (0, 1), strict=True):
-            cycle = Cycle(state, pod, NOW, state.demand(pod), state.free_for(pod))
+            cycle = Cycle(state, pod, NOW, state.pods.demand(pod), state.free_for(pod))
             feasible, _ = framework.find_nodes(cycle)
             assert feasible.tolist() == [row == 0, row == 1]

@@ -415,7 +415,7 @@ def test_the_prebind_check_of_one_node_agrees_with_the_filter_s_mask() -> None:
             placed = read_node(manifest)
             csi = state.volumes.csi_nodes.get(placed.name)
             plugins = csi.migrated_plugins if csi is not None else frozenset()
-            admitted = mask is None or bool(mask[state.node_index[placed.name]])
+            admitted = mask is None or bool(mask[state.nodes.row_of[placed.name]])
             assert (refusal(volume, placed, plugins) == "") == admitted
     assert refusal(volumes[1], read_node(nodes[0]), frozenset()) == "no matching NodeSelectorTerms"
     bad = read_pv(pv("bad", awsElasticBlockStore={"volumeID": "aws://z/bad"}))

@@ -50,13 +50,15 @@ def test_namespaced_kinds_key_by_namespace() -> None:
 def test_a_kind_applied_to_the_state_is_removed_by_its_key() -> None:
     objects = _objects()
     state = build_state(objects)
-    assert "ml/p" in state.pods and "n1" in state.node_index and "ml/g" in state.pod_groups
+    assert (
+        "ml/p" in state.pods.by_key and "n1" in state.nodes.row_of and "ml/g" in state.groups.by_key
+    )
     for kind in reversed(KINDS):
         for record in getattr(objects, kind.field):
             state.remove(kind.name, kind.key(record))
-    assert not state.pods and not state.node_index and not state.pod_groups
-    assert set(state.priority_classes) == set(SYSTEM_CLASSES)  # the API server's own
-    assert not state.pdbs
+    assert not state.pods.by_key and not state.nodes.row_of and not state.groups.by_key
+    assert set(state.policy.priority_classes) == set(SYSTEM_CLASSES)  # the API server's own
+    assert not state.policy.pdbs
 
 
 def test_watched_collections_follow_the_registry_order() -> None:

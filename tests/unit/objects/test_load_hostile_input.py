@@ -420,7 +420,7 @@ def test_a_pod_bound_then_preempted_is_withdrawn_from_the_plan() -> None:
 
 def test_a_gang_is_withdrawn_whole() -> None:
     state = ClusterState()
-    state.group_members["default/g"] = {"default/w0", "default/w1"}
+    state.groups.members["default/g"] = {"default/w0", "default/w1"}
     result = OneShotResult()
     result.passes = 1
     _apply([Bind("default/w0", "a"), Bind("default/w1", "b")], state, result, set())

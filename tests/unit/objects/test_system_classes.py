@@ -84,11 +84,11 @@ def test_a_file_may_define_a_built_in_class_only_as_the_api_server_has_it() -> N
 def test_the_state_keeps_the_built_in_classes_when_told_they_were_deleted() -> None:
     state = ClusterState()
     critical = Pod(namespace="kube-system", name="p", priority_class_name="system-node-critical")
-    assert state.priority_of(critical) == 2_000_001_000
-    assert state.preemption_policy_of(critical) == "PreemptLowerPriority"
+    assert state.policy.priority_of(critical) == 2_000_001_000
+    assert state.policy.preemption_policy_of(critical) == "PreemptLowerPriority"
     state.remove_priority_class("system-node-critical")  # the API server refuses this
-    assert state.priority_of(critical) == 2_000_001_000
-    assert not any(pc.global_default for pc in state.priority_classes.values())
+    assert state.policy.priority_of(critical) == 2_000_001_000
+    assert not any(pc.global_default for pc in state.policy.priority_classes.values())
 
 
 def test_a_simulated_job_may_name_a_built_in_class(tmp_path: Path) -> None:

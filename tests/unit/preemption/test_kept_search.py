@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from batchsched.framework.interface import Cycle
 from batchsched.preemption.search import Evaluation, PreemptionSearch
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
 from tests.preemption_world import NOW, node, pod
 
 STEPS = st.lists(
@@ -38,10 +39,10 @@ def _answer(
     own_room: bool = False,
     key: str = "default/preemptor",
 ) -> Evaluation:
-    preemptor = state.pods[key]
+    preemptor = state.pods.by_key[key]
     rule = VictimRule(state, preemptor, 500, NOW, lambda name: (False, None))
-    candidates = np.ones(state.rows, dtype=np.bool_)
-    demand = state.demand(preemptor)
+    candidates = np.ones(state.nodes.rows, dtype=np.bool_)
+    demand = state.pods.demand(preemptor)
     plain = Cycle(state, preemptor, NOW, demand, free, own_room=own_room).plain_room
     return search.evaluate(rule, demand, free, candidates, plain)
 
@@ -58,18 +59,18 @@ def test_kept_search_follows_room_and_log(steps: list[tuple[str, int, int]]) -> 
         state.upsert_pod(pod(f"w{i}", 1000, priority=1000))  # nominated, above the preemptor
     state.upsert_pod(pod("preemptor", 2000, priority=500))
     state.upsert_pod(pod("twin", 2000, priority=500))  # the same shape: its results are kept
-    demand = state.demand(state.pods["default/preemptor"])
+    demand = state.pods.demand(state.pods.by_key["default/preemptor"])
     kept = PreemptionSearch(state)
-    free = state.free[: state.rows].copy(order="K")  # the cycle's own copy
+    free = state.nodes.free[: state.nodes.rows].copy(order="K")  # the cycle's own copy
     for kind, n, p in steps:
-        bound = sorted(state.bound)
+        bound = sorted(state.pods.bound)
         if kind == "take":
-            state.take_room(free, n, demand)
+            state.nodes.take_room(free, n, demand)
         elif kind == "give":
-            state.take_room(free, n, demand, sign=-1)
-        elif kind == "bind" and f"default/v{p}" not in state.pods:
+            state.nodes.take_room(free, n, demand, sign=-1)
+        elif kind == "bind" and f"default/v{p}" not in state.pods.by_key:
             state.upsert_pod(pod(f"v{p}", 500, on=f"n{n}", priority=10 * (p % 3)))
-        elif kind == "nominate" and f"default/w{p % 4}" in state.pending:
+        elif kind == "nominate" and f"default/w{p % 4}" in state.pods.pending:
             state.nominate(f"default/w{p % 4}", f"n{n}")
         elif kind == "self":  # a preemptor's own nomination comes and goes
             who = "default/twin" if p % 4 > 1 else "default/preemptor"
@@ -80,7 +81,8 @@ def test_kept_search_follows_room_and_log(steps: list[tuple[str, int, int]]) -> 
             state.remove_pod(bound[p % len(bound)])
         rooms = [] if p % 3 else [(free, False, "default/preemptor")]
         rooms += [
-            (state.free_for(state.pods[k]), True, k) for k in ("default/preemptor", "default/twin")
+            (state.free_for(state.pods.by_key[k]), True, k)
+            for k in ("default/preemptor", "default/twin")
         ]
         for room, own_room, key in rooms:
             fresh = _answer(PreemptionSearch(state), state, room, key=key)

@@ -23,16 +23,21 @@ from batchsched.plugins.coscheduling.preemption import (
 )
 from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import IntArray
+from batchsched.state.nodes import IntArray
 from benchmarks.workloads import contended
 from tests.preemption_world import NOW, node, pdb, pod, priority_class, state_of
 
 
-class _Nodes:
+class _State:
     """What `Framework.choose` reads of a state: nominations and the nodes' name order."""
 
     def __init__(self, rank: list[int], nominated: int | None) -> None:
         self.nominations = {} if nominated is None else {"default/m": nominated}
+        self.nodes = _Nodes(rank)
+
+
+class _Nodes:
+    def __init__(self, rank: list[int]) -> None:
         self._rank = np.asarray(rank, dtype=np.int64)
 
     def name_rank(self) -> IntArray:
@@ -68,18 +73,18 @@ def test_still_chosen_is_choose_on_the_results_with_the_rows_replaced(
     (fails with ties broken by row where names are not in row order, a nominated node among
     the rows ignored, or a member placed nowhere assumed to stay so)."""
     scores, unmoved_scores, rank, replaced, nominated = world
-    nodes = _Nodes(rank, nominated)
+    state = _State(rank, nominated)
     member = pod("m", 100)
     now, unmoved = _totals(scores), _totals(unmoved_scores)
-    went = Framework.choose(nodes, member, now)  # type: ignore[arg-type]
+    went = Framework.choose(state, member, now)  # type: ignore[arg-type]
     assume(went not in replaced)  # the reprieve step asks only then
     rows = np.asarray(replaced, dtype=np.intp)
     freed = np.zeros(len(scores), dtype=np.bool_)
     freed[rows] = True
     feasible, total = now.feasible.copy(), now.total.copy()
     feasible[rows], total[rows] = unmoved.feasible[rows], unmoved.total[rows]
-    whole = Framework.choose(nodes, member, NodeTotals(feasible, total))  # type: ignore[arg-type]
-    found = _still_chosen(went, nominated, now, unmoved, rows, freed, nodes.name_rank())
+    whole = Framework.choose(state, member, NodeTotals(feasible, total))  # type: ignore[arg-type]
+    found = _still_chosen(went, nominated, now, unmoved, rows, freed, state.nodes.name_rank())
     assert found == (whole == went)
 
 
@@ -102,7 +107,7 @@ def test_reprieve_order_kept_across_calls_is_the_sections_order() -> None:
         pod("guarded", 1000, on="n1", priority=5, labels={"app": "guarded"}),
         pod("p", 3000, klass="high"),
     )
-    preemptor = state.pods["default/p"]
+    preemptor = state.pods.by_key["default/p"]
     verdicts = PreemptionToleration().class_verdicts(state, preemptor, 9000, [])
     rule = VictimRule(state, preemptor, 9000, NOW, verdicts)
     index = UnitIndex(state, rule, index_key(state, rule))

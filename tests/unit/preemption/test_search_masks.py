@@ -14,7 +14,7 @@ import pytest
 from batchsched.commands.schedule import run
 from batchsched.config import default_config
 from batchsched.plugins.coscheduling.preemption import GroupFit
-from batchsched.state.cluster import BoolArray, IntArray
+from batchsched.state.nodes import BoolArray, IntArray
 from benchmarks.workloads import contended
 
 

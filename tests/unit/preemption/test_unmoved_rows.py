@@ -15,7 +15,8 @@ from batchsched.framework.runtime import Framework
 from batchsched.plugins.coscheduling import placement
 from batchsched.plugins.coscheduling.preemption import GroupFit, UnitIndex, index_key
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
 from tests.preemption_world import NOW, node, pod, priority_class, state_of
 
 _NODES = 16
@@ -35,11 +36,11 @@ def _fit() -> tuple[GroupFit, ClusterState, list[IntArray]]:
     rule = VictimRule(state, members[0], 9000, NOW, lambda name: (False, None))
     index = UnitIndex(state, rule, index_key(state, rule))
     framework = Framework(default_config().profiles[0])
-    pending = [state.pods[p.key] for p in members]
+    pending = [state.pods.by_key[p.key] for p in members]
     fit = GroupFit(framework, state, NOW, "g", state.free_for(pending[0]).copy(), pending, 1, index)
     # Each unit's pod count per row, for the expected `away`.
     per_unit = [
-        np.bincount([row for _, row in pods], minlength=state.rows) for pods in index.placed
+        np.bincount([row for _, row in pods], minlength=state.nodes.rows) for pods in index.placed
     ]
     return fit, state, per_unit
 
@@ -64,7 +65,7 @@ def _checks(
     with patch.object(placement, "_COPY_PAST", copy_past):
         fit.framework.place_changed = counted  # type: ignore[method-assign]
         fit.prepare()
-        with state.tentative():
+        with state.nodes.tentative():
             for pick in picks:
                 chosen = np.zeros(count, dtype=np.bool_)
                 chosen[[i % count for i in pick]] = True
@@ -80,7 +81,9 @@ def _checks(
                     }
                 )
                 # After the check every member is off its row again: the units alone count.
-                away = sum((per_unit[u] for u in np.flatnonzero(fit._out)), np.zeros(state.rows))
+                away = sum(
+                    (per_unit[u] for u in np.flatnonzero(fit._out)), np.zeros(state.nodes.rows)
+                )
                 assert fit.base.away.tolist() == away.astype(int).tolist()
             fit.restore()
             assert not fit.base.away.any()

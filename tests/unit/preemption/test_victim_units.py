@@ -54,7 +54,7 @@ def rule_for(state: ClusterState, preemptor: Pod) -> VictimRule:
 def gang_of(state: ClusterState) -> VictimUnits:
     def units(victim: Pod) -> Collection[Pod]:
         if victim.name.startswith("gang-"):
-            return [p for p in state.pods.values() if p.name.startswith("gang-")]
+            return [p for p in state.pods.by_key.values() if p.name.startswith("gang-")]
         return (victim,)
 
     return units
@@ -63,13 +63,13 @@ def gang_of(state: ClusterState) -> VictimUnits:
 def test_a_unit_goes_whole_and_counts_everywhere() -> None:
     state, preemptor = world()
     rule = rule_for(state, preemptor)
-    row = state.node_index["n1"]
+    row = state.nodes.row_of["n1"]
     free = state.free_for(preemptor)[row]
-    alone = select_victims_on_node(rule, state.demand(preemptor), free, row)
+    alone = select_victims_on_node(rule, state.pods.demand(preemptor), free, row)
     assert alone is not None
     assert [v.name for v in alone.victims] == ["gang-0", "solo"]
     units = gang_of(state)
-    together = select_victims_on_node(rule, state.demand(preemptor), free, row, units)
+    together = select_victims_on_node(rule, state.pods.demand(preemptor), free, row, units)
     assert together is not None
     assert sorted(v.name for v in together.victims) == ["gang-0", "gang-1", "solo"]
     assert choice_key(together, state)[3] == 3  # every member counts in node choice
@@ -79,9 +79,9 @@ def test_a_unit_with_a_member_that_may_not_be_taken_is_no_victim() -> None:
     state, preemptor = world()
     state.upsert_pod(pod("gang-1", 2000, on="n2", klass="forever"))
     rule = rule_for(state, preemptor)
-    row = state.node_index["n1"]
+    row = state.nodes.row_of["n1"]
     free = state.free_for(preemptor)[row]
-    found = select_victims_on_node(rule, state.demand(preemptor), free, row, gang_of(state))
+    found = select_victims_on_node(rule, state.pods.demand(preemptor), free, row, gang_of(state))
     assert found is None  # solo alone does not make room, and the gang is protected
 
 
@@ -126,16 +126,16 @@ def test_unit_index_key_moves_with_every_change_of_classes_and_pdbs() -> None:
     twin, other = world(), world()
     for each, allowed in ((twin, 1), (other, 0)):
         each[0].upsert_pdb(pdb("solo", {}, allowed))
-    assert (twin[0].bound_version, twin[0].policy_version) == (
-        other[0].bound_version,
-        other[0].policy_version,
+    assert (twin[0].pods.bound_version, twin[0].policy.version) == (
+        other[0].pods.bound_version,
+        other[0].policy.version,
     )
     assert index_key(twin[0], rule_for(*twin)) != index_key(other[0], rule_for(*other))
 
 
 def _contended_fit() -> tuple[GroupFit, ClusterState]:
     state = build_state(contended.generate(30, 5))
-    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    lead = next(p for p in state.pods.pending.values() if p.priority_class_name == "high")
     rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
     index = UnitIndex(state, rule, index_key(state, rule))
     free = state.free_for(lead).copy()
@@ -160,10 +160,10 @@ def test_unit_index_arrays_are_a_walk_over_its_units_pods() -> None:
     """The flat arrays are joined per pod and the one-pod units take a shortcut in cost and
     order: both must give what a walk over every unit's pods, entry by entry, gives."""
     state = build_state(contended.generate(30, 5))
-    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    lead = next(p for p in state.pods.pending.values() if p.priority_class_name == "high")
     rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
     # A pod asking for no cpu: fewer entries than the workload's pods.
-    state.upsert_pod(pod("idle", 0, on=min(state.node_index)))
+    state.upsert_pod(pod("idle", 0, on=min(state.nodes.row_of)))
     index = UnitIndex(state, rule, index_key(state, rule))
     units = index.units
     assert any(len(u.pods) == 1 for u in units) and any(len(u.pods) > 1 for u in units)
@@ -176,8 +176,8 @@ def test_unit_index_arrays_are_a_walk_over_its_units_pods() -> None:
     sizes: list[int] = []
     for unit in units:
         for member in unit.pods:
-            demand = state.demand(member)
-            rows += [state.bound[member.key]] * len(demand.cols)
+            demand = state.pods.demand(member)
+            rows += [state.pods.bound[member.key]] * len(demand.cols)
             cols += demand.cols.tolist()
             amounts += demand.amounts.tolist()
         sizes.append(len(rows) - sum(sizes))
@@ -200,8 +200,8 @@ def test_group_fit_keeps_the_room_and_the_rows_of_its_choice(picks: list[list[in
     fit, state = _contended_fit()
     index = fit.index
     count = len(index.units)
-    pods_before = {row: list(state.node_pods[row]) for row in range(state.rows)}
-    with state.tentative():  # as in a search: pods are put back in their order at its end
+    pods_before = {row: list(state.nodes.pods_on[row]) for row in range(state.nodes.rows)}
+    with state.nodes.tentative():  # as in a search: pods are put back in their order at its end
         for pick in picks:
             chosen = np.zeros(count, dtype=np.bool_)
             chosen[[i % count for i in pick]] = True
@@ -215,7 +215,7 @@ def test_group_fit_keeps_the_room_and_the_rows_of_its_choice(picks: list[list[in
             assert np.array_equal(index.entries(np.flatnonzero(chosen)), np.flatnonzero(entries))
         fit.restore()
         assert np.array_equal(fit._room, fit.free)
-    assert {row: list(state.node_pods[row]) for row in range(state.rows)} == pods_before
+    assert {row: list(state.nodes.pods_on[row]) for row in range(state.nodes.rows)} == pods_before
 
 
 def test_member_results_follow_the_room_between_searches() -> None:
@@ -225,7 +225,8 @@ def test_member_results_follow_the_room_between_searches() -> None:
     framework's, and differ from the answer before they left."""
     state = build_state(contended.generate(30, 5))
     members = sorted(
-        (p for p in state.pending.values() if p.priority_class_name == "high"), key=lambda p: p.key
+        (p for p in state.pods.pending.values() if p.priority_class_name == "high"),
+        key=lambda p: p.key,
     )[:6]
     profile = default_config().profiles[0]
     kept = Framework(profile)
@@ -248,7 +249,7 @@ def test_member_results_follow_the_room_between_searches() -> None:
             found.feasible[:] = True
             found.total[:] = 12345
     # A few pods, so the log stays short enough for a refresh (not a placement afresh).
-    for key in sorted(state.bound)[:3]:
+    for key in sorted(state.pods.bound)[:3]:
         state.remove_pod(key)
     after = results(kept)
     assert after == results(Framework(profile))
@@ -261,7 +262,7 @@ def test_unit_index_per_unit_structures_are_a_walk_over_its_units_pods() -> None
     over every unit's pods gives (fails with a one-pod row or key taken from the wrong pod,
     rows left unsorted or repeated, or an inter-pod pod counted as local)."""
     state = build_state(contended.generate(40, 7))
-    lead = next(p for p in state.pending.values() if p.priority_class_name == "high")
+    lead = next(p for p in state.pods.pending.values() if p.priority_class_name == "high")
     rule = VictimRule(state, lead, 1000, contended.NOW, lambda name: (False, None))
     gang = next(
         u.pods for u in UnitIndex(state, rule, index_key(state, rule)).units if len(u.pods) > 1
@@ -269,10 +270,10 @@ def test_unit_index_per_unit_structures_are_a_walk_over_its_units_pods() -> None
     # A second member on the last member's node (a unit's row twice) and a lone pod with
     # an inter-pod term (not local).
     state.upsert_pod(replace(gang[0], name=gang[0].name + "-twin", node_name=gang[-1].node_name))
-    lone = pod("near", 100, on=min(state.node_index), priority=1)
+    lone = pod("near", 100, on=min(state.nodes.row_of), priority=1)
     state.upsert_pod(replace(lone, pod_affinity=PodAffinity()))
     index = UnitIndex(state, rule, index_key(state, rule))
-    placed = [tuple((p.key, state.bound[p.key]) for p in unit.pods) for unit in index.units]
+    placed = [tuple((p.key, state.pods.bound[p.key]) for p in unit.pods) for unit in index.units]
     rows = [sorted({row for _, row in pods}) for pods in placed]
     assert any(len(found) < len(pods) for found, pods in zip(rows, placed, strict=True))
     assert any([r for _, r in pods] != found for found, pods in zip(rows, placed, strict=True))

@@ -34,28 +34,28 @@ def test_the_change_log_keeps_pods_as_far_back_as_a_hint_may_ask() -> None:
     state.upsert_node(Node("a", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
     for i in range(3):
         state.upsert_pod(bound(f"early-{i}"))
-    mark = state.change_mark()
+    mark = state.nodes.change_mark()
     state.remove_pod("ns/early-0")
     state.upsert_pod(bound("late"))
-    state.forget_pods_before(mark)
+    state.nodes.forget_pods_before(mark)
     # From `mark` on, the log still names the pods behind each change, the one gone too.
-    since = state.pods_changed_since(mark)
+    since = state.nodes.pods_changed_since(mark)
     assert since is not None
     assert [p.name for p in since if p is not None] == ["early-0", "late"]
-    assert state.pods_changed_since(mark - 1) is None  # no hint asks that far back
-    state.forget_pods_before(None)
-    assert state.pods_changed_since(mark) is None
-    assert state.pods_changed_since(state.change_mark()) is not None
+    assert state.nodes.pods_changed_since(mark - 1) is None  # no hint asks that far back
+    state.nodes.forget_pods_before(None)
+    assert state.nodes.pods_changed_since(mark) is None
+    assert state.nodes.pods_changed_since(state.nodes.change_mark()) is not None
 
 
 def test_a_tentative_scope_keeps_the_log_where_it_is() -> None:
     state = ClusterState()
     state.upsert_node(Node("a", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
     state.upsert_pod(bound("p"))
-    mark = state.change_mark()
-    with state.tentative():
-        state.forget_pods_before(None)
-    assert state.pods_changed_since(mark) is not None
+    mark = state.nodes.change_mark()
+    with state.nodes.tentative():
+        state.nodes.forget_pods_before(None)
+    assert state.nodes.pods_changed_since(mark) is not None
 
 
 def test_a_pass_lets_the_log_forget_pods_no_waiting_pod_asks_about() -> None:
@@ -75,7 +75,7 @@ def test_the_framework_and_the_room_hint_forget_pods_that_left() -> None:
     # A pod leaves: room moved, so the waiting pod's room hint is asked (and remembers it).
     churned.delete("Pod", pod(f"{MARKER}-full-0"))
     churned.run_pass(2)
-    assert "default/gone-waiting" in churned.state.pending
+    assert "default/gone-waiting" in churned.state.pods.pending
     for i in range(1, 8):
         churned.delete("Pod", pod(f"{MARKER}-full-{i}"))
     churned.delete("Pod", waiting)
@@ -131,7 +131,7 @@ def test_gang_search_answers_of_an_earlier_time_are_let_go() -> None:
     preemptor = Pod("ns", "preemptor", requests={"cpu": 4000, "pods": 1}, priority=100)
     state.upsert_pod(preemptor)
     memo = GangSearchMemo(state)
-    demand = state.demand(preemptor)
+    demand = state.pods.demand(preemptor)
     for seconds in range(5):
         at = T0.replace(second=seconds)
         memo.answers(VictimRule(state, preemptor, 100, at, lambda name: (False, None)), demand)
@@ -145,11 +145,11 @@ def test_nominations_let_their_sums_go_with_the_last_one() -> None:
     state.upsert_pod(nominee)
     state.nominate(nominee.key, "a")
     low = Pod("ns", "low", requests={"cpu": 1, "pods": 1}, priority=0)
-    assert state.nominations.held_for(low, state.free[: state.rows]) is not None
+    assert state.nominations.held_for(low, state.nodes.free[: state.nodes.rows]) is not None
     assert state.nominations._sums
     state.remove_pod(nominee.key)
     assert state.nominations._sums == {}
-    assert np.array_equal(state.free_for(low), state.free[: state.rows])
+    assert np.array_equal(state.free_for(low), state.nodes.free[: state.nodes.rows])
 
 
 def test_a_pod_deleted_while_its_bind_is_in_flight_gives_its_claims_back() -> None:

@@ -22,8 +22,8 @@ def test_each_pod_is_decided_and_assumed_before_the_next_is_tried() -> None:
     first = next(steps)
     assert first == [Bind("default/a", "n1")]
     # Already assumed: the room is taken while b and c are still undecided.
-    assert state.pods["default/a"].node_name == "n1"
-    assert "default/b" in state.pending
+    assert state.pods.by_key["default/a"].node_name == "n1"
+    assert "default/b" in state.pods.pending
     rest = [d for step in steps for d in step]
     assert rest[0] == Bind("default/b", "n1")
     assert isinstance(rest[1], Unschedulable) and rest[1].pod == "default/c"

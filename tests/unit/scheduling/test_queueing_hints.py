@@ -185,7 +185,7 @@ def test_a_woken_shape_is_tried_until_one_fails_while_the_state_stands_still() -
     # Two fit: the third fails and nothing moves after it, so the seven behind it are told
     # nothing new and are not tried (without hints, all ten would be).
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 1)
-    assert sorted(k for k in state.bound) == ["ns/p0", "ns/p1"]
+    assert sorted(k for k in state.pods.bound) == ["ns/p0", "ns/p1"]
     assert scheduler.queue.pending_counts()["unschedulable"] == 8
 
 
@@ -248,7 +248,7 @@ def test_labels_no_term_names_do_not_split_shapes_until_a_term_names_them() -> N
         builders.pod("a", labels={"job": "a"}), builders.pod("b", labels={"job": "b"})
     )
     framework = scheduler.default_framework
-    a, b = state.pods["default/a"], state.pods["default/b"]
+    a, b = state.pods.by_key["default/a"], state.pods.by_key["default/b"]
     assert scheduler._shape(framework, a) == scheduler._shape(framework, b)
     term = {"labelSelector": {"matchLabels": {"job": "a"}}, "topologyKey": "kubernetes.io/hostname"}
     picky = builders.pod("picky", affinity={"podAntiAffinity": {ANTI: [term]}})
@@ -261,7 +261,7 @@ def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> No
     state.upsert_node(Node("n", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
     plain = pod("plain", 1)
     rows = np.zeros(1, np.intp)
-    mark = state.change_mark()
+    mark = state.nodes.change_mark()
     volumes_changed = ClusterChange(state, frozenset({ClusterEvent.VOLUME}), rows, mark)
     state.upsert_pod(pod("gone", 1, node="n"))  # a pod without volumes came and went
     state.remove_pod("ns/gone")
@@ -293,7 +293,7 @@ def test_a_waiting_pods_own_update_brings_it_back_whichever_plugin_rejected_it(
     state.upsert_pod(replace(pod("tolerant", 2000), tolerations=(toleration,)))
     state.upsert_pod(pod("shrinking", 1000))
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (2, 0)
-    placed = {key: state.node_name(row) for key, row in state.bound.items()}
+    placed = {key: state.nodes.name(row) for key, row in state.pods.bound.items()}
     assert placed == {"ns/tolerant": "tainted", "ns/shrinking": "small"}
     assert scheduler.queue.incoming["UnschedulablePodUpdate"] == 2
     assert scheduler.queue.pending_counts()["unschedulable"] == 1  # the twin
@@ -315,7 +315,7 @@ def test_changes_since_many_marks_are_each_marks_own(
     """A refresh asks for the changes since many marks at once (`Scheduler._changes`, one
     walk of the log from the newest mark back): each is what its own mark alone gives,
     rows since it sorted and distinct, every row once the log no longer reaches back."""
-    monkeypatch.setattr("batchsched.state.cluster._CHANGE_LOG_LIMIT", log_limit)
+    monkeypatch.setattr("batchsched.state.nodes._CHANGE_LOG_LIMIT", log_limit)
     state = ClusterState()
     for i in range(6):
         state.upsert_node(Node(f"n{i}", {"cpu": 4000, "memory": 8 * GI, "pods": 110}))
@@ -333,15 +333,14 @@ def test_changes_since_many_marks_are_each_marks_own(
     asked = [marks[i] for i in (4, 0, 9, 4, 2, len(marks) - 1, 7)]
     reached = []
     for since, change in zip(asked, scheduler._changes(asked), strict=True):
-        assert isinstance(since, tuple)
-        logged = state.rows_changed_since(since[0])
+        logged = state.nodes.rows_changed_since(since.rows)
         reached.append(logged is not None)
         if logged is None:
             assert change.rows.tolist() == list(range(6)) and change.mark is None
         else:
-            assert change.rows.tolist() == sorted(set(logged)) and change.mark == since[0]
+            assert change.rows.tolist() == sorted(set(logged)) and change.mark == since.rows
         assert change.rows.dtype == np.intp
         assert (ClusterEvent.NODE_ROOM in change.events) == bool(change.rows.shape[0])
-        assert (ClusterEvent.ANY in change.events) == (since[3] != state.generation)
+        assert (ClusterEvent.ANY in change.events) == (since.generation != state.generation)
     # The short log reaches back to some of the marks only.
     assert all(reached) == (log_limit > 5) and any(reached)

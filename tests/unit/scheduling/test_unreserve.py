@@ -121,7 +121,7 @@ def test_what_bad_held_is_as_before_in_the_state(monkeypatch: pytest.MonkeyPatch
     assert volumes.assumed() == []
     assert devices.allocated_here == [] and devices.in_use() == set()
     assert "default/bad-gpu" not in devices.claims
-    assert "default/bad" in state.pending and "default/bad" not in state.bound
+    assert "default/bad" in state.pods.pending and "default/bad" not in state.pods.bound
 
 
 def test_a_raise_while_assuming_unreserves_and_keeps_the_pod_pending(
@@ -179,11 +179,11 @@ def test_a_gang_whose_binding_raises_half_way_binds_no_member(
     decisions = scheduler.schedule_pass(NOW)
     assert not any(isinstance(d, Bind) for d in decisions)
     assert any(isinstance(d, InternalError) for d in decisions)
-    assert state.bound == {} and state.assumed == set()
-    assert sorted(state.pending) == ["ml/m0", "ml/m1", "ml/m2"]
-    assert not state.node_pods[0]
-    free = state.free_for(state.pods["ml/m0"])
-    assert int(free[0, state.resources.intern("cpu")]) == 8000
+    assert state.pods.bound == {} and state.pods.assumed == set()
+    assert sorted(state.pods.pending) == ["ml/m0", "ml/m1", "ml/m2"]
+    assert not state.nodes.pods_on[0]
+    free = state.free_for(state.pods.by_key["ml/m0"])
+    assert int(free[0, state.nodes.resources.intern("cpu")]) == 8000
 
 
 def test_a_gang_member_whose_filter_raises_leaves_no_tentative_placement(
@@ -198,5 +198,5 @@ def test_a_gang_member_whose_filter_raises_leaves_no_tentative_placement(
     assert {d.error for d in decisions if isinstance(d, InternalError)} == {
         "RuntimeError: boom for m1"
     }
-    assert not state.node_pods[0] and state.bound == {}
-    assert int(state.free[0, state.resources.intern("cpu")]) == 8000
+    assert not state.nodes.pods_on[0] and state.pods.bound == {}
+    assert int(state.nodes.free[0, state.nodes.resources.intern("cpu")]) == 8000

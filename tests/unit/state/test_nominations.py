@@ -22,12 +22,12 @@ OPS = st.lists(
 
 
 def naive_free_for(state: ClusterState, who: Pod) -> np.ndarray:
-    free = state.free[: state.rows].copy()
+    free = state.nodes.free[: state.nodes.rows].copy()
     for key, row in state.nominations.items():
-        other = state.pods.get(key)
+        other = state.pods.by_key.get(key)
         if other is None or key == who.key or (other.priority or 0) < (who.priority or 0):
             continue
-        demand = state.demand(other)
+        demand = state.pods.demand(other)
         free[row, demand.cols] -= demand.amounts
     return free
 
@@ -46,17 +46,17 @@ def test_free_for_matches_the_definition(ops: list[tuple[str, int, int]], prios:
         state.upsert_pod(make(i))
     for op, i, n in ops:
         key = f"default/p{i}"
-        if op == "nominate" and key in state.pending:
+        if op == "nominate" and key in state.pods.pending:
             state.nominate(key, f"n{n}")
-        elif op == "clear" and key in state.pods:
+        elif op == "clear" and key in state.pods.by_key:
             state.nominate(key, None)
         elif op == "remove":
             state.remove_pod(key)
-        elif op == "bind" and key in state.pending:
+        elif op == "bind" and key in state.pods.pending:
             state.assume(key, f"n{n}")
-        elif op == "add" and key not in state.pods:
+        elif op == "add" and key not in state.pods.by_key:
             state.upsert_pod(make(i))
-        for who in state.pending.values():
+        for who in state.pods.pending.values():
             assert (state.free_for(who) == naive_free_for(state, who)).all()
     for row in range(3):
         expected = sorted(k for k, r in state.nominations.items() if r == row)
@@ -76,4 +76,6 @@ def test_get_and_pop_answer_as_a_mapping_does() -> None:
     assert nominations.get("default/p") == 0
     assert nominations.pop("default/p") == 0
     assert "default/p" not in nominations
-    assert (state.free_for(pod("q", 100)) == state.free[: state.rows]).all()  # room released
+    assert (
+        state.free_for(pod("q", 100)) == state.nodes.free[: state.nodes.rows]
+    ).all()  # room released

@@ -79,7 +79,7 @@ def test_victim_table_follows_pdb_changes() -> None:
     )
     table = VictimTable(state)
     table.sync()
-    rows = np.array([state.node_index["n1"], state.node_index["n2"]], dtype=np.intp)
+    rows = np.array([state.nodes.row_of["n1"], state.nodes.row_of["n2"]], dtype=np.intp)
     take = np.ones((2, table.slots), dtype=np.bool_)
 
     def taken() -> dict[str, tuple[int, list[str]]]:
@@ -92,12 +92,12 @@ def test_victim_table_follows_pdb_changes() -> None:
     assert taken() == {}
     state.upsert_pdb(pdb("guard", {"app": "web"}, 1))
     assert taken() == {"default/guard": (1, ["web"])}
-    index = state.pdb_index
+    index = state.policy.pdb_index
     state.upsert_pdb(pdb("guard", {"app": "web"}, 0))
-    assert state.pdb_index is index  # a status change keeps the index and the masks
+    assert state.policy.pdb_index is index  # a status change keeps the index and the masks
     assert taken() == {"default/guard": (0, ["web"])}
     state.upsert_pdb(pdb("guard", {"app": "db"}, 0))
-    assert state.pdb_index is not index
+    assert state.policy.pdb_index is not index
     assert taken() == {"default/guard": (0, ["db"])}
     state.remove_pdb("default/guard")
     assert taken() == {}
@@ -132,9 +132,9 @@ def test_kept_answers_follow_changes(steps: list[tuple]) -> None:  # type: ignor
             state.upsert_pod(Pod(namespace=namespace, name=f"p{i}", labels=dict(labels)))
         else:
             state.remove_pod(f"{step[2]}/p{step[1]}")
-        for each in state.pods.values():
-            scanned = tuple(sorted(k for k, b in state.pdbs.items() if covers(b, each)))
-            assert state.pdb_index.covering(each) == scanned
+        for each in state.pods.by_key.values():
+            scanned = tuple(sorted(k for k, b in state.policy.pdbs.items() if covers(b, each)))
+            assert state.policy.pdb_index.covering(each) == scanned
 
 
 def test_a_pod_is_matched_against_the_pdbs_of_its_shard_only() -> None:
@@ -162,15 +162,15 @@ def test_a_pod_is_matched_against_the_pdbs_of_its_shard_only() -> None:
         return covers(budget, each)
 
     with patch.object(pdb_index, "covers", counted):
-        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
-        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert state.policy.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert state.policy.pdb_index.covering(trainer) == ("default/trainer-7",)
         assert matched == ["default/trainer-7"]
         moved = Pod(namespace="default", name="t", labels={"app": "trainer", "shard": "s8"})
         state.upsert_pod(moved)
-        assert state.pdb_index.covering(moved) == ("default/trainer-8",)
+        assert state.policy.pdb_index.covering(moved) == ("default/trainer-8",)
         state.remove_pod(moved.key)
         state.upsert_pod(trainer)
-        assert state.pdb_index.covering(trainer) == ("default/trainer-7",)
+        assert state.policy.pdb_index.covering(trainer) == ("default/trainer-7",)
         assert matched == ["default/trainer-7", "default/trainer-8", "default/trainer-7"]
 
 
@@ -178,8 +178,8 @@ def test_a_pod_that_leaves_leaves_no_answer_behind() -> None:
     """A live scheduler sees pods come and go: the index keeps answers for present pods only."""
     state = state_of(node("n1"), pod("web", 1000, on="n1", labels={"app": "web"}))
     state.upsert_pdb(pdb("guard", {"app": "web"}, 1))
-    web = state.pods["default/web"]
-    assert state.pdb_index.covering(web) == ("default/guard",)
-    assert set(state.pdb_index._memo) == {web.key}
+    web = state.pods.by_key["default/web"]
+    assert state.policy.pdb_index.covering(web) == ("default/guard",)
+    assert set(state.policy.pdb_index._memo) == {web.key}
     state.remove_pod(web.key)
-    assert state.pdb_index._memo == {}
+    assert state.policy.pdb_index._memo == {}

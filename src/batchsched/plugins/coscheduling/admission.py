@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 from batchsched.objects.quantity import PODS, format_amount
 from batchsched.objects.records import Pod, PodGroup
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
 
 MISSING_GROUP = "does not exist: waiting for it to be created"
 
@@ -61,10 +62,10 @@ def min_resources_message(
         return ""
     needed = dict(group.min_resources)
     needed[PODS] = needed.get(PODS, 0) + group.min_member
-    have = state.free[: state.rows][state.valid[: state.rows]].sum(axis=0)
+    have = state.nodes.free[: state.nodes.rows][state.nodes.valid[: state.nodes.rows]].sum(axis=0)
     for pod in members:
-        if pod.key in state.bound:
-            demand = state.demand(pod)
+        if pod.key in state.pods.bound:
+            demand = state.pods.demand(pod)
             have[demand.cols] += demand.amounts
     short = _short(state, needed, have)
     if not short:
@@ -94,7 +95,7 @@ def _short(state: ClusterState, needed: dict[str, int], have: IntArray) -> list[
 
 
 def _amount(state: ClusterState, room: IntArray, resource: str) -> int:
-    col = state.resources.get(resource)
+    col = state.nodes.resources.get(resource)
     return 0 if col is None or col >= room.shape[0] else int(room[col])
 
 

@@ -60,9 +60,9 @@ def disruption_targets(state: ClusterState, evicted: Sequence[Evict]) -> dict[st
     """Upstream groups preempted whole in this pass, each with the first eviction of it."""
     out: dict[str, Evict] = {}
     for decision in evicted:
-        pod = state.pods.get(decision.pod)
+        pod = state.pods.by_key.get(decision.pod)
         key = whole_group_of(state, pod) if pod is not None else None
-        if key is not None and state.pod_groups[key].upstream:
+        if key is not None and state.groups.by_key[key].upstream:
             out.setdefault(key, decision)
     return out
 

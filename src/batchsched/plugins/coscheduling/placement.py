@@ -30,7 +30,9 @@ from batchsched.framework.interface import (
     PlacementFramework,
 )
 from batchsched.objects.records import Pod
-from batchsched.state.cluster import ClusterState, Demand, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
+from batchsched.state.resources import Demand
 
 # Cycle.scratch key telling Coscheduling's PreFilter that the group was already admitted.
 ADMITTED = "coscheduling.admitted"
@@ -90,26 +92,26 @@ class TentativePlacement:
     def place(self, pod: Pod) -> int | Diagnosis:
         """The node row chosen for `pod` (its room now taken), or why none fits."""
         state = self.state
-        demand = state.demand(pod)
+        demand = state.pods.demand(pod)
         cycle = Cycle(state, pod, self.now, demand, self.free, {ADMITTED: self.group})
         pre = self.framework.pre_filter(cycle)
         if pre.reject is not None:
             self.row_local = False
-            none = np.zeros(state.rows, dtype=np.bool_)
+            none = np.zeros(state.nodes.rows, dtype=np.bool_)
             return Diagnosis(
-                state.node_count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
+                state.nodes.count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
             )
         placed = self._from_base(cycle) if pre.allowed_nodes is None else None
         if placed is None:
             self.row_local = False
             placed = self.framework.place(cycle, pre.allowed_nodes)
         if not isinstance(placed, Diagnosis):
-            state.take_room(self.free, placed, demand)
+            state.nodes.take_room(self.free, placed, demand)
             self._taken.append((placed, demand, pod))  # undone with the rest if Reserve raises
             if self.base is not None:
                 self.base.away[placed] += 1
             self.framework.reserve(cycle, placed)  # e.g. the PVs its claims take
-            state.hold(pod.key, placed)
+            state.pods.hold(pod.key, placed)
         return placed
 
     def _from_base(self, cycle: Cycle) -> int | Diagnosis | None:
@@ -137,16 +139,16 @@ class TentativePlacement:
         base.seen[key], base.taken[key] = len(base.moved), taken
         if placed is None:
             state = self.state
-            return Diagnosis(state.node_count, {}, np.zeros(state.rows, dtype=np.bool_))
+            return Diagnosis(state.nodes.count, {}, np.zeros(state.nodes.rows, dtype=np.bool_))
         return placed
 
     def undo(self) -> None:
         """Give back the room (and what Reserve held) of every member placed so far."""
         for idx, demand, pod in reversed(self._taken):
-            self.state.take_room(self.free, idx, demand, sign=-1)
+            self.state.nodes.take_room(self.free, idx, demand, sign=-1)
             if self.base is not None:
                 self.base.away[idx] -= 1
-            self.state.unhold(pod.key, idx)
+            self.state.pods.unhold(pod.key, idx)
             self.framework.unreserve(self.state, pod)
         self._taken.clear()
 
@@ -164,7 +166,7 @@ def base_results(
     pass can place)."""
     results: dict[str, NodeTotals | None] = {}
     for pod in pods:
-        cycle = Cycle(state, pod, now, state.demand(pod), free, {ADMITTED: group})
+        cycle = Cycle(state, pod, now, state.pods.demand(pod), free, {ADMITTED: group})
         pre = framework.pre_filter(cycle)
         usable = pre.reject is None and pre.allowed_nodes is None
         results[pod.key] = framework.evaluate(cycle) if usable else None

@@ -72,7 +72,8 @@ from batchsched.plugins.coscheduling.preemption import (
 from batchsched.plugins.coscheduling.status import compute_status, stranded_message
 from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
@@ -111,7 +112,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     def _need_min_resources(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
         """Per pod, whether its group asks minResources (checked against the whole
         cluster's room, which any change of room may help)."""
-        groups = change.state.pod_groups
+        groups = change.state.groups.by_key
         if not groups:
             return [False] * len(pods)
         return [
@@ -129,9 +130,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if group is None:
             return (-priority, enqueued, pod.key)
         created = None
-        if self.state is not None and (pg := self.state.pod_groups.get(group)) is not None:
+        if self.state is not None and (pg := self.state.groups.by_key.get(group)) is not None:
             created = pg.creation_timestamp
-            own = self.state.group_priority(pg)  # an upstream group's priority orders it
+            own = self.state.policy.group_priority(pg)  # an upstream group's priority orders it
             if own is not None:
                 priority = own
         since = created.timestamp() if created is not None else enqueued
@@ -168,7 +169,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
     ) -> str:
         """Why the group of `pod` may not be attempted now, or "" if it may. `pending`: the
         members to place, in `_pending`'s order (its preemptors, for minResources)."""
-        group = state.pod_groups.get(key)
+        group = state.groups.by_key.get(key)
         if group is None:
             return MISSING_GROUP
         mismatch = kind_mismatch(pod, group)
@@ -210,7 +211,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         """Why the group may not preempt at all, or None if it may."""
         if self._preemption is None or not pending:
             return ""
-        if any(state.preemption_policy_of(p) == "Never" for p in pending):
+        if any(state.policy.preemption_policy_of(p) == "Never" for p in pending):
             return "preemption: not eligible due to preemptionPolicy=Never."
         return None
 
@@ -237,7 +238,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
     def group_of(self, pod: Pod) -> str | None:
         key = group_key_of(pod)
-        group = self.state.pod_groups.get(key) if key and self.state else None
+        group = self.state.groups.by_key.get(key) if key and self.state else None
         if group is not None and not group.gang and not kind_mismatch(pod, group):
             return None  # upstream's basic policy: scheduled pod by pod (PreFilter admits)
         return key
@@ -248,7 +249,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         pending = _pending(state, members, attempt.queued)
         # A pod naming the group through the other API is not one of its members: it waits
         # on its own, and the members' fate must not depend on which of them sorts first.
-        group = state.pod_groups.get(key)
+        group = state.groups.by_key.get(key)
         strays: dict[str, str] = {}
         if group is not None:
             strays = {p.key: why for p in pending if (why := kind_mismatch(p, group))}
@@ -277,10 +278,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             if until is not None and until > now.timestamp():
                 outcome.retry_at = datetime.fromtimestamp(until, now.tzinfo)
             return outcome
-        group = state.pod_groups[key]
+        group = state.groups.by_key[key]
         for pod in pending:
-            state.demand(pod)  # intern every resource before the snapshot is copied
-        done = sum(1 for p in members if p.phase == "Succeeded" or p.key in state.bound)
+            state.pods.demand(pod)  # intern every resource before the snapshot is copied
+        done = sum(1 for p in members if p.phase == "Succeeded" or p.key in state.pods.bound)
         need = group.min_member - done
         free = _room_for(state, pending[0], members)
         placement = TentativePlacement(attempt.framework, state, now, free, key)
@@ -292,7 +293,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         if len(placed) >= need:
             self._backoff_until.pop(key, None)
             self._events.pop(key, None)
-            outcome.binds = [(pod.key, state.node_name(idx)) for pod, idx in placed]
+            outcome.binds = [(pod.key, state.nodes.name(idx)) for pod, idx in placed]
             outcome.unschedulable = {pod.key: diag.message() for pod, diag in failures}
             return outcome
         if failures:
@@ -384,9 +385,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             return decisions
         disrupted = disruption_targets(state, evicted)
         for key in sorted(changed | set(disrupted)):
-            group = state.pod_groups.get(key)
+            group = state.groups.by_key.get(key)
             if group is None:
-                if key not in state.group_members:  # the group and its pods are gone
+                if key not in state.groups.members:  # the group and its pods are gone
                     self._backoff_until.pop(key, None)
                     self._events.pop(key, None)
                 continue
@@ -423,13 +424,13 @@ def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> No
 
 
 def _members(state: ClusterState, key: str) -> list[Pod]:
-    return [state.pods[k] for k in sorted(state.group_members.get(key, ()))]
+    return [state.pods.by_key[k] for k in sorted(state.groups.members.get(key, ()))]
 
 
 def _pending(state: ClusterState, members: list[Pod], queued: Callable[[str], bool]) -> list[Pod]:
     """The pending members `queued` accepts, highest priority first, then by name."""
     return sorted(
-        (p for p in members if p.key in state.pending and queued(p.key)),
+        (p for p in members if p.key in state.pods.pending and queued(p.key)),
         key=lambda p: (-(p.priority or 0), p.key),
     )
 
@@ -444,9 +445,9 @@ def _room_for(state: ClusterState, lead: Pod, members: list[Pod]) -> IntArray:
         for m in members
         if m.key != lead.key and m.key in state.nominations and (m.priority or 0) >= priority
     ]
-    if own and not state.is_shared_free(free):
+    if own and not state.nodes.is_shared_free(free):
         for m in own:
-            demand = state.demand(m)
+            demand = state.pods.demand(m)
             free[state.nominations[m.key], demand.cols] += demand.amounts
     return free
 

@@ -38,7 +38,8 @@ from batchsched.plugins.coscheduling.placement import (
 from batchsched.preemption.gang_victims import running_group, whole_group_of
 from batchsched.preemption.victim_table import importance_key
 from batchsched.preemption.victims import PRIORITY_SHIFT, VictimRule, pdb_violating
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +86,9 @@ def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Cou
     pods cannot go."""
     singles: list[Pod] = []
     groups: set[str] = set()
-    for key in state.bound:
-        pod = state.pods[key]
+    by_key = state.pods.by_key
+    for key in state.pods.bound:
+        pod = by_key[key]
         if pod.terminated or not rule.lower(pod):
             continue
         group = whole_group_of(state, pod)
@@ -129,10 +131,12 @@ class UnitIndex:
         self.units, self.refused = victim_units(state, rule)
         # Joined per pod in unit order, not appended per entry: tens of thousands of pods.
         members = [pod for unit in self.units for pod in unit.pods]
-        demands = [state.demand(pod) for pod in members]
+        demands = [state.pods.demand(pod) for pod in members]
         count = len(members)
         counts = np.fromiter((len(d.cols) for d in demands), dtype=np.intp, count=count)
-        pod_rows = np.fromiter((state.bound[p.key] for p in members), dtype=np.intp, count=count)
+        pod_rows = np.fromiter(
+            (state.pods.bound[p.key] for p in members), dtype=np.intp, count=count
+        )
         self.rows = np.repeat(pod_rows, counts)
         self.cols = np.concatenate([d.cols for d in demands] or [np.empty(0, np.intp)])
         self.amounts = np.concatenate([d.amounts for d in demands] or [np.empty(0, np.int64)])
@@ -223,13 +227,13 @@ class UnitIndex:
         A member starts going only through `ClusterState.mark_terminating`, which logs its
         row, so only the units on rows changed since the last call are looked at again: a
         wave of gang attempts costs per change, not per unit and attempt."""
-        changed = state.rows_changed_since(self._going_mark) if state is self._state else None
+        changed = state.nodes.rows_changed_since(self._going_mark) if state is self._state else None
         recheck: range | list[int] = range(len(self.units))
         if changed is not None:
             recheck = sorted({u for row in set(changed) for u in self._units_on.get(row, ())})
         for u in recheck:
             self._going[u] = any(p.deletion_timestamp is not None for p in self.units[u].pods)
-        self._state, self._going_mark = state, state.change_mark()
+        self._state, self._going_mark = state, state.nodes.change_mark()
         usable: BoolArray = ~self._going
         for key in own:
             unit = self._unit_of.get(key)
@@ -241,11 +245,11 @@ class UnitIndex:
 def freeable_room(state: ClusterState, index: UnitIndex, usable: BoolArray) -> IntArray:
     """The room, summed over the cluster per resource, that preemption could free for a
     group: the `usable` units' and that of the pods already terminating."""
-    room = np.zeros(state.free.shape[1], dtype=np.int64)
+    room = np.zeros(state.nodes.free.shape[1], dtype=np.int64)
     entries = index.entries(np.flatnonzero(usable))
     np.add.at(room, index.cols[entries], index.amounts[entries])
-    for key in state.terminating_bound:
-        demand = state.demand(state.pods[key])
+    for key in state.pods.terminating:
+        demand = state.pods.demand(state.pods.by_key[key])
         room[demand.cols] += demand.amounts
     return room
 
@@ -269,14 +273,14 @@ def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:
         state,
         rule.now,
         rule.priority,
-        state.bound_version,
-        frozenset(state.pod_groups),
-        state.policy_version,
+        state.pods.bound_version,
+        frozenset(state.groups.by_key),
+        state.policy.version,
     )
 
 
 def _pdb_violations(rule: VictimRule, candidates: list[tuple[Pod, ...]]) -> dict[str, bool]:
-    if not rule.state.pdbs:
+    if not rule.state.policy.pdbs:
         return {}
     pods = sorted((m for members in candidates for m in members), key=importance_key)
     return dict(zip((p.key for p in pods), pdb_violating(rule, pods), strict=True))
@@ -326,8 +330,8 @@ class GroupFit:
         # check's placement takes room on it and gives it back at its `undo`.
         self._room = free.copy()
         # Scratch per node for the reprieve step, False (0) between its calls.
-        self._freed = np.zeros(state.rows, dtype=np.bool_)
-        self._hosts = np.zeros(state.rows, dtype=np.intp)
+        self._freed = np.zeros(state.nodes.rows, dtype=np.bool_)
+        self._hosts = np.zeros(state.nodes.rows, dtype=np.intp)
         # Each member's results with every unit on its node (before any check refreshed
         # them), and the choice of the last check that placed the group with where each
         # member went (None: nowhere).
@@ -363,7 +367,7 @@ class GroupFit:
             if found is not None
         }
         # Every unit is on its node here (before a search, after `restore`): no row is away.
-        away = np.zeros(self.state.rows, dtype=np.intp)
+        away = np.zeros(self.state.nodes.rows, dtype=np.intp)
         self.base = BaseRoom(results, [], dict.fromkeys(results, 0), {}, self._unmoved, away)
 
     def place(
@@ -389,7 +393,7 @@ class GroupFit:
         state = self.state
         devices = state.devices
         held = devices.held_only_by(key for key, _ in self._gone(chosen))
-        nodes = sorted({state.node_name(row) for _, row in self._gone(chosen)}) if held else []
+        nodes = sorted({state.nodes.name(row) for _, row in self._gone(chosen)}) if held else []
         released = devices.release(held, nodes)
         try:
             placed, _ = place_members(placement, self.pending, self.need)
@@ -427,8 +431,8 @@ class GroupFit:
         going, coming = toggled[chosen[toggled]], toggled[~chosen[toggled]]
         off = [pod for i in going.tolist() for pod in placed[i]]
         back = [pod for i in coming.tolist() for pod in placed[i]]
-        self.state.unhold_all(off)
-        self.state.hold_all(back)
+        self.state.pods.unhold_all(off)
+        self.state.pods.hold_all(back)
         self._out[toggled] = chosen[toggled]
         room = self._room
         for units, sign in ((going, 1), (coming, -1)):
@@ -536,7 +540,7 @@ class GroupFit:
                 row is not None and freed[row] for row in worked[1].values()
             ):
                 return None
-            rank = state.name_rank()
+            rank = state.nodes.name_rank()
             for pod in self.pending:
                 now, unmoved = base.results.get(pod.key), self._unmoved.get(pod.key)
                 if now is None or unmoved is None:
@@ -598,7 +602,7 @@ def find_victims(fit: GroupFit, usable: BoolArray) -> Found | None:
     # the framework's placements kept per shape, which read the log: before the scope, so
     # that its entries are still dropped.
     fit.prepare()
-    with fit.state.tentative():
+    with fit.state.nodes.tentative():
         try:
             return _search(fit, usable)
         finally:
@@ -668,7 +672,7 @@ def waiting_for_victims(state: ClusterState, pending: Sequence[Pod], priority: i
         row = state.nominations.get(pod.key)
         if row is not None and any(
             other.deletion_timestamp is not None and (other.priority or 0) < priority
-            for other in state.node_pods[row].values()
+            for other in state.nodes.pods_on[row].values()
         ):
             return True
     return False
@@ -689,11 +693,11 @@ def decisions_for(
         f"{len(found.placements)} of its members"
     )
     out: list[Decision] = [Evict(v.key, v.node_name, preemptor.key, reason) for v in found.victims]
-    out.extend(Nominate(pod.key, state.node_name(row)) for pod, row in found.placements)
+    out.extend(Nominate(pod.key, state.nodes.name(row)) for pod, row in found.placements)
     members = {pod.key for pod, _ in found.placements}
     for row in sorted({row for _, row in found.placements}):
         for key in state.nominations.on_row(row):
-            other = state.pods.get(key)
+            other = state.pods.by_key.get(key)
             if key not in members and other is not None and (other.priority or 0) < priority:
                 out.append(Nominate(key, None))
     return out

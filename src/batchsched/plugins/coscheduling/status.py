@@ -103,8 +103,8 @@ _GROUP = "PodGroup "
 
 def _group_warning_holds(state: ClusterState, warning: Warn) -> bool:
     key = warning.obj.removeprefix(_GROUP)
-    members = [state.pods[k] for k in sorted(state.group_members.get(key, ()))]
-    if not members or any(m.key in state.pending for m in members):
+    members = [state.pods.by_key[k] for k in sorted(state.groups.members.get(key, ()))]
+    if not members or any(m.key in state.pods.pending for m in members):
         return True  # still waiting, or about pods that are not its members (e.g. wrong kind)
-    group = state.pod_groups.get(key)
+    group = state.groups.by_key.get(key)
     return group is not None and warning.message == stranded_message(group, members)

@@ -50,7 +50,8 @@ from batchsched.plugins.daemonsetpreemption.victims import (
     fits,
     room_with,
 )
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 REASON = "node(s) were reserved for a DaemonSet pod"
 ARGS = (
@@ -105,9 +106,9 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
     def _unreserved_or_daemon(change: ClusterChange, pod: Pod) -> bool:
         """A changed node is not held for another pod (e.g. its reservation ended)."""
         state = change.state
-        if _is_daemon(change, pod) or not state.reservations:
+        if _is_daemon(change, pod) or not state.reservations.by_row:
             return True
-        held = {row for row, r in state.reservations.items() if r.pod != pod.key}
+        held = {row for row, r in state.reservations.by_row.items() if r.pod != pod.key}
         return any(row not in held for row in change.rows.tolist())
 
     # ---- pre-filter --------------------------------------------------------------------
@@ -117,12 +118,14 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         if node is None:
             return None
         state = cycle.state
-        allowed = np.zeros(state.rows, dtype=np.bool_)
-        idx = state.node_index.get(node)
+        allowed = np.zeros(state.nodes.rows, dtype=np.bool_)
+        idx = state.nodes.row_of.get(node)
         if idx is not None:
             allowed[idx] = True
-            if state.reserved_by.get(cycle.pod.key) == idx and not state.is_shared_free(cycle.free):
-                cycle.free[idx] = state.free[idx]  # `free` is this cycle's own adjusted copy
+            if state.reservations.by_pod.get(
+                cycle.pod.key
+            ) == idx and not state.nodes.is_shared_free(cycle.free):
+                cycle.free[idx] = state.nodes.free[idx]  # `free` is this cycle's own adjusted copy
                 cycle.own_room = False
         return PreFilterResult(allowed_nodes=allowed)
 
@@ -131,14 +134,14 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
     def _blocked(self, cycle: Cycle) -> BoolArray | None:
         """Nodes reserved for pods other than this one, or None if there are none."""
         state = cycle.state
-        if not state.reservations:
+        if not state.reservations.by_row:
             return None
-        version = (state.reservation_version, state.rows)
+        version = (state.reservations.version, state.nodes.rows)
         if version != self._reserved_version:
-            mask = np.zeros(state.rows, dtype=np.bool_)
-            mask[np.fromiter(state.reservations, dtype=np.intp)] = True
+            mask = np.zeros(state.nodes.rows, dtype=np.bool_)
+            mask[np.fromiter(state.reservations.by_row, dtype=np.intp)] = True
             self._reserved, self._reserved_version = mask, version
-        own = state.reserved_by.get(cycle.pod.key)
+        own = state.reservations.by_pod.get(cycle.pod.key)
         if own is None:
             return self._reserved
         mask = self._reserved.copy()
@@ -172,16 +175,16 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         if node is None:
             return PostFilterResult()
         state = cycle.state
-        idx = state.node_index.get(node)
+        idx = state.nodes.row_of.get(node)
         if idx is None:
             return _said(f"node {node} does not exist")
         if not diagnosis.resolvable[idx]:
-            held = state.reservations.get(idx)
+            held = state.reservations.by_row.get(idx)
             if held is not None and held.pod != pod.key:
                 return _said(f"node {node} is reserved for {held.pod}")
             return _said(f"node {node} cannot take this pod whatever is removed")
         decisions: list[Decision] = []
-        reservation = state.reservation_of(pod.key)
+        reservation = state.reservations.of(pod.key)
         since = cycle.now if reservation is None else reservation.since
         if reservation is None:
             decisions.append(Reserve(node, pod.key, since))
@@ -216,16 +219,16 @@ class DaemonSetPreemption(PreFilterPlugin, FilterPlugin, RowLocalPlugin, PostFil
         pod = cycle.pod
         running: list[Pod] = []
         leaving: list[Pod] = []
-        for other in state.node_pods[idx].values():
+        for other in state.nodes.pods_on[idx].values():
             (leaving if other.deletion_timestamp is not None else running).append(other)
-        names = state.resources.names
-        free = {names[col]: int(state.free[idx, col]) for col in range(len(names))}
+        names = state.nodes.resources.names
+        free = {names[col]: int(state.nodes.free[idx, col]) for col in range(len(names))}
         room = room_with(free, leaving)  # pods already told to go will free their room
         if leaving and fits(room, pod.requests) and (check is None or not check(())):
             return _said(
                 f"waiting for {len(leaving)} pod(s) on node {node} to terminate", decisions
             )
-        node_obj = state.nodes[idx]
+        node_obj = state.nodes.by_row[idx]
         assert node_obj is not None
         selection = self.chooser.choose(
             state, pod, running, node_obj.allocatable, room, cycle.now, check

@@ -78,14 +78,14 @@ class Selection:
 
 def victim_class(state: ClusterState, pod: Pod) -> int:
     """0 regular, 1 owner, 2 opt-out (the most protective class a pod qualifies for wins)."""
-    pc = state.priority_classes.get(pod.priority_class_name)
+    pc = state.policy.priority_classes.get(pod.priority_class_name)
     if (
         pod.labels.get(OPT_OUT_KEY) == "false"
         or pod.annotations.get(OPT_OUT_KEY) == "false"
         or (pc is not None and pc.annotations.get(OPT_OUT_KEY) == "false")
     ):
         return 2
-    return 1 if state.is_owner(pod) else 0
+    return 1 if state.pods.is_owner(pod) else 0
 
 
 def _started(pod: Pod) -> datetime | None:
@@ -158,7 +158,7 @@ class VictimChooser:
         missing (its policy is unknown, so it is not evicted; section 3 skips such a node)."""
         if not pod.priority_class_name:
             return None
-        pc = state.priority_classes.get(pod.priority_class_name)
+        pc = state.policy.priority_classes.get(pod.priority_class_name)
         if pc is None:
             name = pod.priority_class_name
             warnings.append(

@@ -87,13 +87,13 @@ class DefaultPreemption(PostFilterPlugin):
         """Per pod, whether a lower-priority pod runs anywhere (a victim may now do, e.g. as
         its toleration ran out or its gang shrank), for a pod this plugin acts for."""
         state = change.state
-        lowest = state.lowest_bound_priority()  # once for all: the cheapest, mostly the answer
+        lowest = state.pods.lowest_bound_priority()  # once for all: the cheapest, mostly the answer
         if lowest is None:
             return [False] * len(pods)
         return [
-            lowest < state.priority_of(pod)
+            lowest < state.policy.priority_of(pod)
             and daemonset_node(pod) is None
-            and state.preemption_policy_of(pod) != "Never"
+            and state.policy.preemption_policy_of(pod) != "Never"
             for pod in pods
         ]
 
@@ -107,17 +107,17 @@ class DefaultPreemption(PostFilterPlugin):
         state, pod = cycle.state, cycle.pod
         if daemonset_node(pod) is not None:
             return PostFilterResult()
-        if state.preemption_policy_of(pod) == "Never":
+        if state.policy.preemption_policy_of(pod) == "Never":
             return PostFilterResult(
                 message="preemption: not eligible due to preemptionPolicy=Never."
             )
-        priority = state.priority_of(pod)
+        priority = state.policy.priority_of(pod)
         if _waiting_for_victims(state, pod, priority):
             return PostFilterResult(
                 message="preemption: not eligible due to a terminating pod on the nominated node."
             )
-        lowest = state.lowest_bound_priority()
-        if (lowest is None or lowest >= priority) and not state.terminating_bound:
+        lowest = state.pods.lowest_bound_priority()
+        if (lowest is None or lowest >= priority) and not state.pods.terminating:
             # Nothing to take and no room coming free: every node fails as the search would
             # find (often: an overloaded cluster of one priority, where this is most attempts).
             candidates = int(diagnosis.resolvable.sum())
@@ -140,14 +140,14 @@ class DefaultPreemption(PostFilterPlugin):
         cycle.changes_at(search.protection_ends(rule))
         if found.row is None:
             return self._no_way(state, pod, diagnosis, dict(found.reasons), decisions)
-        node = state.node_name(found.row)
+        node = state.nodes.name(found.row)
         reason = (
             f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"
         )
         # A victim's group goes with it (gang as victim), its members maybe on other nodes.
         decisions.extend(Evict(v.key, v.node_name, pod.key, reason) for v in found.victims)
         for key in state.nominations.on_row(found.row):
-            other = state.pods.get(key)
+            other = state.pods.by_key.get(key)
             if key != pod.key and other is not None and (other.priority or 0) < priority:
                 decisions.append(Nominate(key, None))
         return PostFilterResult(nominated_node=node, decisions=decisions)
@@ -161,12 +161,12 @@ class DefaultPreemption(PostFilterPlugin):
         decisions: list[Decision],
     ) -> PostFilterResult:
         """No node works: why, per node."""
-        unhelpful = state.node_count - int(diagnosis.resolvable.sum())
+        unhelpful = state.nodes.count - int(diagnosis.resolvable.sum())
         if unhelpful:
             reasons[NOT_HELPFUL] = unhelpful
         if pod.key in state.nominations:
             decisions.append(Nominate(pod.key, None))  # upstream clears a stale nomination
-        summary = Diagnosis(state.node_count, reasons, diagnosis.resolvable).message()
+        summary = Diagnosis(state.nodes.count, reasons, diagnosis.resolvable).message()
         return PostFilterResult(decisions=decisions, message=f"preemption: {summary}")
 
 
@@ -177,5 +177,5 @@ def _waiting_for_victims(state: ClusterState, pod: Pod, priority: int) -> bool:
         return False
     return any(
         other.deletion_timestamp is not None and (other.priority or 0) < priority
-        for other in state.node_pods[row].values()
+        for other in state.nodes.pods_on[row].values()
     )

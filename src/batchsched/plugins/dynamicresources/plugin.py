@@ -48,8 +48,9 @@ from batchsched.plugins.dynamicresources.allocator import (
 )
 from batchsched.plugins.dynamicresources.extended import extended_claim, mapped_requests
 from batchsched.plugins.nodeaffinity.plugin import terms_mask
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
 from batchsched.state.devices import EVERY_NODE, NodeDevices
+from batchsched.state.nodes import BoolArray
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 ALLOCATED_ELSEWHERE = "resourceclaim allocated for other nodes"
@@ -99,7 +100,7 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         mapped = mapped_requests(pod, state.device_class_resources)
         if not pod.resource_claims and not mapped:
             return []
-        nodes = state.valid[: state.rows]
+        nodes = state.nodes.valid[: state.nodes.rows]
         try:
             claims = _claims(state, pod)
             pinned = _pinned(state, claims)
@@ -108,8 +109,8 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             else:
                 rejections = []
             pending = [c for c in claims if c.allocation is None]
-            fits = np.zeros(state.rows, dtype=np.bool_)
-            could = np.zeros(state.rows, dtype=np.bool_)  # with every device free
+            fits = np.zeros(state.nodes.rows, dtype=np.bool_)
+            could = np.zeros(state.nodes.rows, dtype=np.bool_)  # with every device free
             groups: list[tuple[BoolArray, list[ResourceClaim]]] = []
             for resources, rows in _left_to_dra(state, mapped):
                 extended = extended_claim(pod, resources, state.device_class_resources)
@@ -138,14 +139,14 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         mapped = mapped_requests(pod, state.device_class_resources)
         if not pod.resource_claims and not mapped:
             return None
-        node = state.node_name(row)
+        node = state.nodes.name(row)
         claims = _claims(state, pod)
         pending = [c for c in claims if c.allocation is None]
         resources = frozenset(r for r in mapped if _advertised(state, r, row) == 0)
         extended = extended_claim(pod, resources, state.device_class_resources)
         wanted = pending + ([extended.claim] if extended is not None else [])
         devices = state.devices
-        for key in [k for k in self._held if k in state.bound or k not in state.pods]:
+        for key in [k for k in self._held if k in state.pods.bound or k not in state.pods.by_key]:
             del self._held[key]  # bound or gone since: nothing of theirs is given back
         before = {c.key: devices.claims.get(c.key) for c in wanted + claims}
         self._held[pod.key] = (before, len(devices.allocated_here), node)
@@ -195,7 +196,7 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             device = blocking_device(wanted, node, in_use, matcher)
             if device is not None:
                 reason = unsupported_message(f'device "{device.id}"', device.unsupported)
-                mask = by_reason.setdefault(reason, np.zeros(state.rows, dtype=np.bool_))
+                mask = by_reason.setdefault(reason, np.zeros(state.nodes.rows, dtype=np.bool_))
                 mask[row] = True
                 hopeless[row] = False
         return [Rejection(reason, mask, False) for reason, mask in sorted(by_reason.items())]
@@ -214,7 +215,7 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
             held = devices.held_only_by(removed)
             if not held:
                 return True
-            nodes = [state.node_name(row)]
+            nodes = [state.nodes.name(row)]
             released = devices.release(held, nodes)
             try:
                 wanted = next(claims for rows, claims in groups if rows[row])
@@ -239,14 +240,14 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         since, which is one node per pod placed."""
         devices = state.devices
         spec = (every_free, tuple((c.requests, c.constraints) for c in pending))
-        stamp = (devices.epoch, state.node_generation, state.rows)
+        stamp = (devices.epoch, state.nodes.generation, state.nodes.rows)
         kept = self._kept.get(spec)
         changed = devices.changed[kept.mark :] if kept is not None and not every_free else []
         if kept is not None and kept.stamp == stamp and EVERY_NODE not in changed:
-            rows = {state.node_index[n] for n in changed}
+            rows = {state.nodes.row_of[n] for n in changed}
         else:
-            kept = _Fits(stamp, 0, np.zeros(state.rows, dtype=np.bool_))
-            rows = set(np.flatnonzero(state.valid[: state.rows]).tolist())
+            kept = _Fits(stamp, 0, np.zeros(state.nodes.rows, dtype=np.bool_))
+            rows = set(np.flatnonzero(state.nodes.valid[: state.nodes.rows]).tolist())
         matcher = self._matcher_for(state)
         in_use = set() if every_free else devices.in_use()
         for row in rows:
@@ -264,11 +265,11 @@ class DynamicResources(StaticFilterPlugin, ReservePlugin):
         terms = devices.node_terms()
         visible: frozenset[int] = frozenset()
         if terms:
-            stamp = (devices.epoch, state.node_generation, state.rows)
+            stamp = (devices.epoch, state.nodes.generation, state.nodes.rows)
             if self._term_masks is None or self._term_masks[0] != stamp:
                 self._term_masks = (stamp, [terms_mask(state, (t,)) for t in terms])
             visible = frozenset(i for i, mask in enumerate(self._term_masks[1]) if mask[row])
-        return devices.on_node(state.node_name(row), visible)
+        return devices.on_node(state.nodes.name(row), visible)
 
     def _matcher_for(self, state: ClusterState) -> Matcher:
         # Its verdicts hold while no slice, claim or class is replaced.
@@ -312,7 +313,7 @@ def release_claims(state: ClusterState, pod: Pod, node: str) -> None:
 
 def _may_hold_claims(state: ClusterState, key: str) -> bool:
     """Whether the pod (namespace/name) names claims or has one for extended resources."""
-    pod = state.pods.get(key)
+    pod = state.pods.by_key.get(key)
     if pod is None:
         return False
     extended = f"{pod.namespace}/{pod.name}{EXTENDED_CLAIM_SUFFIX}"
@@ -362,8 +363,8 @@ def _claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
 
 
 def _advertised(state: ClusterState, resource: str, row: int) -> int:
-    col = state.resources.get(resource)
-    return 0 if col is None else int(state.allocatable[row, col])
+    col = state.nodes.resources.get(resource)
+    return 0 if col is None else int(state.nodes.allocatable[row, col])
 
 
 def _left_to_dra(
@@ -372,17 +373,17 @@ def _left_to_dra(
     """The nodes grouped by which of the pod's mapped resources they leave to DRA (those
     their allocatable lacks; one advertising a resource serves it through its device
     plugin, checked by NodeResourcesFit)."""
-    rows = state.rows
+    rows = state.nodes.rows
     if not mapped:
         return [(frozenset(), np.ones(rows, dtype=np.bool_))]
     ordered = sorted(mapped)
     codes = np.zeros(rows, dtype=np.int64)
     for bit, resource in enumerate(ordered):
-        col = state.resources.get(resource)
+        col = state.nodes.resources.get(resource)
         if col is None:
             codes |= 1 << bit
         else:
-            codes |= (state.allocatable[:rows, col] == 0).astype(np.int64) << bit
+            codes |= (state.nodes.allocatable[:rows, col] == 0).astype(np.int64) << bit
     return [
         (frozenset(r for bit, r in enumerate(ordered) if code >> bit & 1), codes == code)
         for code in np.unique(codes).tolist()
@@ -391,7 +392,7 @@ def _left_to_dra(
 
 def _pinned(state: ClusterState, claims: list[ResourceClaim]) -> BoolArray:
     """Nodes every allocated claim may be used on."""
-    mask = np.ones(state.rows, dtype=np.bool_)
+    mask = np.ones(state.nodes.rows, dtype=np.bool_)
     for claim in claims:
         if claim.allocation is not None and claim.allocation.node_selector:
             mask &= terms_mask(state, claim.allocation.node_selector)

@@ -17,7 +17,8 @@ import numpy as np
 
 from batchsched.framework.interface import MAX_NODE_SCORE, StaticScorePlugin
 from batchsched.objects.records import Pod
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 MIB = 2**20
 MIN_THRESHOLD = 23 * MIB
@@ -35,23 +36,23 @@ class ImageLocality(StaticScorePlugin):
         return pod.images or None
 
     def _nodes_holding(self, state: ClusterState) -> dict[str, int]:
-        if self._generation != state.node_generation:
+        if self._generation != state.nodes.generation:
             holders: dict[str, int] = {}
-            for _, node in state.live_nodes():
+            for _, node in state.nodes.live():
                 for name in node.images:
                     holders[name] = holders.get(name, 0) + 1
             self._holders = holders
-            self._generation = state.node_generation
+            self._generation = state.nodes.generation
         return self._holders
 
     def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
         holders = self._nodes_holding(state)
         if not any(image in holders for image in pod.images):
             return None
-        total = np.zeros(state.rows, dtype=np.int64)
-        for idx, node in state.live_nodes():
+        total = np.zeros(state.nodes.rows, dtype=np.int64)
+        for idx, node in state.nodes.live():
             total[idx] = sum(
-                int(node.images[image] * (holders[image] / state.node_count))
+                int(node.images[image] * (holders[image] / state.nodes.count))
                 for image in pod.images
                 if image in node.images
             )

@@ -15,7 +15,8 @@ import numpy as np
 
 from batchsched.objects.records import AffinityTerm, Pod
 from batchsched.plugins.interpodaffinity.terms import Term, resolve
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
 
 REQUIRED_ANTI = "required-anti"
 REQUIRED = "required"
@@ -50,20 +51,21 @@ class ExistingTerms:
 
     def sync(self) -> None:
         state = self.state
-        if self._mark == state.change_mark():
+        if self._mark == state.nodes.change_mark():
             return
-        changed = state.rows_changed_since(self._mark) if self._mark >= 0 else None
+        changed = state.nodes.rows_changed_since(self._mark) if self._mark >= 0 else None
         if changed is None:
             self._by_row.clear()
             self._weights.clear()
             self._totals.clear()
             self._kinds.clear()
-            rows: range | set[int] = range(state.rows)
+            rows: range | set[int] = range(state.nodes.rows)
         else:
             rows = set(changed)
+        pods_on = state.nodes.pods_on
         for row in rows:
             old = self._by_row.pop(row, None)
-            carriers = [p for p in state.node_pods[row].values() if p.pod_affinity is not None]
+            carriers = [p for p in pods_on[row].values() if p.pod_affinity is not None]
             if old is None and not carriers:
                 continue  # the common case: no pod there has affinity terms
             for group, weight in (old or {}).items():
@@ -76,10 +78,10 @@ class ExistingTerms:
                 self._add(group, row, weight)
             if found:
                 self._by_row[row] = found
-        self._mark = state.change_mark()
+        self._mark = state.nodes.change_mark()
 
     def _add(self, group: Group, row: int, weight: int) -> None:
-        rows = self.state.rows
+        rows = self.state.nodes.rows
         array = self._weights.get(group)
         if array is None:
             array = self._weights[group] = np.zeros(rows, dtype=np.int64)
@@ -102,7 +104,7 @@ class ExistingTerms:
         return self._kinds[kind] > 0
 
     def groups(self, kind: str) -> list[tuple[Term, IntArray]]:
-        rows = self.state.rows
+        rows = self.state.nodes.rows
         out = []
         for (k, term), array in self._weights.items():
             if k == kind:
@@ -115,6 +117,6 @@ class ExistingTerms:
         """The pods on `row` carrying the term."""
         return [
             pod
-            for pod in self.state.node_pods[row].values()
+            for pod in self.state.nodes.pods_on[row].values()
             if any(k == kind and resolve(t, pod) == term for k, t in terms_of(pod))
         ]

@@ -52,7 +52,8 @@ from batchsched.plugins.interpodaffinity.existing import (
 from batchsched.plugins.interpodaffinity.terms import Term, TermScope, resolve, scope_of
 from batchsched.plugins.podtopologyspread.counts import MatchCounts
 from batchsched.plugins.podtopologyspread.domains import TopologyDomains
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 AFFINITY = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -116,14 +117,14 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         # Terms (existing pods', and the pod's own for the first-pod rule) read its namespace
         # and the labels under the keys some term names; a label no term names (e.g. a job's
         # own name) must not split pods alike into shapes of one.
-        keys = state.term_label_keys
+        keys = state.pods.term_label_keys
         labels = tuple(sorted((k, v) for k, v in pod.labels.items() if k in keys)) if keys else ()
         return (pod.namespace, labels, pod.pod_affinity)
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         if pod.pod_affinity is not None:
             return False
-        if not state.with_pod_affinity:
+        if not state.pods.with_pod_affinity:
             return True  # no pod carries terms: nothing to keep this one out or to score
         if any(p.pod_affinity is not None for p, _ in _nominated(state, pod, None)):
             return False  # a nominated pod's anti-affinity may keep this one out
@@ -194,7 +195,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         """The rows a nominated pod there keeps the pod out of: those carrying a topology
         key `keys` names for it (each node's nominated pods count on that node alone)."""
         assert self._domains is not None and self._state is not None
-        held = np.zeros(self._state.rows, dtype=np.bool_)
+        held = np.zeros(self._state.nodes.rows, dtype=np.bool_)
         for other, row in nominated:
             if not held[row] and any(self._domains.of(k)[0][row] >= 0 for k in keys(other)):
                 held[row] = True
@@ -224,7 +225,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         assert self._domains is not None and self._counts is not None
         scope = scope_of(terms, state)
         per_row = self._counts.per_row(scope)
-        ok = state.valid[: state.rows].copy()
+        ok = state.nodes.valid[: state.nodes.rows].copy()
         found = False
         for term in terms:
             dom, totals = self._domain_totals(term.topology_key, per_row)
@@ -240,12 +241,14 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
     ) -> StillFails:
         """Whether taking `removed` leaves the node's domains without a pod to follow."""
 
+        pods_on = state.nodes.pods_on
+
         def still_fails(row: int, removed: Collection[str]) -> bool:
             return not all(
                 any(
                     p.key not in removed and scope.includes(p)
                     for r in self._same_domain(term.topology_key, row)
-                    for p in state.node_pods[r].values()
+                    for p in pods_on[r].values()
                 )
                 for term in terms
             )
@@ -258,12 +261,14 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         scopes: list[tuple[str, TermScope]],
         held: BoolArray,
     ) -> StillFails:
+        pods_on = state.nodes.pods_on
+
         def still_fails(row: int, removed: Collection[str]) -> bool:
             if held[row]:
                 return True  # preemption does not take nominated pods
             for key, scope in scopes:
                 for r in self._same_domain(key, row):
-                    for pod in state.node_pods[r].values():
+                    for pod in pods_on[r].values():
                         if (
                             pod.key not in removed
                             and pod.deletion_timestamp is None
@@ -333,7 +338,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         for key, sums in by_key.items():
             dom = domains.of(key)[0][:rows]
             total += np.where(dom >= 0, sums[np.maximum(dom, 0)], 0)
-        feasible = feasible & state.valid[:rows]
+        feasible = feasible & state.nodes.valid[:rows]
         if not feasible.any():
             return out
         low, high = int(total[feasible].min()), int(total[feasible].max())
@@ -349,7 +354,7 @@ def _nominated(state: ClusterState, pod: Pod, priority: int | None) -> list[tupl
     if not len(state.nominations):
         return out
     for key, row in state.nominations.items():
-        other = state.pods.get(key)
+        other = state.pods.by_key.get(key)
         if (
             other is not None
             and key != pod.key

@@ -30,7 +30,7 @@ class Term:
             return True
         if self.namespace_selector is None:
             return False
-        ns = state.namespaces.get(namespace)
+        ns = state.policy.namespaces.get(namespace)
         return self.namespace_selector.matches_labels(ns.labels if ns is not None else {})
 
     def matches(self, pod: Pod, state: ClusterState) -> bool:
@@ -74,6 +74,8 @@ def scope_of(terms: tuple[Term, ...], state: ClusterState) -> TermScope:
         elif selector == Selector():
             allowed.append(None)  # `namespaceSelector: {}`
         else:
-            picked = {n for n, ns in state.namespaces.items() if selector.matches_labels(ns.labels)}
+            picked = {
+                n for n, ns in state.policy.namespaces.items() if selector.matches_labels(ns.labels)
+            }
             allowed.append(term.namespaces | picked)
     return TermScope(terms, tuple(allowed))

@@ -25,7 +25,8 @@ from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import read_node_affinity
 from batchsched.objects.records import Node, NodeSelectorTerm, Pod, Requirement
 from batchsched.plugins.args import ArgsReader, ConfigError
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
@@ -54,11 +55,11 @@ def requirement_holds(req: Requirement, labels: dict[str, str]) -> bool:
 
 
 def _named_nodes(state: ClusterState, fields: Sequence[Requirement]) -> BoolArray:
-    mask = state.valid[: state.rows].copy()
+    mask = state.nodes.valid[: state.nodes.rows].copy()
     for req in fields:
-        named = np.zeros(state.rows, dtype=np.bool_)
+        named = np.zeros(state.nodes.rows, dtype=np.bool_)
         for name in req.values:
-            idx = state.node_index.get(name)
+            idx = state.nodes.row_of.get(name)
             if idx is not None:
                 named[idx] = True
         if req.operator == "In":
@@ -75,11 +76,11 @@ def _named_nodes(state: ClusterState, fields: Sequence[Requirement]) -> BoolArra
 def term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
     if not term.match_expressions and not term.match_fields:
         # An empty term matches no objects (k8s API semantics).
-        return np.zeros(state.rows, dtype=np.bool_)
+        return np.zeros(state.nodes.rows, dtype=np.bool_)
     mask = _named_nodes(state, term.match_fields)
     if term.match_expressions:
         for idx in np.flatnonzero(mask):
-            node = state.nodes[idx]
+            node = state.nodes.by_row[idx]
             assert node is not None
             if not all(requirement_holds(r, node.labels) for r in term.match_expressions):
                 mask[idx] = False
@@ -88,7 +89,7 @@ def term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
 
 def terms_mask(state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolArray:
     """Node rows matching any of the terms (a PersistentVolume's node affinity)."""
-    mask = np.zeros(state.rows, dtype=np.bool_)
+    mask = np.zeros(state.nodes.rows, dtype=np.bool_)
     for term in terms:
         mask |= term_mask(state, term)
     return mask
@@ -144,7 +145,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         return pod.preferred_terms if pod.preferred_terms or self.added_preferred else None
 
     def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
-        raw = np.zeros(state.rows, dtype=np.int64)
+        raw = np.zeros(state.nodes.rows, dtype=np.int64)
         for preferred in (*pod.preferred_terms, *self.added_preferred):
             raw += term_mask(state, preferred.term) * preferred.weight
         return raw if raw.any() else None
@@ -160,7 +161,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         return (tuple(sorted(pod.node_selector.items())), pod.required_terms)
 
     def passes_row(self, state: ClusterState, pod: Pod, row: int) -> bool:
-        node = state.nodes[row]
+        node = state.nodes.by_row[row]
         if node is None or not node_matches(node, pod):
             return False
         return not self.added_required or terms_hold(node, self.added_required)
@@ -172,7 +173,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         # As kube-scheduler: the scheduler-enforced affinity is judged first, and a node
         # reports one reason.
         fits = terms_mask(state, self.added_required)
-        enforced = state.valid[: state.rows] & ~fits
+        enforced = state.nodes.valid[: state.nodes.rows] & ~fits
         rest = [Rejection(r.reason, r.nodes & fits, r.resolvable) for r in own]
         return [Rejection(ENFORCED_REASON, enforced, resolvable=False), *rest]
 
@@ -181,16 +182,16 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
         if not pod.node_selector and not pod.required_terms:
             return []
         if pod.required_terms:
-            fits = np.zeros(state.rows, dtype=np.bool_)
+            fits = np.zeros(state.nodes.rows, dtype=np.bool_)
             for term in pod.required_terms:
                 fits |= term_mask(state, term)
         else:
-            fits = state.valid[: state.rows].copy()
+            fits = state.nodes.valid[: state.nodes.rows].copy()
         if pod.node_selector:
             for idx in np.flatnonzero(fits):
-                node = state.nodes[idx]
+                node = state.nodes.by_row[idx]
                 assert node is not None
                 if not _selector_holds(node, pod.node_selector):
                     fits[idx] = False
-        rejected = state.valid[: state.rows] & ~fits
+        rejected = state.nodes.valid[: state.nodes.rows] & ~fits
         return [Rejection(REASON, rejected, resolvable=False)] if rejected.any() else []

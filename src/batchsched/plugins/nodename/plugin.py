@@ -20,8 +20,8 @@ class NodeName(StaticFilterPlugin):
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         if not pod.node_name:
             return []
-        other = state.valid[: state.rows].copy()
-        idx = state.node_index.get(pod.node_name)
+        other = state.nodes.valid[: state.nodes.rows].copy()
+        idx = state.nodes.row_of.get(pod.node_name)
         if idx is not None:
             other[idx] = False
         return [Rejection(REASON, other, resolvable=False)]

@@ -28,7 +28,8 @@ from batchsched.framework.interface import (
     RowLocalPlugin,
 )
 from batchsched.objects.records import HostPort, Pod
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 
@@ -47,15 +48,16 @@ class PortIndex:
 
     def sync(self) -> None:
         state = self.state
-        changed = state.rows_changed_since(self._mark) if self._mark >= 0 else None
-        rows = range(state.rows) if changed is None else set(changed)
+        changed = state.nodes.rows_changed_since(self._mark) if self._mark >= 0 else None
+        rows = range(state.nodes.rows) if changed is None else set(changed)
+        pods_on = state.nodes.pods_on
         for row in rows:
-            pods = [p for p in state.node_pods[row].values() if p.host_ports]
+            pods = [p for p in pods_on[row].values() if p.host_ports]
             if pods:
                 self.holders[row] = pods
             else:
                 self.holders.pop(row, None)
-        self._mark = state.change_mark()
+        self._mark = state.nodes.change_mark()
 
 
 class NodePorts(FilterPlugin, RowLocalPlugin):
@@ -91,7 +93,7 @@ class NodePorts(FilterPlugin, RowLocalPlugin):
         state, pod = cycle.state, cycle.pod
         held = list(self.index(state).holders.get(row, ()))
         for key in state.nominations.on_row(row):
-            other = state.pods.get(key)
+            other = state.pods.by_key.get(key)
             if other is not None and key != pod.key and (other.priority or 0) >= cycle.priority:
                 held.append(other)
         return [other for other in held if clashes(pod.host_ports, other.host_ports)]
@@ -99,7 +101,7 @@ class NodePorts(FilterPlugin, RowLocalPlugin):
     def _rows_to_check(self, cycle: Cycle) -> list[int]:
         rows = set(self.index(cycle.state).holders)
         for key in cycle.state.nominations:
-            other = cycle.state.pods.get(key)
+            other = cycle.state.pods.by_key.get(key)
             if other is not None and other.host_ports:
                 rows.add(cycle.state.nominations[key])
         return sorted(rows)

@@ -36,7 +36,7 @@ from batchsched.plugins.noderesources.resource_allocation import (
     score_rows,
     usage,
 )
-from batchsched.state.cluster import BoolArray, IntArray
+from batchsched.state.nodes import BoolArray, IntArray
 
 
 def balanced(use: Usage, rows: int) -> IntArray:
@@ -108,7 +108,7 @@ class BalancedAllocation(ScorePlugin, RowLocalPlugin):
 
     def uniform(self, cycle: Cycle) -> bool:
         """A pod that requests none of the resources: every node scores alike (0)."""
-        names = cycle.state.resources.names
+        names = cycle.state.nodes.resources.names
         return not any(names[col] in self._names for col in cycle.demand.cols.tolist())
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:

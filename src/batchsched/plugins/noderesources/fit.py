@@ -49,7 +49,9 @@ from batchsched.plugins.noderesources.resource_allocation import (
     score_rows,
     usage,
 )
-from batchsched.state.cluster import BoolArray, ClusterState, Demand, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.resources import Demand
 
 # Each strategy scores many nodes at once, or one node (see resource_allocation.score_rows).
 STRATEGIES: dict[str, tuple[Callable[[Usage, int], IntArray], Callable[[NodeUsage], int]]] = {
@@ -142,7 +144,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         each request asks only whether one of them is among the changed rows.
         """
         state = change.state
-        width = state.free.shape[1]
+        width = state.nodes.free.shape[1]
         if width != self._pod_needs_width or len(self._pod_needs) >= _PODS_KNOWN:
             self._pod_needs = {}
             self._pod_needs_width = width
@@ -153,7 +155,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         for pod in pods:  # asked each refresh for the same waiting pods: looked up, mostly
             found = known.get(pod.key)
             if found is None or found[0] is not pod:
-                needs = self._needs(state, state.demand(pod), width)
+                needs = self._needs(state, state.pods.demand(pod), width)
                 found = known[pod.key] = (pod, needs, needs.tobytes())
             answer = by_needs.get(found[2])
             if answer is None:
@@ -167,17 +169,22 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         """The rows whose free room fits `needs` (None: no row), kept per needs while the
         state's room stands still: every change of it is logged (`change_mark` moves), and
         the columns left to DRA follow the node generation."""
-        stamp = (state.change_mark(), state.rows, needs.shape[0], state.node_generation)
+        stamp = (
+            state.nodes.change_mark(),
+            state.nodes.rows,
+            needs.shape[0],
+            state.nodes.generation,
+        )
         if self._fits_of is not state or self._fits_stamp != stamp:
             self._fits_of, self._fits_stamp, self._fits = state, stamp, {}
         if key in self._fits:
             return self._fits[key]
-        fits = state.free[: state.rows] >= needs
+        fits = state.nodes.free[: state.nodes.rows] >= needs
         if state.device_class_resources:
-            names = state.resources.names
+            names = state.nodes.resources.names
             for col in range(needs.shape[0]):
                 if names[col] in state.device_class_resources:
-                    fits[:, col] |= state.allocatable[: state.rows, col] == 0
+                    fits[:, col] |= state.nodes.allocatable[: state.nodes.rows, col] == 0
         mask: BoolArray = np.logical_and.reduce(fits, axis=1)
         found = self._fits[key] = mask if mask.any() else None
         return found
@@ -191,7 +198,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         return needs
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
-        names = cycle.state.resources.names
+        names = cycle.state.nodes.resources.names
         rejections = []
         for col, amount in self._checked(cycle):
             short = cycle.free[:, col] < amount
@@ -208,7 +215,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         checked = self._checked(cycle)
         free = cycle.free
         mapped = cycle.state.device_class_resources
-        names = cycle.state.resources.names
+        names = cycle.state.nodes.resources.names
         if mapped and any(names[col] in mapped for col, _ in checked):
             ok = np.ones(rows.shape[0], dtype=np.bool_)
             for col, amount in checked:
@@ -228,7 +235,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
     def row_check(self, cycle: Cycle) -> RowCheck | None:
         checked = self._checked(cycle)
         mapped = cycle.state.device_class_resources
-        names = cycle.state.resources.names
+        names = cycle.state.nodes.resources.names
         if mapped and any(names[col] in mapped for col, _ in checked):
             return super().row_check(cycle)
         return _row_fits(cycle.free, checked)
@@ -238,14 +245,14 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         """Nodes that advertise a resource a DeviceClass maps: checked here as any resource.
         Where allocatable has none of it, DynamicResources allocates devices instead
         (KEP-5004, upstream's fit check skips it there)."""
-        return np.asarray(cycle.state.allocatable[rows, col] > 0)
+        return np.asarray(cycle.state.nodes.allocatable[rows, col] > 0)
 
     def _checked(self, cycle: Cycle) -> list[tuple[int, int]]:
         return self._checks_of(cycle.state, cycle.demand)
 
     def _checks_of(self, state: ClusterState, demand: Demand) -> list[tuple[int, int]]:
         """The (column, amount) pairs of the demand this plugin checks."""
-        names = state.resources.names
+        names = state.nodes.resources.names
         return self._checks.get(
             demand,
             None,

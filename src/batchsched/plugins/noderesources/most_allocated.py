@@ -11,7 +11,7 @@ from batchsched.plugins.noderesources.resource_allocation import (
     node_shares,
     shares,
 )
-from batchsched.state.cluster import IntArray
+from batchsched.state.nodes import IntArray
 
 
 def most_allocated(use: Usage, rows: int) -> IntArray:

@@ -18,7 +18,9 @@ import numpy.typing as npt
 from batchsched.framework.interface import MAX_NODE_SCORE, Cycle, IndexArray, RowScore
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.plugins.args import ArgsReader
-from batchsched.state.cluster import Demand, IntArray
+from batchsched.state.nodes import IntArray
+from batchsched.state.pods import nonzero_of
+from batchsched.state.resources import Demand
 
 FloatArray = npt.NDArray[np.float64]
 Rows = IndexArray | slice
@@ -99,8 +101,8 @@ class Columns:
         self._known: ByDemand[list[Column]] = ByDemand()
 
     def __call__(self, cycle: Cycle) -> list[Column]:
-        pod_nonzero = cycle.state.nonzero_of(cycle.pod) if self.nonzero else None
-        also = (len(cycle.state.resources), pod_nonzero)
+        pod_nonzero = nonzero_of(cycle.pod) if self.nonzero else None
+        also = (len(cycle.state.nodes.resources), pod_nonzero)
         return self._known.get(cycle.demand, also, lambda: self._columns(cycle, pod_nonzero))
 
     def _columns(self, cycle: Cycle, pod_nonzero: tuple[int, int] | None) -> list[Column]:
@@ -108,7 +110,7 @@ class Columns:
         asked = dict(zip(cycle.demand.cols.tolist(), cycle.demand.amounts.tolist(), strict=True))
         out = []
         for resource in self.resources:
-            col = state.resources.get(resource.name)
+            col = state.nodes.resources.get(resource.name)
             if col is None or resource.name == PODS:
                 continue
             request = asked.get(col, 0)
@@ -139,10 +141,10 @@ def usage(cycle: Cycle, rows: Rows, cols: list[Column]) -> Usage:
     state = cycle.state
     out = Usage([], [], [])
     for c in cols:
-        alloc = state.allocatable[rows, c.col].astype(np.float64)
+        alloc = state.nodes.allocatable[rows, c.col].astype(np.float64)
         requested = alloc - cycle.free[rows, c.col] + c.request
         if c.with_gap:
-            requested += state.nonzero_gap[rows, c.col]
+            requested += state.nodes.nonzero_gap[rows, c.col]
         out.requested.append(requested)
         out.allocatable.append(alloc)
         out.weights.append(c.weight)
@@ -155,7 +157,11 @@ NodeUsage = list[tuple[int, int, int]]
 
 def node_usage(cycle: Cycle, row: int, cols: list[Column]) -> NodeUsage:
     """`usage` for one node, in Python integers."""
-    allocatable, free, gap = cycle.state.allocatable, cycle.free, cycle.state.nonzero_gap
+    allocatable, free, gap = (
+        cycle.state.nodes.allocatable,
+        cycle.free,
+        cycle.state.nodes.nonzero_gap,
+    )
     out = []
     for c in cols:
         alloc = allocatable.item(row, c.col)

@@ -26,8 +26,8 @@ class NodeUnschedulable(StaticFilterPlugin):
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         if self.shape(pod):
             return []
-        cordoned = np.zeros(state.rows, dtype=np.bool_)
-        for idx, node in state.live_nodes():
+        cordoned = np.zeros(state.nodes.rows, dtype=np.bool_)
+        for idx, node in state.nodes.live():
             if node.unschedulable:
                 cordoned[idx] = True
         return [Rejection(REASON, cordoned, resolvable=False)] if cordoned.any() else []

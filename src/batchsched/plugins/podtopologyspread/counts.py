@@ -16,7 +16,8 @@ from typing import Protocol
 import numpy as np
 
 from batchsched.objects.records import Pod, Selector
-from batchsched.state.cluster import ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import IntArray
 
 _TABLES_KEPT = 64
 
@@ -55,15 +56,16 @@ class MatchCounts:
         """Pods in the scope on each node row (read only: the table is kept)."""
         state = self.state
         table = self._tables.get(key)
-        changed = None if table is None else state.rows_changed_since(table.mark)
-        if table is None or changed is None or table.counts.shape[0] != state.rows:
-            table = _Table(np.zeros(state.rows, dtype=np.int64), 0)
-            rows: list[int] | set[int] = list(range(state.rows))
+        changed = None if table is None else state.nodes.rows_changed_since(table.mark)
+        if table is None or changed is None or table.counts.shape[0] != state.nodes.rows:
+            table = _Table(np.zeros(state.nodes.rows, dtype=np.int64), 0)
+            rows: list[int] | set[int] = list(range(state.nodes.rows))
         else:
             rows = set(changed)
+        pods_on = state.nodes.pods_on
         for row in rows:
-            table.counts[row] = sum(key.includes(p) for p in state.node_pods[row].values())
-        table.mark = state.change_mark()
+            table.counts[row] = sum(key.includes(p) for p in pods_on[row].values())
+        table.mark = state.nodes.change_mark()
         self._tables[key] = table
         self._tables.move_to_end(key)
         while len(self._tables) > _TABLES_KEPT:

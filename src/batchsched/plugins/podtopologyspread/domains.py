@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -24,10 +25,10 @@ class TopologyDomains:
 
     def _fresh(self) -> None:
         state = self.state
-        if self._generation != state.node_generation or self._rows != state.rows:
+        if self._generation != state.nodes.generation or self._rows != state.nodes.rows:
             self._keys.clear()
-            self._generation = state.node_generation
-            self._rows = state.rows
+            self._generation = state.nodes.generation
+            self._rows = state.nodes.rows
 
     def of(self, key: str) -> tuple[IntArray, list[str]]:
         """Each row's domain index for `key`, and the domain values by index."""
@@ -35,8 +36,8 @@ class TopologyDomains:
         found = self._keys.get(key)
         if found is None:
             index: dict[str, int] = {}
-            dom = np.full(self.state.rows, -1, dtype=np.int64)
-            for row, node in self.state.live_nodes():
+            dom = np.full(self.state.nodes.rows, -1, dtype=np.int64)
+            for row, node in self.state.nodes.live():
                 value = node.labels.get(key)
                 if value is not None:
                     dom[row] = index.setdefault(value, len(index))
@@ -45,7 +46,7 @@ class TopologyDomains:
 
     def having(self, keys: tuple[str, ...]) -> BoolArray:
         """Rows of live nodes carrying every one of `keys`."""
-        mask = self.state.valid[: self.state.rows].copy()
+        mask = self.state.nodes.valid[: self.state.nodes.rows].copy()
         for key in keys:
             mask &= self.of(key)[0] >= 0
         return mask

@@ -48,7 +48,8 @@ from batchsched.plugins.podtopologyspread.constraints import (
 from batchsched.plugins.podtopologyspread.counts import MatchCounts, SpreadScope
 from batchsched.plugins.podtopologyspread.domains import HOSTNAME, TopologyDomains
 from batchsched.plugins.tainttoleration.plugin import TaintToleration
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 SKEW = "node(s) didn't match pod topology spread constraints"
@@ -120,10 +121,10 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
 
     def _included(self, state: ClusterState, pod: Pod, c: SpreadConstraint) -> BoolArray:
         """Nodes whose pods count for `c`: the pod's node affinity and taints, per policy."""
-        if self._inclusion_generation != state.node_generation:
+        if self._inclusion_generation != state.nodes.generation:
             self._inclusion.clear()
-            self._inclusion_generation = state.node_generation
-        mask = state.valid[: state.rows].copy()
+            self._inclusion_generation = state.nodes.generation
+        mask = state.nodes.valid[: state.nodes.rows].copy()
         checks: list[StaticFilterPlugin] = []
         if c.honor_node_affinity and (pod.node_selector or pod.required_terms):
             checks.append(_AFFINITY)
@@ -133,8 +134,8 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             shape = plugin.shape(pod)
             key = (plugin.name, shape)
             passing = self._inclusion.get(key) if shape is not None else None
-            if passing is None or passing.shape[0] != state.rows:
-                passing = state.valid[: state.rows].copy()
+            if passing is None or passing.shape[0] != state.nodes.rows:
+                passing = state.nodes.valid[: state.nodes.rows].copy()
                 for rej in plugin.evaluate(state, pod):
                     passing &= ~rej.nodes
                 if shape is not None:
@@ -156,7 +157,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         scope = SpreadScope(pod.namespace, c.selector)
         rows: list[int] = []
         for key, row in state.nominations.items():
-            other = state.pods.get(key)
+            other = state.pods.by_key.get(key)
             if (
                 other is not None
                 and key != pod.key
@@ -166,7 +167,9 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
                 rows.append(row)
         if not rows:
             return None
-        return np.bincount(np.asarray(rows, dtype=np.intp), minlength=state.rows).astype(np.int64)
+        return np.bincount(np.asarray(rows, dtype=np.intp), minlength=state.nodes.rows).astype(
+            np.int64
+        )
 
     # ---- filter --------------------------------------------------------------------------
 
@@ -177,7 +180,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         state, pod = cycle.state, cycle.pod
         domains, _ = self._indexes(state)
         has_all = domains.having(found.keys)
-        over = np.zeros(state.rows, dtype=np.bool_)
+        over = np.zeros(state.nodes.rows, dtype=np.bool_)
         excess: list[tuple[SpreadConstraint, IntArray, IntArray, BoolArray]] = []
         for c in found.hard:
             dom, values = domains.of(c.topology_key)
@@ -188,7 +191,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             present = np.zeros(len(values), dtype=np.bool_)
             present[dom[counted]] = True
             nominated = self._nominated_matching(cycle, c)
-            added = np.zeros(state.rows, dtype=np.int64) if nominated is None else nominated
+            added = np.zeros(state.nodes.rows, dtype=np.int64) if nominated is None else nominated
             enough = bool(present.sum() >= c.min_domains)
             own = int(c.selector.matches(pod))
             # > 0: too many by that much
@@ -203,15 +206,15 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         if over.any():
 
             def still_fails(row: int, removed: Collection[str]) -> bool:
-                gone = [state.pods[k] for k in removed if k in state.bound]
+                gone = [state.pods.by_key[k] for k in removed if k in state.pods.bound]
                 for c, dom, skew, counted in excess:
                     if skew[row] <= 0:
                         continue
                     lifted = sum(
                         1
                         for p in gone
-                        if dom[state.bound[p.key]] == dom[row]
-                        and counted[state.bound[p.key]]
+                        if dom[state.pods.bound[p.key]] == dom[row]
+                        and counted[state.pods.bound[p.key]]
                         and SpreadScope(pod.namespace, c.selector).includes(p)
                     )
                     if lifted < skew[row]:
@@ -231,9 +234,9 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             return out
         state, pod = cycle.state, cycle.pod
         domains, _ = self._indexes(state)
-        feasible = feasible & state.valid[:rows]
+        feasible = feasible & state.nodes.valid[:rows]
         if found.system_defaulted:
-            has_all = state.valid[:rows].copy()
+            has_all = state.nodes.valid[:rows].copy()
         else:
             has_all = domains.having(found.soft_keys)
         scored = feasible & has_all

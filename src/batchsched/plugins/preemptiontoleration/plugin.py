@@ -35,7 +35,7 @@ class PreemptionToleration(DefaultPreemption):
         self, state: ClusterState, preemptor: Pod, priority: int, warnings: list[Decision]
     ) -> ClassVerdicts:
         def verdict(name: str) -> tuple[bool, int | None]:
-            pc = state.priority_classes.get(name)
+            pc = state.policy.priority_classes.get(name)
             if pc is None:
                 return True, None
             policy, first_seen = self.policies.get(pc)

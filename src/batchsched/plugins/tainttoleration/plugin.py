@@ -21,7 +21,8 @@ from batchsched.framework.interface import (
     normalize_by_max,
 )
 from batchsched.objects.records import Pod, Taint, Toleration
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 _FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -44,8 +45,8 @@ class TaintToleration(StaticFilterPlugin, StaticScorePlugin):
     def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
         tolerations = self.score_shape(pod)
         assert isinstance(tolerations, tuple)
-        raw = np.zeros(state.rows, dtype=np.int64)
-        for idx, node in state.live_nodes():
+        raw = np.zeros(state.nodes.rows, dtype=np.int64)
+        for idx, node in state.nodes.live():
             raw[idx] = sum(
                 taint.effect == "PreferNoSchedule"
                 and not any(t.tolerates(taint) for t in tolerations)
@@ -61,7 +62,7 @@ class TaintToleration(StaticFilterPlugin, StaticScorePlugin):
 
     def evaluate(self, state: ClusterState, pod: Pod) -> Sequence[Rejection]:
         by_reason: dict[str, list[int]] = {}
-        for idx, node in state.live_nodes():
+        for idx, node in state.nodes.live():
             if not node.taints:
                 continue
             taint = first_untolerated(node.taints, pod.tolerations)
@@ -71,7 +72,7 @@ class TaintToleration(StaticFilterPlugin, StaticScorePlugin):
                 ).append(idx)
         rejections = []
         for reason, rows in by_reason.items():
-            mask = np.zeros(state.rows, dtype=np.bool_)
+            mask = np.zeros(state.nodes.rows, dtype=np.bool_)
             mask[np.asarray(rows, dtype=np.intp)] = True
             rejections.append(Rejection(reason, mask, resolvable=False))
         return rejections

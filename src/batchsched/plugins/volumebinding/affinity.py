@@ -17,7 +17,8 @@ import numpy as np
 from batchsched.objects.records import Node, NodeSelectorTerm
 from batchsched.objects.volumes import PersistentVolume
 from batchsched.plugins.nodeaffinity.plugin import terms_hold, terms_mask
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 
 def refusal(pv: PersistentVolume, node: Node, migrated_plugins: frozenset[str]) -> str:
@@ -51,7 +52,7 @@ class AffinityIndex:
         translated = self.mask(state, pv.migrated_affinity) if pv.migrated_affinity else None
         if plain is None and translated is None:
             return None
-        everywhere = np.ones(state.rows, dtype=np.bool_)
+        everywhere = np.ones(state.nodes.rows, dtype=np.bool_)
         return np.where(
             migrated,
             everywhere if translated is None else translated,
@@ -60,14 +61,14 @@ class AffinityIndex:
 
     def migrated_rows(self, state: ClusterState, plugin: str) -> BoolArray:
         """Node rows whose CSINode lists the in-tree plugin as migrated."""
-        at = (state.volumes.csi_version, state.node_generation, state.rows)
+        at = (state.volumes.csi_version, state.nodes.generation, state.nodes.rows)
         if at != self._migrated_at:
             self._migrated, self._migrated_at = {}, at
         rows = self._migrated.get(plugin)
         if rows is None:
-            rows = np.zeros(state.rows, dtype=np.bool_)
+            rows = np.zeros(state.nodes.rows, dtype=np.bool_)
             for name, csi_node in state.volumes.csi_nodes.items():
-                row = state.node_index.get(name)
+                row = state.nodes.row_of.get(name)
                 if row is not None and plugin in csi_node.migrated_plugins:
                     rows[row] = True
             self._migrated[plugin] = rows
@@ -75,10 +76,10 @@ class AffinityIndex:
 
     def mask(self, state: ClusterState, terms: Sequence[NodeSelectorTerm]) -> BoolArray:
         """Node rows matching any of the terms."""
-        if state.node_generation != self._generation:
+        if state.nodes.generation != self._generation:
             self._rows.clear()
-            self._generation = state.node_generation
-        mask = np.zeros(state.rows, dtype=np.bool_)
+            self._generation = state.nodes.generation
+        mask = np.zeros(state.nodes.rows, dtype=np.bool_)
         for term in terms:
             simple = term.match_expressions and not term.match_fields
             if simple and all(r.operator == "In" for r in term.match_expressions):
@@ -88,10 +89,10 @@ class AffinityIndex:
         return mask
 
     def _in_term(self, state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
-        found = state.valid[: state.rows].copy()
+        found = state.nodes.valid[: state.nodes.rows].copy()
         for req in term.match_expressions:
             by_value = self._by_value(state, req.key)
-            hit = np.zeros(state.rows, dtype=np.bool_)
+            hit = np.zeros(state.nodes.rows, dtype=np.bool_)
             for value in req.values:
                 hit[by_value.get(value, [])] = True
             found &= hit
@@ -101,7 +102,7 @@ class AffinityIndex:
         by_value = self._rows.get(key)
         if by_value is None:
             by_value = {}
-            for row, node in state.live_nodes():
+            for row, node in state.nodes.live():
                 value = node.labels.get(key)
                 if value is not None:
                     by_value.setdefault(value, []).append(row)

@@ -52,7 +52,8 @@ from batchsched.plugins.volumebinding.matching import (
     options,
 )
 from batchsched.plugins.volumebinding.scoring import CapacityScorer, read_shape
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
@@ -125,7 +126,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         if self.uniform(cycle):
-            return np.zeros(cycle.state.rows, dtype=np.int64)
+            return np.zeros(cycle.state.nodes.rows, dtype=np.int64)
         return self._scorer.scores(cycle.state, self._capacity, self._options(cycle), feasible)
 
     def reserve(self, cycle: Cycle, row: int) -> BindVolumes | None:
@@ -136,7 +137,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
             return None
         chosen = choose(self._options(cycle), row)
         assert chosen is not None, "reserve on a node the filter rejected"
-        node = cycle.state.node_name(row)
+        node = cycle.state.nodes.name(row)
         bindings = []
         for claim in claims.unbound:
             if claim.selected_node:
@@ -147,7 +148,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, ScorePlugin):
             return None
         csi_node = cycle.state.volumes.csi_nodes.get(node)
         migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
-        placed = cycle.state.nodes[row]
+        placed = cycle.state.nodes.by_row[row]
         return BindVolumes(tuple(bindings), self.bind_timeout, placed, migrated)
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None:

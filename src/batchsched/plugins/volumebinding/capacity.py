@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from batchsched.objects.volumes import CSIStorageCapacity, StorageClass
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 
 class CapacityIndex:
@@ -41,11 +42,11 @@ class CapacityIndex:
         driver = volumes.csi_drivers.get(storage_class.provisioner)
         if request <= 0 or driver is None or not driver.storage_capacity:
             return None
-        at = (volumes.capacity_version, state.node_generation, state.rows)
+        at = (volumes.capacity_version, state.nodes.generation, state.nodes.rows)
         if at != self._at:
             self._reach.clear()
             self._at = at
-        sizes = np.full(state.rows, -1, dtype=np.int64)
+        sizes = np.full(state.nodes.rows, -1, dtype=np.int64)
         for key in sorted(volumes.capacities):
             capacity = volumes.capacities[key]
             if capacity.storage_class != storage_class.name:
@@ -58,10 +59,10 @@ class CapacityIndex:
     def _reach_of(self, state: ClusterState, capacity: CSIStorageCapacity) -> BoolArray:
         reach = self._reach.get(capacity.key)
         if reach is None:
-            reach = np.zeros(state.rows, dtype=np.bool_)
+            reach = np.zeros(state.nodes.rows, dtype=np.bool_)
             topology = capacity.node_topology
             if topology is not None:  # without one, no node has access (as upstream)
-                for row, node in state.live_nodes():
+                for row, node in state.nodes.live():
                     reach[row] = topology.matches(node.labels)
             self._reach[capacity.key] = reach
         return reach

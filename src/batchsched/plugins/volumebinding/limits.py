@@ -25,7 +25,8 @@ from batchsched.framework.interface import (
 )
 from batchsched.objects.records import Pod
 from batchsched.plugins.volumebinding.claims import claims_read, volume_events
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 REASON = "node(s) exceed max volume count"
 
@@ -98,18 +99,18 @@ class NodeVolumeLimits(FilterPlugin):
         return [Rejection(REASON, rejected & candidates, resolvable=True, still_fails=still_fails)]
 
     def _driver_limits(self, state: ClusterState) -> dict[str, IntArray]:
-        at = (state.volumes.csi_version, state.node_generation, state.rows)
+        at = (state.volumes.csi_version, state.nodes.generation, state.nodes.rows)
         if at != self._limits_at:
             limits: dict[str, IntArray] = {}
-            self._csi_rows = np.zeros(state.rows, dtype=np.bool_)
+            self._csi_rows = np.zeros(state.nodes.rows, dtype=np.bool_)
             for name, csi_node in state.volumes.csi_nodes.items():
-                row = state.node_index.get(name)
+                row = state.nodes.row_of.get(name)
                 if row is None:
                     continue
                 self._csi_rows[row] = True
                 for driver, count in csi_node.limits.items():
                     if driver not in limits:
-                        limits[driver] = np.full(state.rows, -1, dtype=np.int64)
+                        limits[driver] = np.full(state.nodes.rows, -1, dtype=np.int64)
                     limits[driver][row] = count
             self._limits, self._limits_at = limits, at
         return self._limits

@@ -22,7 +22,8 @@ from batchsched.objects.volumes import (
 )
 from batchsched.plugins.volumebinding.affinity import AffinityIndex
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
@@ -74,7 +75,7 @@ def options(
     """Each claim's candidates, claims in the order they are matched."""
     volumes = state.volumes
     out = []
-    everywhere = state.valid[: state.rows].copy()
+    everywhere = state.nodes.valid[: state.nodes.rows].copy()
     for claim in sorted(claims, key=lambda c: (c.request, c.key)):
         fitting = [pv for pv in volumes.volumes.values() if serves(pv, claim)]
         fitting.sort(key=lambda pv: (pv.claim_ref != claim.key, pv.capacity, pv.name))
@@ -87,18 +88,18 @@ def options(
             (pv.name, index.mask(state, pv.node_affinity) if pv.node_affinity else everywhere)
             for pv in fitting
         ]
-        provision = np.zeros(state.rows, dtype=np.bool_)
+        provision = np.zeros(state.nodes.rows, dtype=np.bool_)
         storage_class = volumes.classes.get(claim.storage_class)
         if storage_class is not None and storage_class.provisioner != NO_PROVISIONER:
             if claim.selected_node:
-                row = state.node_index.get(claim.selected_node)
+                row = state.nodes.row_of.get(claim.selected_node)
                 if row is not None:
                     provision[row] = True
             elif storage_class.allowed_topologies:
                 provision = index.mask(state, storage_class.allowed_topologies)
             else:
                 provision = everywhere.copy()
-        short = np.zeros(state.rows, dtype=np.bool_)
+        short = np.zeros(state.nodes.rows, dtype=np.bool_)
         if claim.selected_node:
             candidates = []  # being provisioned for its node already
         elif storage_class is not None and provision.any():

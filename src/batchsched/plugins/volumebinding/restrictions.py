@@ -26,7 +26,8 @@ from batchsched.framework.interface import (
 from batchsched.objects.records import Pod
 from batchsched.objects.volumes import READ_WRITE_ONCE_POD
 from batchsched.plugins.volumebinding.claims import claims_read, volume_events
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 from batchsched.state.volumes import claim_key
 
 DISK_CONFLICT = "node(s) had no available disk"

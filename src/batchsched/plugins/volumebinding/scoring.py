@@ -29,7 +29,8 @@ from batchsched.objects.volumes import PersistentVolumeClaim
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.volumebinding.capacity import CapacityIndex
 from batchsched.plugins.volumebinding.matching import ClaimOptions, choose
-from batchsched.state.cluster import BoolArray, ClusterState, IntArray
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray, IntArray
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_SCORE = 10  # upstream's MaxCustomPriorityScore: shape scores are 0..10
@@ -121,7 +122,7 @@ class CapacityScorer:
         feasible: BoolArray,
     ) -> IntArray:
         """Any number of claims: `choose` on each feasible node."""
-        out = np.zeros(state.rows, dtype=np.int64)
+        out = np.zeros(state.nodes.rows, dtype=np.int64)
         sizes = {option.claim.key: self._sizes(state, capacity, option.claim) for option in found}
         pvs = state.volumes.volumes
         for row in np.flatnonzero(feasible):
@@ -155,10 +156,10 @@ class CapacityScorer:
     ) -> IntArray:
         """The common case, whole columns at a time: each node's first PV (as `choose`
         takes it), else provisioning."""
-        out = np.zeros(state.rows, dtype=np.int64)
+        out = np.zeros(state.nodes.rows, dtype=np.int64)
         request = option.claim.request
         # Candidates are best first: writing them last to first leaves each node its best.
-        first = np.full(state.rows, -1, dtype=np.int64)
+        first = np.full(state.nodes.rows, -1, dtype=np.int64)
         for index in range(len(option.volumes) - 1, -1, -1):
             first[option.volumes[index][1]] = index
         served = feasible & (first >= 0)

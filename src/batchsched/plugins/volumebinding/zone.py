@@ -20,7 +20,8 @@ from batchsched.framework.interface import (
 )
 from batchsched.objects.records import Pod
 from batchsched.plugins.volumebinding.claims import claims_read, pod_claims, volume_events
-from batchsched.state.cluster import BoolArray, ClusterState
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 REASON = "node(s) had no available volume zone"
 
@@ -59,7 +60,7 @@ class VolumeZone(FilterPlugin):
         state = cycle.state
         rejected = np.zeros(candidates.shape[0], dtype=np.bool_)
         for row in np.flatnonzero(candidates):
-            node = state.nodes[row]
+            node = state.nodes.by_row[row]
             assert node is not None
             labels = node.labels
             if not any(key in labels for key in TOPOLOGY_LABELS):

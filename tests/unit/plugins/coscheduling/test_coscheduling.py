@@ -50,13 +50,13 @@ def test_membership_by_annotation_or_label_in_the_pods_namespace() -> None:
 def test_state_indexes_members_and_follows_relabelling() -> None:
     sched = scheduler_for(group("g", 1), member("a", "g"), member("b", "g"))
     state = sched.state
-    assert state.group_members["ml/g"] == {"ml/a", "ml/b"}
-    moved = state.pods["ml/b"]
+    assert state.groups.members["ml/g"] == {"ml/a", "ml/b"}
+    moved = state.pods.by_key["ml/b"]
     moved.labels = {GROUP_LABEL: "h"}
     state.upsert_pod(moved)
-    assert state.group_members == {"ml/g": {"ml/a"}, "ml/h": {"ml/b"}}
+    assert state.groups.members == {"ml/g": {"ml/a"}, "ml/h": {"ml/b"}}
     state.remove_pod("ml/a")
-    assert "ml/g" not in state.group_members
+    assert "ml/g" not in state.groups.members
 
 
 # ---- queue order -----------------------------------------------------------------------
@@ -99,8 +99,8 @@ def test_nothing_is_held_when_a_group_fails() -> None:
     decisions = sched.schedule_pass(NOW)
     binds = [d for d in decisions if isinstance(d, Bind)]
     assert [b.pod for b in binds] == ["ml/small"]
-    assert sched.state.free[sched.state.node_index["n2"], 0] == 4000
-    assert sched.state.bound == {"ml/small": sched.state.node_index["n1"]}
+    assert sched.state.nodes.free[sched.state.nodes.row_of["n2"], 0] == 4000
+    assert sched.state.pods.bound == {"ml/small": sched.state.nodes.row_of["n1"]}
 
 
 def test_group_binds_once_its_last_member_arrives() -> None:
@@ -200,7 +200,7 @@ def test_status_updates_are_emitted_when_they_change_only() -> None:
     assert (status.phase, status.running, status.admitted) == ("Running", 2, 2)
     assert status.schedule_start_time == NOW
     assert not [d for d in sched.schedule_pass(NOW) if isinstance(d, PodGroupUpdate)]
-    done = sched.state.pods["ml/a"]
+    done = sched.state.pods.by_key["ml/a"]
     done.phase = "Succeeded"
     sched.state.upsert_pod(done)
     after = [d for d in sched.schedule_pass(NOW) if isinstance(d, PodGroupUpdate)]
@@ -430,7 +430,7 @@ def test_a_tentative_placement_leaves_the_non_zero_defaults_as_they_were() -> No
             pod("idle", cpu=None, memory=None, node_name="n0"),
         )
     )
-    before = state.nonzero_gap.copy()
+    before = state.nodes.nonzero_gap.copy()
     Scheduler(state, default_config()).schedule_pass(NOW)
-    assert state.bound.keys() == {"default/idle"}
-    assert (state.nonzero_gap == before).all()
+    assert state.pods.bound.keys() == {"default/idle"}
+    assert (state.nodes.nonzero_gap == before).all()

@@ -217,9 +217,9 @@ def test_deleting_one_api_s_group_leaves_the_other_s_of_that_name() -> None:
     state.upsert_pod_group(read_upstream_pod_group(upstream_group("g", 2)))
     crd, upstream = (k for k in KINDS if k.manifest_kind == "PodGroup")
     crd.remove(state, "ml/g")  # a CRD PodGroup ml/g was deleted
-    assert "ml/g" in state.pod_groups
+    assert "ml/g" in state.groups.by_key
     upstream.remove(state, "ml/g")
-    assert "ml/g" not in state.pod_groups
+    assert "ml/g" not in state.groups.by_key
 
 
 @pytest.mark.parametrize(

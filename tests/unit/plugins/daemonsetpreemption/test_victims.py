@@ -142,9 +142,9 @@ def test_classes() -> None:
     assert victim_class(state, pod("c", 1, 1, priority_class_name="keep")) == 2
     # An owner that also opts out is in the most protective class.
     state.upsert_pod(pod("driver", 1, 1, labels=OPT_OUT))
-    assert victim_class(state, state.pods["default/driver"]) == 2
+    assert victim_class(state, state.pods.by_key["default/driver"]) == 2
     state.remove_pod("default/exec")
-    assert not state.is_owner(state.pods["default/driver"])
+    assert not state.pods.is_owner(state.pods.by_key["default/driver"])
 
 
 def test_order_lower_priority_then_younger_then_larger() -> None:
@@ -414,10 +414,10 @@ def test_node_affinity_one_row_matches_all_rows(
     for i, node_labels_i in enumerate(node_labels):
         state.upsert_node(Node(f"n{i}", {"cpu": 1000}, labels=node_labels_i))
     subject = Pod("default", "p", node_selector=selector, required_terms=required)
-    rejected = np.zeros(state.rows, dtype=np.bool_)
+    rejected = np.zeros(state.nodes.rows, dtype=np.bool_)
     for rejection in NodeAffinity().evaluate(state, subject):
         rejected |= rejection.nodes
-    for row in range(state.rows):
+    for row in range(state.nodes.rows):
         assert NodeAffinity().passes_row(state, subject, row) == (not rejected[row])
 
 
@@ -434,8 +434,8 @@ def test_pre_filter_giving_a_reserved_node_its_room_back_says_the_room_changed()
     agent = pod("agent", 1000, 1, priority=100, owner_references=DS_OWNER, required_terms=(on_n1,))
     state.upsert_pod(agent)
     state.reserve("n1", agent.key, NOW)
-    c = Cycle(state, agent, NOW, state.demand(agent), state.free_for(agent), own_room=True)
-    assert not state.is_shared_free(c.free)
+    c = Cycle(state, agent, NOW, state.pods.demand(agent), state.free_for(agent), own_room=True)
+    assert not state.nodes.is_shared_free(c.free)
     DaemonSetPreemption().pre_filter(c)
-    assert c.free[1].tolist() == state.free[1].tolist()
+    assert c.free[1].tolist() == state.nodes.free[1].tolist()
     assert not c.own_room

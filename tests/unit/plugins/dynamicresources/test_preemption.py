@@ -60,8 +60,8 @@ def test_the_rejection_is_resolvable_where_devices_are_in_use_and_the_check_free
     )
     plugin = DynamicResources()
     plugin.attach(state)
-    rejections = plugin.evaluate(state, state.pods["ml/train"])
-    n1, n2, bare = (state.node_index[n] for n in ("n1", "n2", "bare"))
+    rejections = plugin.evaluate(state, state.pods.by_key["ml/train"])
+    n1, n2, bare = (state.nodes.row_of[n] for n in ("n1", "n2", "bare"))
     resolvable = [r for r in rejections if r.resolvable]
     assert [r.reason for r in rejections] == [CANNOT_ALLOCATE, CANNOT_ALLOCATE]
     assert resolvable[0].nodes[[n1, n2, bare]].tolist() == [True, True, False]

@@ -33,14 +33,14 @@ def cycle(
     new = Pod("ns", "new", requests={**pod, "pods": 1})
     state.upsert_pod(new)
     return Cycle(
-        state, new, datetime(2026, 1, 1, tzinfo=UTC), state.demand(new), state.free_for(new)
+        state, new, datetime(2026, 1, 1, tzinfo=UTC), state.pods.demand(new), state.free_for(new)
     )
 
 
 def all_rows(
     c: Cycle, resources: tuple[ScoredResource, ...] = CPU_MEM, nonzero: bool = False
 ) -> Usage:
-    return usage(c, slice(0, c.state.rows), Columns(resources, nonzero)(c))
+    return usage(c, slice(0, c.state.nodes.rows), Columns(resources, nonzero)(c))
 
 
 def one_row(
@@ -50,4 +50,4 @@ def one_row(
 
 
 def rows(c: Cycle) -> np.ndarray:  # type: ignore[type-arg]
-    return np.arange(c.state.rows, dtype=np.intp)
+    return np.arange(c.state.nodes.rows, dtype=np.intp)

@@ -223,7 +223,7 @@ def test_nominated_pod_waits_for_its_terminating_victims() -> None:
         "not eligible due to a terminating pod on the nominated node"
         in scheduler.messages["default/p"]
     )
-    assert state.nominations["default/p"] == state.node_index["n1"]
+    assert state.nominations["default/p"] == state.nodes.row_of["n1"]
 
 
 def test_daemonset_pod_is_left_to_daemonset_preemption() -> None:
@@ -437,8 +437,8 @@ def test_a_search_says_until_when_the_clock_leaves_its_answer_alone(
     config = default_config()
     config.profiles[0].plugins["postFilter"] = [(post_filter, 0)]
     framework = Scheduler(state, config).default_framework
-    preemptor = state.pods["default/p"]
-    cycle = Cycle(state, preemptor, NOW, state.demand(preemptor), state.free_for(preemptor))
+    preemptor = state.pods.by_key["default/p"]
+    cycle = Cycle(state, preemptor, NOW, state.pods.demand(preemptor), state.free_for(preemptor))
     diagnosis = framework.place(cycle)
     assert isinstance(diagnosis, Diagnosis)
     result = framework.post_filter(cycle, diagnosis)

@@ -301,8 +301,8 @@ def test_one_claim_scored_by_columns_agrees_with_the_per_node_match(
     )
     found = options(state, AffinityIndex(), CapacityIndex(), [state.volumes.claims["default/data"]])
     scorer = CapacityScorer(shape)
-    feasible = state.valid[: state.rows].copy()
+    feasible = state.nodes.valid[: state.nodes.rows].copy()
     by_columns = scorer._one_claim(state, CapacityIndex(), found[0], feasible)
     per_node = scorer._per_node(state, CapacityIndex(), found, feasible)
     assert by_columns.tolist() == per_node.tolist()
-    assert by_columns[state.node_index["n5"]] == 0
+    assert by_columns[state.nodes.row_of["n5"]] == 0

@@ -1,0 +1,298 @@
+"""The pods: every known pod by key, which are bound (to which row) and which pending, the
+ones this scheduler assumed, the bound ones terminating, and each pod's demand.
+
+Binding a pod takes its room on its node's row (`Nodes`) and places its volumes
+(`VolumeObjects`); `ClusterState` decides when a reported pod binds, moves or goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from batchsched.objects.quantity import CPU, DEFAULT_CPU_REQUEST, DEFAULT_MEMORY_REQUEST, MEMORY
+from batchsched.objects.records import Pod
+from batchsched.state.nodes import Nodes
+from batchsched.state.resources import Demand
+from batchsched.state.volumes import VolumeObjects
+
+_DEMAND_LIMIT = 4096  # distinct request sets remembered (a trace has a few dozen)
+
+
+def nonzero_of(pod: Pod) -> tuple[int, int]:
+    """The pod's cpu and memory as scoring counts them (at least the non-zero defaults when
+    it requests none); from its containers when it was read from a manifest."""
+    if pod.nonzero_requests is not None:
+        return pod.nonzero_requests
+    return (
+        pod.requests.get(CPU) or DEFAULT_CPU_REQUEST,
+        pod.requests.get(MEMORY) or DEFAULT_MEMORY_REQUEST,
+    )
+
+
+class Pods:
+    def __init__(self, nodes: Nodes, volumes: VolumeObjects) -> None:
+        self._nodes = nodes
+        self._volumes = volumes
+        self.by_key: dict[str, Pod] = {}
+        self.bound: dict[str, int] = {}  # key -> node row
+        self.pending: dict[str, Pod] = {}
+        self.assumed: set[str] = set()
+        # Bound pods told to go (deletion timestamp set): their room comes free.
+        self.terminating: set[str] = set()
+        # Moves whenever a pod is bound to or unbound from a node (any report of a bound pod
+        # re-binds it): results derived from the set of running pods are cached against it.
+        self.bound_version = 0
+        # How many bound pods run at each priority (the lowest tells whether anyone can be
+        # preempted at all), and the priority each bound pod was counted at.
+        self._bound_priorities: dict[int, int] = {}
+        self._counted_at: dict[str, int] = {}
+        self._demands: dict[str, Demand] = {}
+        self._demand_of: dict[tuple[tuple[str, int], ...], Demand] = {}  # by requests
+        # What a pod's place on a node counts beyond its room, kept per pod as it is reported
+        # so that moving a pod on and off its node (`hold`, `unhold`: thousands in one gang
+        # search) does not read it again: the non-zero defaults scoring adds for it (cpu,
+        # memory; only pods with any), and the pods with volumes or disks.
+        self._gaps: dict[str, tuple[int, int]] = {}
+        self._with_volumes: set[str] = set()
+        self._pending_changed: set[str] = set()
+        self._departed: set[str] = set()  # pods removed since `drain_departed`
+        # "namespace/name" of pods that other pods name in an ownerReference, with the
+        # number of pods naming each (owner pods, e.g. a Spark driver).
+        self.owner_refs: dict[str, int] = {}
+        # Keys of pods carrying pod (anti-)affinity terms: while there are none, pods without
+        # terms skip InterPodAffinity without looking at any node.
+        self.with_pod_affinity: set[str] = set()
+        # The pod label keys any pod's (anti-)affinity term has read: a pod's other labels
+        # cannot change what such terms say of it. It only grows, so a pod's shape computed
+        # from it stays valid while its size does.
+        self.term_label_keys: set[str] = set()
+
+    # ---- demand --------------------------------------------------------------------------
+
+    def demand(self, pod: Pod) -> Demand:
+        key = pod.key
+        demand = self._demands.get(key)
+        if demand is None:
+            requests = tuple(pod.requests.items())
+            demand = self._demand_of.get(requests)
+            if demand is None:
+                demand = self._new_demand(requests)
+            self._demands[key] = demand
+        return demand
+
+    def _new_demand(self, requests: tuple[tuple[str, int], ...]) -> Demand:
+        intern = self._nodes.resources.intern
+        pairs = tuple(sorted((intern(name), amount) for name, amount in requests if amount))
+        self._nodes.ensure_columns()
+        cols = np.array([col for col, _ in pairs], dtype=np.intp)
+        amounts = np.array([amount for _, amount in pairs], dtype=np.int64)
+        cols.flags.writeable = amounts.flags.writeable = False  # shared by many pods
+        demand = Demand(cols, amounts, pairs)
+        if len(self._demand_of) >= _DEMAND_LIMIT:
+            self._demand_of.clear()
+        self._demand_of[requests] = demand
+        return demand
+
+    def forget_demand(self, key: str) -> None:
+        """The pod's requests changed, or it is gone: its demand is read anew."""
+        self._demands.pop(key, None)
+
+    # ---- what a pod counts beyond its room -----------------------------------------------
+
+    def count_extras(self, key: str, pod: Pod) -> None:
+        """Keep what the pod's place on a node counts beyond its room (`_gaps`,
+        `_with_volumes`): the pod as now reported, before it is counted on a node."""
+        cpu, memory = nonzero_of(pod)
+        cpu -= pod.requests.get(CPU, 0)
+        memory -= pod.requests.get(MEMORY, 0)
+        if cpu or memory:
+            self._gaps[key] = cpu, memory
+        else:
+            self._gaps.pop(key, None)
+        if pod.volumes or pod.disks:
+            self._with_volumes.add(key)
+        else:
+            self._with_volumes.discard(key)
+
+    def forget(self, key: str) -> None:
+        """The pod is gone (already out of `by_key`, off its node, not pending): what is
+        kept for it goes, and it is told to `drain_departed`."""
+        self._demands.pop(key, None)
+        self._gaps.pop(key, None)
+        self._with_volumes.discard(key)
+        self._departed.add(key)
+
+    def _count_gap(self, idx: int, key: str, sign: int) -> None:
+        """Add (sign 1) or take off (sign -1) the pod's non-zero defaults on row `idx`."""
+        gap = self._gaps.get(key)
+        if gap is not None:
+            row = self._nodes.nonzero_gap[idx]
+            row[0] += sign * gap[0]
+            row[1] += sign * gap[1]
+
+    def count_owner_refs(self, pod: Pod, step: int) -> None:
+        """Count (step 1) or uncount (step -1) the owner pods `pod` names."""
+        for ref in pod.owner_references:
+            if ref.kind != "Pod":
+                continue
+            owner = f"{pod.namespace}/{ref.name}"
+            count = self.owner_refs.get(owner, 0) + step
+            if count > 0:
+                self.owner_refs[owner] = count
+            else:
+                self.owner_refs.pop(owner, None)
+
+    def is_owner(self, pod: Pod) -> bool:
+        """Whether another pod names this pod in an ownerReference (same namespace)."""
+        return pod.key in self.owner_refs
+
+    # ---- binding -------------------------------------------------------------------------
+
+    def bind(self, key: str, pod: Pod) -> None:
+        """Count the pod on the node it names: its room, its non-zero defaults, its volumes."""
+        nodes = self._nodes
+        idx = nodes.row_of.get(pod.node_name)
+        if idx is None:
+            # Its node is unknown (not yet listed, or gone): the pod holds nothing we can see.
+            return
+        demand = self.demand(pod)  # first: a new resource widens `free`
+        free = nodes.free_cells()
+        for col, amount in demand.key:  # a few columns: cheaper than fancy indexing
+            free[idx, col] -= amount
+        self._count_gap(idx, key, 1)
+        nodes.touch(idx, pod)
+        self.bound[key] = idx
+        nodes.pods_on[idx][key] = pod
+        self.bound_version += 1
+        self._count_priority(key, pod)
+        if pod.deletion_timestamp is not None:
+            self.terminating.add(key)
+        if pod.volumes or pod.disks:
+            self._volumes.place(pod, idx)
+
+    def rebind(self, key: str, pod: Pod, idx: int) -> None:
+        """`unbind` then `bind` on the same node for a pod whose requests did not change,
+        without taking its room out and back: the pod goes last among the node's pods, and
+        its priority and termination are counted anew."""
+        pods = self._nodes.pods_on[idx]
+        del pods[key]
+        pods[key] = pod
+        self._nodes.touch(idx, pod)
+        self.bound_version += 1
+        self._uncount_priority(key)
+        self._count_priority(key, pod)
+        self.terminating.discard(key)
+        if pod.deletion_timestamp is not None:
+            self.terminating.add(key)
+
+    def unbind(self, key: str) -> None:
+        nodes = self._nodes
+        idx = self.bound.pop(key)
+        pod = nodes.pods_on[idx].pop(key)
+        demand = self.demand(pod)
+        free = nodes.free_cells()
+        for col, amount in demand.key:
+            free[idx, col] += amount
+        self._count_gap(idx, key, -1)
+        nodes.touch(idx, pod)
+        self.bound_version += 1
+        self._uncount_priority(key)
+        self.terminating.discard(key)
+        if pod.volumes or pod.disks:
+            self._volumes.unplace(pod, idx)
+
+    def _count_priority(self, key: str, pod: Pod) -> None:
+        priority = pod.priority or 0
+        self._counted_at[key] = priority
+        self._bound_priorities[priority] = self._bound_priorities.get(priority, 0) + 1
+
+    def _uncount_priority(self, key: str) -> None:
+        priority = self._counted_at.pop(key)
+        left = self._bound_priorities[priority] - 1
+        if left:
+            self._bound_priorities[priority] = left
+        else:
+            del self._bound_priorities[priority]
+
+    def lowest_bound_priority(self) -> int | None:
+        """The lowest priority of a pod bound to a node, None when none is."""
+        return min(self._bound_priorities, default=None)
+
+    # ---- tentative placements ------------------------------------------------------------
+
+    def hold(self, key: str, idx: int) -> None:
+        """Show a pod on a node for a tentative placement: a pending member while its group
+        is placed, so that the rules reading a node's pods (host ports, spread, inter-pod
+        affinity) see it; the caller takes its room (`Nodes.take_room`). `unhold` takes a pod
+        off (also a would-be victim while a gang tries placing without it); `hold` puts it
+        back. The pod's non-zero defaults count on the node meanwhile, as for a bound pod:
+        upstream assumes each member in its cache, so the resource scores of later members
+        see them."""
+        self.hold_all(((key, idx),))
+
+    def unhold(self, key: str, idx: int) -> None:
+        self.unhold_all(((key, idx),))
+
+    def hold_all(self, placed: Iterable[tuple[str, int]]) -> None:
+        """`hold` each (pod key, node row): a gang search puts many victims back at once."""
+        nodes = self._nodes
+        kept, gaps, with_volumes = nodes.kept_rows, self._gaps, self._with_volumes
+        pods_on, rows = nodes.pods_on, []
+        logged: list[Pod | None] = []
+        for key, idx in placed:
+            pods = pods_on[idx]
+            if kept is not None and idx not in kept:
+                kept[idx], pods = pods, dict(pods)
+                pods_on[idx] = pods
+            pod = pods.get(key)
+            if pod is None:
+                pod = pods[key] = self.by_key[key]
+                if key in gaps:
+                    self._count_gap(idx, key, 1)
+                if key in with_volumes:  # its claims, disks and attachments count too
+                    self._volumes.place(pod, idx)
+            rows.append(idx)
+            logged.append(pod)
+        nodes.touch_all(rows, logged)
+
+    def unhold_all(self, placed: Iterable[tuple[str, int]]) -> None:
+        """`unhold` each (pod key, node row)."""
+        nodes = self._nodes
+        kept, gaps, with_volumes = nodes.kept_rows, self._gaps, self._with_volumes
+        pods_on, rows = nodes.pods_on, []
+        logged: list[Pod | None] = []
+        for key, idx in placed:
+            pods = pods_on[idx]
+            if kept is not None and idx not in kept:
+                kept[idx], pods = pods, dict(pods)
+                pods_on[idx] = pods
+            pod = pods.pop(key, None)
+            if pod is not None:
+                if key in gaps:
+                    self._count_gap(idx, key, -1)
+                if key in with_volumes:
+                    self._volumes.unplace(pod, idx)
+            rows.append(idx)
+            logged.append(pod)
+        nodes.touch_all(rows, logged)
+
+    # ---- the scheduling queue's feed -----------------------------------------------------
+
+    def pending_changed(self, key: str) -> None:
+        """The pod's pending status, or what orders it in the queue, changed."""
+        self._pending_changed.add(key)
+
+    def drain_departed(self) -> set[str]:
+        """Keys of the pods removed since the last call (for what is kept per pod outside the
+        state: the scheduler's plugins forget them)."""
+        departed = self._departed
+        self._departed = set()
+        return departed - self.by_key.keys()
+
+    def drain_pending_changes(self) -> set[str]:
+        """Keys whose pending status changed since the last call (for the scheduling queue)."""
+        changed = self._pending_changed
+        self._pending_changed = set()
+        return changed
