@@ -9,6 +9,6 @@ FROM python:3.11-slim
 COPY --from=build /install /usr/local
 # Non-root, as the Deployment's securityContext requires.
 USER 65532:65532
-EXPOSE 10251
+EXPOSE 10259
 ENTRYPOINT ["batchsched"]
 CMD ["run"]

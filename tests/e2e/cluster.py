@@ -5,6 +5,11 @@ ServiceAccount from deploy/."""
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -14,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import urllib3
 import yaml
 
 from batchsched.config import SchedulerConfig, parse_config
@@ -25,7 +31,7 @@ from batchsched.live.client import (
 )
 from batchsched.live.credentials import load_credentials
 from batchsched.live.runner import LiveOptions, LiveScheduler
-from testsupport.controlplane import REPO, ControlPlane, MissingAssets
+from testsupport.controlplane import REPO, ControlPlane, MissingAssets, free_port
 
 NOT_READY = "node.kubernetes.io/not-ready"
 # Short, so failover tests are quick; wide enough for a loaded 2-core machine.
@@ -292,6 +298,61 @@ class Cluster:
         for name in self.nodes:
             with contextlib.suppress(ApiError):
                 self.admin.request("DELETE", f"/api/v1/nodes/{name}")
+
+
+class Process:
+    """`batchsched run` as the Deployment runs it, logging to a file; its endpoints on a free
+    port, plain HTTP (`--listen`) unless `https`."""
+
+    def __init__(
+        self, work: Path, kubeconfig: Path, config: Path, identity: str, https: bool = False
+    ) -> None:
+        self.identity = identity
+        self.port = free_port()
+        self.log_path = work / f"{identity}.log"
+        endpoints = [f"--listen=127.0.0.1:{self.port}"]
+        if https:
+            endpoints = ["--bind-address=127.0.0.1", f"--secure-port={self.port}"]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "batchsched",
+                    "run",
+                    f"--kubeconfig={kubeconfig}",
+                    f"--config={config}",
+                    f"--identity={identity}",
+                    *endpoints,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of a metric's samples with these labels (NaN while not serving yet)."""
+        try:
+            response = urllib3.request(
+                "GET", f"http://127.0.0.1:{self.port}/metrics", retries=False
+            )
+        except urllib3.exceptions.HTTPError:
+            return math.nan
+        body = response.data.decode()
+        total = 0.0
+        for line in body.splitlines():
+            if line.startswith(name) and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
 
 
 def forbidden_requests(scheduler: LiveScheduler) -> int:

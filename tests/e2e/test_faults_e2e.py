@@ -4,17 +4,12 @@ with leader election), kube-apiserver restarted mid-run, and a watch outliving e
 
 from __future__ import annotations
 
-import math
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import urllib3
 import yaml
 
 from batchsched.live.client import ApiError
@@ -22,6 +17,7 @@ from batchsched.objects.quantity import resource_amount
 from tests.e2e.cluster import (
     LEASE,
     Cluster,
+    Process,
     forbidden_requests,
     shipped_config,
     shipped_raw_config,
@@ -29,10 +25,8 @@ from tests.e2e.cluster import (
 )
 from tests.e2e.proxy import Partition
 from testsupport.controlplane import (
-    REPO,
     ControlPlane,
     PlaneFactory,
-    free_port,
     write_kubeconfig,
 )
 
@@ -45,55 +39,6 @@ PATIENT_LEASE = {"leaseDuration": "60s", "renewDeadline": "45s", "retryPeriod": 
 
 def _seconds(duration: str) -> float:
     return float(duration[:-2]) / 1000 if duration.endswith("ms") else float(duration[:-1])
-
-
-class Process:
-    """`batchsched run` as the Deployment runs it, logging to a file."""
-
-    def __init__(self, work: Path, kubeconfig: Path, config: Path, identity: str) -> None:
-        self.identity = identity
-        self.port = free_port()
-        self.log_path = work / f"{identity}.log"
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "batchsched",
-                    "run",
-                    f"--kubeconfig={kubeconfig}",
-                    f"--config={config}",
-                    f"--identity={identity}",
-                    f"--listen=127.0.0.1:{self.port}",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=REPO,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-
-    def metric(self, name: str, **labels: str) -> float:
-        """The sum of a metric's samples with these labels (NaN while not serving yet)."""
-        try:
-            response = urllib3.request(
-                "GET", f"http://127.0.0.1:{self.port}/metrics", retries=False
-            )
-        except urllib3.exceptions.HTTPError:
-            return math.nan
-        body = response.data.decode()
-        total = 0.0
-        for line in body.splitlines():
-            if line.startswith(name) and all(f'{k}="{v}"' in line for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(30)
 
 
 @pytest.fixture

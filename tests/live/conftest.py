@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,3 +151,26 @@ def condition(api: FakeApiServer, name: str, type_: str = "PodScheduled") -> dic
         if cond["type"] == type_:
             return dict(cond)
     return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(url: str, token: str = "", trust: str | None = None) -> tuple[int, bytes]:
+    """GET `url`; over HTTPS the server must prove itself with the certificate `trust`
+    (checked against 127.0.0.1), or with any certificate when `trust` is None."""
+    context = ssl.create_default_context(cadata=trust)
+    if trust is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()

@@ -77,8 +77,15 @@ RESOURCES = {
         Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
         Resource("events.k8s.io", "v1", "events", "Event", True),
         Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
+        # Reviews: answered at once from `tokens` and `grants`, never stored.
+        Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False),
+        Resource(
+            "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+        ),
     )
 }
+REVIEWS = ("tokenreviews", "subjectaccessreviews")
+MASTERS = "system:masters"  # the group allowed everything, as RBAC's superuser group
 _BY_ROUTE = {(r.group, r.version, r.plural): r for r in RESOURCES.values()}
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
@@ -172,6 +179,12 @@ class FakeApiServer:
         # Resources (by key) that answer 404, as an absent CRD or a disabled API does.
         self.missing: set[str] = {UPSTREAM_ALPHA, UPSTREAM_BETA}
         self.down = False  # restarting: requests on open connections get no answer
+        # TokenReview: token -> the user it proves (username, uid, groups).
+        self.tokens: dict[str, dict[str, Any]] = {}
+        # SubjectAccessReview on non-resource URLs: (user name or "group:NAME", path, verb)
+        # allowed; a path ending in `*` is a prefix, as in an RBAC rule.
+        self.grants: set[tuple[str, str, str]] = set()
+        self.reviews: list[dict[str, Any]] = []  # the review requests, in order
         self._listen(0)
 
     def discover(self, group: str, version: str | None) -> dict[str, Any]:
@@ -407,6 +420,30 @@ class FakeApiServer:
         if res.plural == "nodes" and self.kubelet:
             return self._node_ready(key)
         return obj
+
+    def _review(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        """A TokenReview or SubjectAccessReview answered as the real API server would for
+        the tokens and grants the test set."""
+        self.reviews.append(copy.deepcopy(body))
+        spec = body.get("spec") or {}
+        status: dict[str, Any]
+        if res.plural == "tokenreviews":
+            user = self.tokens.get(str(spec.get("token", "")))
+            status = {"authenticated": False, "error": "invalid bearer token"}
+            if user is not None:
+                status = {"authenticated": True, "user": copy.deepcopy(user)}
+        else:
+            attributes = spec.get("nonResourceAttributes")
+            if attributes is None:
+                raise ApiFailure(422, "Invalid", "the fake reviews nonResourceAttributes only")
+            subjects = {spec.get("user", "")} | {f"group:{g}" for g in spec.get("groups") or []}
+            status = {"allowed": f"group:{MASTERS}" in subjects}
+            for subject, path, verb in self.grants:
+                if subject in subjects and verb in (attributes.get("verb"), "*"):
+                    wanted = str(attributes.get("path", ""))
+                    if path == wanted or (path.endswith("*") and wanted.startswith(path[:-1])):
+                        status = {"allowed": True}
+        return {"apiVersion": res.api_version, "kind": res.kind, "spec": spec, "status": status}
 
     def _node_ready(self, key: str) -> dict[str, Any]:
         """What a node's kubelet and the node lifecycle controller do once it is up."""
@@ -776,6 +813,8 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     if method == "GET":
                         limit = int(query.get("limit") or 0)
                         return 200, server._list(res, ns, limit, query.get("continue", ""))
+                    if method == "POST" and res.plural in REVIEWS:
+                        return 201, server._review(res, body)
                     if method == "POST":
                         return 201, server._create(res, ns, body)
                     raise ApiFailure(405, "MethodNotAllowed", f"{method} on a collection")

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from batchsched.commands.cli import main
-from tests.live.conftest import node, node_of, pod
+from tests.live.conftest import free_port, get, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
 
@@ -80,7 +80,10 @@ def test_run_binds_pods_and_releases_the_lease_on_sigterm(
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     args = ["run", "--kubeconfig", str(kubeconfig), "--config", str(cfg)]
-    args += ["--listen", "127.0.0.1:0", "--identity", "cli"]
+    port = free_port()
+    args += ["--bind-address", "127.0.0.1", "--secure-port", str(port), "--identity", "cli"]
+    api.tokens["reader-token"] = {"username": "reader"}
+    api.grants.add(("reader", "/metrics", "get"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "batchsched", *args],
         env=env,
@@ -91,6 +94,11 @@ def test_run_binds_pods_and_releases_the_lease_on_sigterm(
         assert api.wait_for(lambda s: node_of(s, "p") == "n1", timeout=30)
         lease = api.get("leases", "batchsched", "kube-system")
         assert lease is not None and lease["spec"]["holderIdentity"] == "cli"
+        # The endpoints over HTTPS, /metrics for the user the API server allows.
+        assert get(f"https://127.0.0.1:{port}/healthz") == (200, b"ok\n")
+        code, body = get(f"https://127.0.0.1:{port}/metrics", token="reader-token")
+        assert code == 200 and b'batchsched_binds_total{result="bound"} 1.0' in body
+        assert get(f"https://127.0.0.1:{port}/metrics")[0] == 403
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -20,6 +20,8 @@ from batchsched.live.events import EventRecorder
 from batchsched.live.facts import Fact
 from batchsched.live.metrics import Metrics
 from batchsched.live.prebind import PreBinder, PreBindError
+from batchsched.live.runner import LiveScheduler
+from batchsched.live.serving import SECURE_PORT, Probes, ServingOptions, endpoints
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.parse import read_node, read_pod, read_pod_group
 from batchsched.objects.records import PodCondition, PodGroupStatus
@@ -27,7 +29,16 @@ from batchsched.objects.workload_api import read_upstream_pod_group
 from batchsched.plugins.noderesources.fit import GPU_PACKING
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import ClaimBinding
-from tests.live.conftest import FAST_LEASE, Launcher, client_for, node, node_of, pod
+from tests.live.conftest import (
+    FAST_LEASE,
+    Launcher,
+    client_for,
+    free_port,
+    get,
+    node,
+    node_of,
+    pod,
+)
 from tests.live.dra_objects import claim_pod, device_class, resource_claim, resource_slice
 from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer, parse_path
 
@@ -170,6 +181,7 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
     assert api.wait_for(lambda s: node_of(s, "dra") == "n1")
     assert api.wait_for(lambda s: node_of(s, "extended") == "n1", timeout=20)
     assert api.wait_for(lambda s: s.get("pods", "too-big")["status"].get("conditions"))  # type: ignore[index]
+    _scrape_metrics(api, run.scheduler)
     assert run.halt() == 0
     _preempt_and_update_a_group(api)
     _bind_volumes_in_vain(api)
@@ -185,6 +197,21 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
         used.add((parts["group"], resource, verb))
     unused = {g[1:4] for g in grants} - used - SYNTHETIC
     assert not unused, f"granted but never used: {sorted(unused)}"
+
+
+def _scrape_metrics(api: FakeApiServer, scheduler: LiveScheduler) -> None:
+    """A Prometheus reads /metrics over HTTPS: its token and grant are reviewed."""
+    api.tokens["prometheus"] = {"username": "system:serviceaccount:monitoring:prometheus"}
+    api.grants.add(("system:serviceaccount:monitoring:prometheus", "/metrics", "get"))
+    probes = Probes(scheduler.metrics.exposition, scheduler.healthy, scheduler.ready)
+    options = ServingOptions("127.0.0.1", free_port())
+    [server] = endpoints(options, probes, scheduler.client)
+    server.start()
+    try:
+        url = f"https://127.0.0.1:{server.port}/metrics"
+        assert get(url, token="prometheus")[0] == 200
+    finally:
+        server.stop()
 
 
 def _bind_volumes_in_vain(api: FakeApiServer) -> None:
@@ -231,3 +258,23 @@ def _preempt_and_update_a_group(api: FakeApiServer) -> None:
     actuator.wait()
     actuator.shutdown()
     events.close()
+
+
+def test_the_deployment_serves_https_and_meets_the_restricted_standard() -> None:
+    [namespace] = _docs("namespace.yaml")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    [deployment] = _docs("deployment.yaml")
+    pod_spec = deployment["spec"]["template"]["spec"]
+    assert pod_spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod_spec["securityContext"]["runAsNonRoot"] is True
+    [container] = pod_spec["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["ports"] == [{"name": "https", "containerPort": SECURE_PORT}]
+    assert f"--secure-port={SECURE_PORT}" in container["args"]
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "https", "scheme": "HTTPS"}
+    [service] = _docs("service.yaml")
+    assert service["spec"]["ports"] == [{"name": "https", "port": 10259, "targetPort": "https"}]
+    [reader] = _docs("metrics-reader.yaml")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]

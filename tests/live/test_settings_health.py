@@ -1,15 +1,10 @@
-"""Live settings from the config, the rate limiter, and the probe / metrics endpoints."""
+"""Live settings from the config and the rate limiter (the endpoints: test_endpoints.py)."""
 
 from __future__ import annotations
-
-import urllib.error
-import urllib.request
 
 import pytest
 
 from batchsched.config import parse_config
-from batchsched.live.health import HealthServer
-from batchsched.live.metrics import Metrics
 from batchsched.live.ratelimit import TokenBucket
 from batchsched.live.settings import LiveSettings, parse_duration
 from batchsched.plugins.args import ConfigError
@@ -83,30 +78,3 @@ def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     for _ in range(3):
         bucket.acquire()
     assert len(slept) == 2
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read()
-
-
-def test_probes_and_metrics_endpoints() -> None:
-    metrics = Metrics()
-    metrics.victims.inc()
-    ready = [False]
-    server = HealthServer("127.0.0.1:0", metrics.exposition, lambda: True, lambda: ready[0])
-    server.start()
-    try:
-        base = f"http://127.0.0.1:{server.port}"
-        assert _get(f"{base}/healthz") == (200, b"ok\n")
-        assert _get(f"{base}/readyz")[0] == 503
-        ready[0] = True
-        assert _get(f"{base}/readyz") == (200, b"ok\n")
-        code, body = _get(f"{base}/metrics")
-        assert code == 200 and b"batchsched_preemption_victims_total 1.0" in body
-        assert _get(f"{base}/nope")[0] == 404
-    finally:
-        server.stop()

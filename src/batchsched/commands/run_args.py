@@ -29,11 +29,31 @@ def add_run_parser(sub: Any) -> None:
         action="store_true",
         help="watch and decide, but write nothing to the cluster (decisions are logged)",
     )
-    run.add_argument(
+    serving = run.add_argument_group(
+        "endpoints",
+        "/healthz, /livez, /readyz (anyone) and /metrics (a user allowed `get` on the path, "
+        "checked by TokenReview and SubjectAccessReview) over HTTPS, as kube-scheduler",
+    )
+    serving.add_argument(
+        "--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints (0.0.0.0)"
+    )
+    serving.add_argument(
+        "--secure-port",
+        type=int,
+        metavar="PORT",
+        help="port of the HTTPS endpoints (default 10259, none if --listen is given; 0: none)",
+    )
+    serving.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        help="serving certificate (PEM; read again when it changes); default: self-signed",
+    )
+    serving.add_argument("--tls-private-key-file", type=Path, help="its key (PEM)")
+    serving.add_argument(
         "--listen",
-        default="0.0.0.0:10251",
+        default="",
         metavar="HOST:PORT",
-        help="address of /metrics, /healthz and /readyz (default 0.0.0.0:10251)",
+        help="serve the endpoints over plain HTTP here, without authentication",
     )
     run.add_argument(
         "--identity",

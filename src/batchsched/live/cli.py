@@ -10,8 +10,8 @@ import threading
 
 from batchsched.config import load_config
 from batchsched.live.client import connect
-from batchsched.live.health import HealthServer
 from batchsched.live.runner import LiveOptions, LiveScheduler
+from batchsched.live.serving import Probes, ServingOptions, endpoints
 
 log = logging.getLogger("batchsched")
 
@@ -36,9 +36,15 @@ def run_command(args: argparse.Namespace) -> int:
         config,
         LiveOptions(dry_run=args.dry_run, identity=args.identity),
     )
-    server = HealthServer(
-        args.listen, scheduler.metrics.exposition, scheduler.healthy, scheduler.ready
+    options = ServingOptions(
+        args.bind_address,
+        args.secure_port,
+        args.tls_cert_file,
+        args.tls_private_key_file,
+        args.listen,
     )
+    probes = Probes(scheduler.metrics.exposition, scheduler.healthy, scheduler.ready)
+    servers = endpoints(options, probes, scheduler.client)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -47,14 +53,16 @@ def run_command(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server.start()
+    for server in servers:
+        server.start()
     log.info(
-        "batchsched %s as %s; metrics and probes on %s",
+        "batchsched %s as %s; endpoints: %s",
         "dry run" if args.dry_run else "running",
         scheduler.identity,
-        args.listen,
+        ", ".join(server.describe() for server in servers) or "none",
     )
     try:
         return scheduler.run(stop)
     finally:
-        server.stop()
+        for server in servers:
+            server.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import random
 import ssl
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ import orjson
 from batchsched.live.credentials import ConnectError, Credentials, load_credentials
 from batchsched.live.http import TRANSPORT_ERRORS, Connections, Stream
 from batchsched.live.ratelimit import TokenBucket
+from batchsched.live.tls import load_chain_data
 
 log = logging.getLogger(__name__)
 
@@ -278,23 +278,12 @@ def _tls_context(credentials: Credentials) -> ssl.SSLContext:
         elif credentials.verify:
             context.load_default_certs()
         if credentials.cert_data is not None and credentials.key_data is not None:
-            _load_chain_data(context, credentials.cert_data, credentials.key_data)
+            load_chain_data(context, credentials.cert_data, credentials.key_data)
         elif credentials.cert_file:
             context.load_cert_chain(credentials.cert_file, credentials.key_file)
     except (OSError, ssl.SSLError) as err:
         raise ConnectError(f"{credentials.host}: cannot load the TLS certificates: {err}") from None
     return context
-
-
-def _load_chain_data(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """Inline client certificate and key (kubeconfig `client-*-data`): ssl loads chains only
-    from files, so they pass through a private temporary folder, removed at once."""
-    with tempfile.TemporaryDirectory(prefix="batchsched-tls-") as folder:
-        cert_path, key_path = Path(folder, "client.crt"), Path(folder, "client.key")
-        for path, data in ((cert_path, cert), (key_path, key)):
-            path.touch(mode=0o600)
-            path.write_bytes(data)
-        context.load_cert_chain(cert_path, key_path)
 
 
 def _list_version(body: Mapping[str, Any]) -> str:

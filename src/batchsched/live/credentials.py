@@ -78,7 +78,7 @@ class Credentials:
     ca_data: str | None = None  # PEM
     cert_file: str | None = None
     key_file: str | None = None
-    cert_data: bytes | None = None  # PEM, written to a private temporary file to be loaded
+    cert_data: bytes | None = None  # PEM, loaded from memory (live/tls.py)
     key_data: bytes | None = None
     tls_server_name: str = ""
     proxy: str = ""

@@ -1,15 +1,57 @@
-"""The HTTP endpoints of a running scheduler: /metrics, /healthz, /readyz."""
+"""The HTTP endpoints of a running scheduler: /healthz, /livez, /readyz and /metrics.
+
+Served over HTTPS (`certificate`: the serving certificate) with /metrics behind delegated
+authentication and authorization (`auth`), or over plain HTTP for `--listen`
+(docs/live.md#endpoints). The probes are readable by anyone, as kube-scheduler's are.
+"""
 
 from __future__ import annotations
 
+import logging
+import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from batchsched.live.delegated_auth import DelegatedAuth
+from batchsched.live.tls import ServingCertificate
 from batchsched.objects.errors import InputError
+
+log = logging.getLogger(__name__)
+
+Route = Callable[[], tuple[int, str, bytes]]
+_HANDSHAKE_TIMEOUT = 10.0  # a client that connects and says nothing holds one thread this long
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    certificate: ServingCertificate | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """The TLS handshake happens here, in the connection's own thread: a slow or silent
+        client never holds up the others."""
+        if self.certificate is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(_HANDSHAKE_TIMEOUT)
+        try:
+            tls = self.certificate.context(time.monotonic()).wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as err:
+            log.debug("TLS handshake with %s failed: %s", client_address, err)
+            return
+        try:
+            super().finish_request(tls, client_address)
+        finally:
+            tls.close()
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
 
 
 class HealthServer:
@@ -19,39 +61,62 @@ class HealthServer:
         metrics: Callable[[], bytes],
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
+        *,
+        certificate: ServingCertificate | None = None,
+        auth: DelegatedAuth | None = None,
+        flag: str = "--listen",
     ) -> None:
+        """`flag` names the option `address` came from in errors."""
         host, _, port = address.rpartition(":")
         if not port.isdigit():
-            raise InputError(f"--listen: {address!r} must be HOST:PORT (e.g. 0.0.0.0:10251)")
-        routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
-            "/metrics": lambda: (200, CONTENT_TYPE_LATEST, metrics()),
+            raise InputError(f"{flag}: {address!r} must be HOST:PORT (e.g. 0.0.0.0:10259)")
+        public: dict[str, Route] = {
             "/healthz": lambda: _probe(healthy()),
+            "/livez": lambda: _probe(healthy()),
             "/readyz": lambda: _probe(ready()),
         }
+        guarded: dict[str, Route] = {"/metrics": lambda: (200, CONTENT_TYPE_LATEST, metrics())}
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # probes every few seconds would drown the scheduler's own log
 
             def do_GET(self) -> None:
-                route = routes.get(self.path.split("?", 1)[0])
-                code, ctype, body = route() if route else (404, "text/plain", b"not found\n")
+                path = self.path.split("?", 1)[0]
+                route = public.get(path) or guarded.get(path)
+                refusal = None
+                if path in guarded and auth is not None:
+                    refusal = auth.check(self.headers.get("Authorization"), path)
+                if refusal is not None:
+                    answer = (refusal.status, "text/plain", refusal.message.encode() + b"\n")
+                elif route is not None:
+                    answer = route()
+                else:
+                    answer = (404, "text/plain", b"not found\n")
+                code, ctype, body = answer
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
+        host = host.strip("[]")  # [::]:10259
+        server = _Server6 if ":" in host else _Server
         try:
-            self._http = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+            self._http = server((host or "0.0.0.0", int(port)), Handler)
         except OSError as err:
-            raise InputError(f"--listen: cannot listen on {address}: {err.strerror}") from None
-        self._http.daemon_threads = True
+            raise InputError(f"{flag}: cannot listen on {address}: {err.strerror}") from None
+        self._http.certificate = certificate
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
 
     @property
     def port(self) -> int:
         return int(self._http.server_address[1])
+
+    def describe(self) -> str:
+        host = str(self._http.server_address[0])
+        scheme = "https" if self._http.certificate is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> None:
         self._thread.start()
