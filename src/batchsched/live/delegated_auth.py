@@ -1,5 +1,5 @@
 """Who may read /metrics over HTTPS: authentication and authorization delegated to the API
-server, as kube-scheduler does it (docs/live.md#endpoints).
+server, as kube-scheduler does it (docs/live.md, Endpoints).
 
 A bearer token is checked with a TokenReview; the user it names (or `system:anonymous` when
 the request carries none) must be allowed `get` on the non-resource URL (`/metrics`) by a

@@ -2,7 +2,7 @@
 
 Served over HTTPS (`certificate`: the serving certificate) with /metrics behind delegated
 authentication and authorization (`auth`), or over plain HTTP for `--listen`
-(docs/live.md#endpoints). The probes are readable by anyone, as kube-scheduler's are.
+(docs/live.md, Endpoints). The probes are readable by anyone, as kube-scheduler's are.
 """
 
 from __future__ import annotations

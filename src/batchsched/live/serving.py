@@ -1,4 +1,4 @@
-"""Which endpoints `batchsched run` serves, and how (docs/live.md#endpoints).
+"""Which endpoints `batchsched run` serves, and how (docs/live.md, Endpoints).
 
 By default HTTPS on `--bind-address`:`--secure-port` (0.0.0.0:10259, kube-scheduler's
 convention) with a mounted or self-signed certificate and /metrics behind TokenReview and

@@ -1,5 +1,5 @@
 """TLS material held in memory: certificate chains loaded without a file on disk, and the
-serving certificate of `batchsched run`'s HTTPS endpoints (docs/live.md#endpoints).
+serving certificate of `batchsched run`'s HTTPS endpoints (docs/live.md, Endpoints).
 
 Python's ssl loads a chain only from a path. A pod's root filesystem is read-only under the
 restricted Pod Security Standard's usual settings, so in-memory PEM goes through an anonymous

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
+import orjson
+
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN, INT64_MAX, NumberError, integer
 from batchsched.objects.pod_volumes import pod_disks, pod_volumes
@@ -45,6 +47,7 @@ from batchsched.objects.records import (
     PodDisruptionBudget,
     PodGroup,
     PodGroupStatus,
+    PreemptionPolicy,
     PreferredTerm,
     PriorityClass,
     Requirement,
@@ -56,6 +59,7 @@ from batchsched.objects.records import (
 )
 from batchsched.objects.support import refused_field
 from batchsched.objects.system_classes import system_class_error
+from batchsched.objects.volumes import InlineDisk
 
 Json = Mapping[str, Any]
 T = TypeVar("T")
@@ -645,13 +649,33 @@ def owner_references(r: _Reader, obj: Json) -> tuple[OwnerReference, ...]:
     return tuple(owners)
 
 
-def read_pod(obj: Json) -> Pod:
-    r = _Reader("Pod", obj)
-    r.namespaced()
-    r.require_name()
-    spec = obj.get("spec")
-    if not isinstance(spec, Mapping):
-        raise r.fail("spec", "is required")
+@dataclass(frozen=True, slots=True)
+class _SpecFields:
+    """What a pod's spec, its nodeName aside, makes of the pod: the same for every pod made
+    from one template (a Job's, a Deployment's), so it is read once per distinct spec."""
+
+    requests: dict[str, int]
+    nonzero_requests: tuple[int, int]
+    scheduler_name: str
+    priority: int | None
+    priority_class_name: str
+    preemption_policy: PreemptionPolicy | None
+    node_selector: dict[str, str]
+    required_terms: tuple[NodeSelectorTerm, ...]
+    preferred_terms: tuple[PreferredTerm, ...]
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    spread_constraints: tuple[SpreadConstraint, ...]
+    pod_affinity: PodAffinity | None
+    images: tuple[str, ...]
+    termination_grace_period_seconds: int
+    scheduling_gates: tuple[str, ...]
+    extended_containers: tuple[ContainerDevices, ...]
+    refused: str
+    disks: tuple[InlineDisk, ...]
+
+
+def _read_spec(r: _Reader, spec: Any) -> _SpecFields:
     sp = r.at("spec")
     if not sp.items(spec, "containers"):
         raise r.fail("spec.containers", "must list at least one container")
@@ -672,45 +696,108 @@ def read_pod(obj: Json) -> Pod:
     priority: int | None = None
     if spec.get("priority") is not None:
         priority = sp.integer(spec, "priority", 0, INT32_MIN, INT32_MAX)
-    conditions = read_conditions(r, obj)
-    grace = sp.integer(spec, "terminationGracePeriodSeconds", 30, 0, INT64_MAX)
-    return Pod(
-        namespace=r.namespace,
-        name=r.name,
-        uid=r.get(obj, "metadata.uid", str, ""),
+    return _SpecFields(
         requests=requests,
+        nonzero_requests=(nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)),
         scheduler_name=sp.get(spec, "schedulerName", str, ""),
-        node_name=sp.get(spec, "nodeName", str, ""),
-        phase=r.get(obj, "status.phase", str, "") or "Pending",
         priority=priority,
         priority_class_name=sp.get(spec, "priorityClassName", str, ""),
-        preemption_policy=cast(Any, policy or None),
-        labels=r.string_map(obj, "metadata.labels"),
-        annotations=r.string_map(obj, "metadata.annotations"),
+        preemption_policy=cast(PreemptionPolicy, policy) if policy else None,
         node_selector=sp.string_map(spec, "nodeSelector"),
         required_terms=_required_terms(r, affinity, "spec.affinity.nodeAffinity"),
         preferred_terms=preferred_terms(r, affinity, "spec.affinity.nodeAffinity"),
         tolerations=_tolerations(r, spec),
         host_ports=_host_ports(r, spec),
-        spread_constraints=read_spread_constraints(r.at("spec"), spec, "topologySpreadConstraints"),
-        pod_affinity=_pod_affinity(r.at("spec"), spec),
+        spread_constraints=read_spread_constraints(sp, spec, "topologySpreadConstraints"),
+        pod_affinity=_pod_affinity(sp, spec),
         images=_images(r, spec),
-        nonzero_requests=(nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)),
+        termination_grace_period_seconds=sp.integer(
+            spec, "terminationGracePeriodSeconds", 30, 0, INT64_MAX
+        ),
+        scheduling_gates=_scheduling_gates(r, spec),
+        extended_containers=_extended_containers(inits, regular),
+        refused=refused_field(spec),
+        disks=pod_disks(r.label, spec),
+    )
+
+
+class _SpecMemo:
+    """The fields of up to `size` distinct specs, keyed by the spec's JSON less its nodeName
+    (a bound pod's spec is its template's plus that). A pod list of 10,000 pods from a few
+    templates is read at about the JSON decoder's pace (docs/live.md, Start-up and pace).
+    Only specs read without error are kept: an error names the pod it came from. When full,
+    it starts again empty (one rebinding, safe for the informer threads without a lock)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.kept: dict[bytes, _SpecFields] = {}
+
+    def fields(self, r: _Reader, spec: Any) -> _SpecFields:
+        keyed = spec
+        if "nodeName" in spec:
+            keyed = {k: v for k, v in spec.items() if k != "nodeName"}
+        try:
+            key = orjson.dumps(keyed)
+        except TypeError:  # not JSON (a YAML document's own types): read it, keep nothing
+            return _read_spec(r, spec)
+        kept = self.kept
+        found = kept.get(key)
+        if found is None:
+            found = _read_spec(r, spec)
+            if len(kept) >= self.size:
+                self.kept = kept = {}
+            kept[key] = found
+        return found
+
+
+_SPECS = _SpecMemo(1024)
+
+
+def read_pod(obj: Json) -> Pod:
+    r = _Reader("Pod", obj)
+    r.namespaced()
+    r.require_name()
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise r.fail("spec", "is required")
+    f = _SPECS.fields(r, spec)
+    return Pod(
+        namespace=r.namespace,
+        name=r.name,
+        uid=r.get(obj, "metadata.uid", str, ""),
+        requests=dict(f.requests),  # copies: a pod's dicts are its own
+        scheduler_name=f.scheduler_name,
+        node_name=r.at("spec").get(spec, "nodeName", str, ""),
+        phase=r.get(obj, "status.phase", str, "") or "Pending",
+        priority=f.priority,
+        priority_class_name=f.priority_class_name,
+        preemption_policy=f.preemption_policy,
+        labels=r.string_map(obj, "metadata.labels"),
+        annotations=r.string_map(obj, "metadata.annotations"),
+        node_selector=dict(f.node_selector),
+        required_terms=f.required_terms,
+        preferred_terms=f.preferred_terms,
+        tolerations=f.tolerations,
+        host_ports=f.host_ports,
+        spread_constraints=f.spread_constraints,
+        pod_affinity=f.pod_affinity,
+        images=f.images,
+        nonzero_requests=f.nonzero_requests,
         owner_references=owner_references(r, obj),
-        conditions=tuple(conditions),
+        conditions=read_conditions(r, obj),
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         start_time=r.time(obj, "status.startTime"),
         deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
         nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
-        termination_grace_period_seconds=grace,
+        termination_grace_period_seconds=f.termination_grace_period_seconds,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
-        scheduling_gates=_scheduling_gates(r, spec),
+        scheduling_gates=f.scheduling_gates,
         resource_claims=_pod_claims(r, obj, spec),
-        extended_containers=_extended_containers(inits, regular),
-        refused=refused_field(spec),
+        extended_containers=f.extended_containers,
+        refused=f.refused,
         scheduling_group=_scheduling_group(r, obj, spec),
         volumes=pod_volumes(r.label, r.name, spec),
-        disks=pod_disks(r.label, spec),
+        disks=f.disks,
     )
 
 
