@@ -141,6 +141,7 @@ def _measure(
     _parallel([partial(_add_pod, client, i, scheduler) for i in range(pods)])
     watch = BindWatch(client, pods)
     log = (work / f"{scheduler}.log").open("wb")
+    load = os.getloadavg()[0]  # other jobs on the machine: the wall times swing with it
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     first_cpu: float | None = None
@@ -163,6 +164,7 @@ def _measure(
         "seconds": round(seconds, 2),
         "first_bind_seconds": round(first, 2),
         "pods_per_second": round(pods / seconds),
+        "load_average": round(load, 1),
     }
     if cpu is not None and first_cpu is not None:
         # The scheduler's own CPU (user + system): on a loaded machine a steadier measure

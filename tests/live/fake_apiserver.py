@@ -6,7 +6,8 @@ resourceVersion older than the kept history), create, replace with optimistic co
 merge and strategic merge patches (pod conditions merge by `type`), status subresources, the
 pod Binding subresource (409 when already bound), delete with UID/resourceVersion
 preconditions, Events and Leases, paginated lists (`limit`/`continue`, every page from the
-first page's snapshot, 410 once history is compacted past it), and the not-ready taint that the
+first page's snapshot, 410 once history is compacted past it; a `resourceVersion=0` list comes
+whole, as the watch cache serves it), and the not-ready taint that the
 real admission chain puts on every new Node (with `kubelet=True`, the default, a built-in node
 kubelet then reports the node Ready and the taint is lifted, as the node lifecycle controller
 does). Tests inject failures (`inject`), drop watches
@@ -812,6 +813,8 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 if name is None:
                     if method == "GET":
                         limit = int(query.get("limit") or 0)
+                        if query.get("resourceVersion") == "0":
+                            limit = 0  # served from the watch cache: whole, whatever the limit
                         return 200, server._list(res, ns, limit, query.get("continue", ""))
                     if method == "POST" and res.plural in REVIEWS:
                         return 201, server._review(res, body)

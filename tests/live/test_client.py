@@ -134,3 +134,13 @@ def test_an_expired_continue_token_lists_again_in_one_page(
     assert sorted(o["metadata"]["name"] for o in items) == ["n0", "n1", "n2"]
     assert queries[0] == {"limit": "2"}
     assert queries[-1] is None  # the fallback: one unpaginated list
+
+
+def test_a_list_of_any_version_comes_whole_from_the_watch_cache(api: FakeApiServer) -> None:
+    for i in range(5):
+        api.create("nodes", node(f"n{i}"))
+    client = client_for(api)
+    [page] = list(client.pages("/api/v1/nodes", page_size=2, any_version=True))
+    assert [o["metadata"]["name"] for o in page.items] == [f"n{i}" for i in range(5)]
+    assert page.version == str(api.rv)
+    assert [r for r in api.requests if r[1] == "/api/v1/nodes"] == [("GET", "/api/v1/nodes")]

@@ -5,6 +5,7 @@ certificate (a changed one served from the next connection), plain HTTP for `--l
 from __future__ import annotations
 
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -231,3 +232,12 @@ def test_bad_endpoint_flags_are_clear_errors(
     kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
     assert main(["run", "--kubeconfig", str(kubeconfig), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_server_stopped_while_its_certificate_is_made_stops() -> None:
+    server = HealthServer("127.0.0.1:0", *vars(probes()).values(), certificate=ServingCertificate())
+    server.start()
+    stopper = threading.Thread(target=server.stop, daemon=True)
+    stopper.start()  # at once: the certificate is still being made
+    stopper.join(10)
+    assert not stopper.is_alive()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from batchsched.live.facts import Fact, Remove, Upsert
+from batchsched.live.facts import Fact, Remove, Upsert, Wakeup
 from batchsched.live.informer import Informer
 from batchsched.live.kinds import KINDS, Kind
 from batchsched.live.malformed import Malformed
@@ -51,7 +51,26 @@ def start(api: FakeApiServer, sink: queue.Queue[Fact]) -> Iterator[object]:
 
 
 def take(sink: queue.Queue[Fact], n: int) -> list[Fact]:
-    return [sink.get(timeout=5) for _ in range(n)]
+    """The next `n` facts about objects (the Wakeup after the first list aside)."""
+    facts: list[Fact] = []
+    while len(facts) < n:
+        fact = sink.get(timeout=5)
+        if not isinstance(fact, Wakeup):
+            facts.append(fact)
+    return facts
+
+
+def test_the_first_list_wakes_the_loop_after_its_objects(
+    api: FakeApiServer, sink: queue.Queue[Fact], start: Any
+) -> None:
+    api.create("nodes", node("a"))
+    informer = start(NODES)
+    first, second = sink.get(timeout=5), sink.get(timeout=5)
+    assert isinstance(first, Upsert) and isinstance(second, Wakeup)
+    api.compact()  # a re-list: the loop is running by then, no wake-up
+    api.create("nodes", node("b"))
+    assert api.wait_for(lambda s: informer.lists == 2)
+    assert not any(isinstance(f, Wakeup) for f in take(sink, 1) + list(sink.queue))
 
 
 def names(facts: list[Fact]) -> list[str]:
@@ -115,12 +134,15 @@ def test_a_list_started_over_forgets_what_only_its_void_pages_had(
 
     def json_then_delete(method: str, path: str, **kwargs: Any) -> Any:
         out = real(method, path, **kwargs)
-        if not calls:
-            # After the first page (a, b), a goes and the page's snapshot is compacted away:
-            # the list starts over in one page, and its watch starts after a's deletion.
+        query = kwargs.get("query")
+        if query is not None and "resourceVersion" not in query and not calls:
+            # After the re-list's first page (a, b), a goes and the page's snapshot is
+            # compacted away: the list starts over in one page, and its watch starts after
+            # a's deletion.
             api.delete("nodes", "a")
             api.compact()
-        calls.append(kwargs.get("query"))
+        if query is None or "resourceVersion" not in query:
+            calls.append(query)
         return out
 
     monkeypatch.setattr(client, "json", json_then_delete)
@@ -128,8 +150,12 @@ def test_a_list_started_over_forgets_what_only_its_void_pages_had(
     informer.start()
     try:
         assert informer.synced.wait(5)
-        assert names(take(sink, 4)) == ["+a", "+b", "+c", "-a"]
-        assert calls[-1] is None  # the unpaginated list
+        # The first list: what the watch cache has, in one response whatever the limit.
+        assert names(take(sink, 3)) == ["+a", "+b", "+c"]
+        assert calls == []
+        api.compact()  # the watch falls behind: a re-list of the latest version, in pages
+        assert names(take(sink, 1)) == ["-a"]
+        assert calls[0] == {"limit": "2"} and calls[-1] is None  # the unpaginated list
     finally:
         informer.stop()
         informer.join(5)

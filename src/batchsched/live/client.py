@@ -218,18 +218,25 @@ class KubeClient:
             version = page.version
         return items, version
 
-    def pages(self, path: str, page_size: int = PAGE_SIZE) -> Iterator[Page]:
+    def pages(
+        self, path: str, page_size: int = PAGE_SIZE, any_version: bool = False
+    ) -> Iterator[Page]:
         """A collection's pages, each as soon as it is decoded, while the next is fetched: the
         caller reads one page while the API server prepares the next.
 
-        The pages share the first page's snapshot; if its continue token expires (410) before
-        the last page, the list starts over in one unpaginated request, as client-go's pager,
-        and that page comes `restarted` (the pages before it are void).
+        The list is consistent (the latest version) unless `any_version`: then it is
+        `resourceVersion=0`, whatever the API server has at hand, which kube-apiserver serves
+        from its watch cache in one response whatever the limit (as client-go's reflector
+        lists at start: no read from etcd, a third less of the server's CPU). The pages share
+        the first page's snapshot; if its continue token expires (410) before the last page,
+        the list starts over in one unpaginated request, as client-go's pager, and that page
+        comes `restarted` (the pages before it are void).
         """
         fetcher = ThreadPoolExecutor(1, thread_name_prefix="list-page")
         try:
             query = {"limit": str(page_size)}
-            pending = fetcher.submit(self.json, "GET", path, query=query)
+            first = {**query, "resourceVersion": "0"} if any_version else query
+            pending = fetcher.submit(self.json, "GET", path, query=first)
             while True:
                 restarted = False
                 try:

@@ -107,7 +107,22 @@ class HealthServer:
         except OSError as err:
             raise InputError(f"{flag}: cannot listen on {address}: {err.strerror}") from None
         self._http.certificate = certificate
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._lock = threading.Lock()
+        self._serving = self._stopped = False
+
+    def _serve(self) -> None:
+        # Connections wait in the listen backlog while a self-signed certificate is made.
+        if self._http.certificate is not None:
+            try:
+                self._http.certificate.prepare()
+            except Exception:
+                log.exception("cannot make the self-signed serving certificate")
+        with self._lock:
+            if self._stopped:
+                return
+            self._serving = True
+        self._http.serve_forever()
 
     @property
     def port(self) -> int:
@@ -122,7 +137,11 @@ class HealthServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._http.shutdown()
+        with self._lock:
+            self._stopped = True
+            serving = self._serving
+        if serving:  # shutdown() waits for serve_forever, which may not have begun
+            self._http.shutdown()
         self._http.server_close()
 
 

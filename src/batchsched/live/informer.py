@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from batchsched.live.client import PAGE_SIZE, ApiError, KubeClient, WatchStream
-from batchsched.live.facts import Fact, Remove, Upsert
+from batchsched.live.facts import Fact, Remove, Upsert, Wakeup
 from batchsched.live.kinds import Kind
 from batchsched.live.malformed import malformed
 from batchsched.objects.errors import ManifestError
@@ -125,8 +125,11 @@ class Informer:
         self.served = self.kind.served(self.client)
         seen: set[str] = set()
         version = ""
-        # Each page is read while the next is fetched: the list is not held whole.
-        for page in self.client.pages(self.served.path, self.page_size):
+        # The first list takes what the API server has at hand (its watch cache, as
+        # client-go's reflector does: the cheapest list there is); later ones, after a watch
+        # fell behind, the latest version. Each page is read while the next is fetched.
+        first = self.lists == 0
+        for page in self.client.pages(self.served.path, self.page_size, any_version=first):
             if page.restarted:
                 seen.clear()
             version = page.version
@@ -144,7 +147,11 @@ class Informer:
                 del self._malformed[key]
         self.resource_version = version
         self.lists += 1
+        first = not self.synced.is_set()
         self.synced.set()
+        if first:
+            # The loop waits on the queue for the last list: it starts the moment it lands.
+            self.sink.put(Wakeup())
 
     def _watch(self) -> None:
         query = {

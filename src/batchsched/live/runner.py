@@ -179,7 +179,7 @@ class LiveScheduler:
             listed = 0
             while listed < len(self.informers) and self.informers[listed].synced.is_set():
                 listed += 1
-            held.extend(self._take(0.0 if listed == len(self.informers) else 0.02))
+            held.extend(self._take(0.0 if listed == len(self.informers) else 1.0))
             held.sort(key=_kind_order)  # stable: each kind's facts stay in arrival order
             ready = len(held)
             while ready and _kind_order(held[ready - 1]) > listed:

@@ -114,12 +114,17 @@ class ServingCertificate:
         self._lock = threading.Lock()
         self._stamp: tuple[float, ...] = ()
         self._checked = 0.0
-        self._context = self._load() if cert_file is not None else self._generated()
+        # A mounted pair is loaded now (a bad one is an error at start); a self-signed one is
+        # made by prepare(), in the server's thread, while the informers list.
+        self._context = self._load() if cert_file is not None else None
 
-    def _generated(self) -> ssl.SSLContext:
-        context = _server_context()
-        load_chain_data(context, *self_signed())
-        return context
+    def prepare(self) -> None:
+        """Make the self-signed certificate if there is none yet."""
+        with self._lock:
+            if self._context is None:
+                context = _server_context()
+                load_chain_data(context, *self_signed())
+                self._context = context
 
     def _files_stamp(self) -> tuple[float, ...]:
         assert self.cert_file is not None and self.key_file is not None
@@ -138,7 +143,9 @@ class ServingCertificate:
     def context(self, now: float) -> ssl.SSLContext:
         """The context for a new connection; a changed pair is loaded (a broken one is
         reported and the last good one kept)."""
+        self.prepare()
         with self._lock:
+            assert self._context is not None
             if self.cert_file is None or now - self._checked < self.recheck:
                 return self._context
             self._checked = now
