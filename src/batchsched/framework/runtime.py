@@ -171,6 +171,10 @@ class Framework:
         # the room, so fewer are kept.
         self._adjusted: dict[Hashable, _Placement] = {}
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
+        # The plugins that keep something per pod (asked to forget the pods that leave).
+        self._per_pod = [
+            p for p in self.plugins.values() if type(p).forget_pods is not Plugin.forget_pods
+        ]
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
         # Per pod (by key, for the version kept with its entry); forgotten when the pod
@@ -232,7 +236,7 @@ class Framework:
         """These pods left: their memo goes, and each plugin forgets them."""
         for key in keys:
             self._memo.pop(key, None)
-        for plugin in self.plugins.values():
+        for plugin in self._per_pod:
             plugin.forget_pods(keys)
 
     def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
