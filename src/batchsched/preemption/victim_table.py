@@ -175,9 +175,9 @@ class VictimTable:
     def _refresh_pdb_masks(self, rows: npt.NDArray[np.intp]) -> None:
         """Every PDB mask refreshed on `rows` from the index's answer for each pod (kept
         there per pod): per sync, work per changed pod rather than per PDB and changed pod."""
-        if not self._pdb_masks:
-            return
         index = self.state.policy.pdb_index
+        if not self._pdb_masks or index is not self._pdb_index:
+            return  # none, or made for another index: `_follow_pdbs` makes them all anew
         # Only the masks that covered something on these rows have slots to clear.
         for key in {key for r in rows.tolist() for key in self._row_pdbs[r]}:
             self._pdb_masks[key][rows] = False

@@ -103,6 +103,22 @@ def test_victim_table_follows_pdb_changes() -> None:
     assert taken() == {}
 
 
+def test_rows_changed_after_a_new_pdb_wait_for_the_masks_of_the_new_index() -> None:
+    state = state_of(node("n1"), pod("web", 1000, on="n1", labels={"app": "web"}))
+    state.upsert_pdb(pdb("old", {"app": "web"}, 1))
+    table = VictimTable(state)
+    table.sync()
+    rows = np.array([0], dtype=np.intp)
+    take = np.ones((1, table.slots), dtype=np.bool_)
+    assert [b.name for b, _ in table.pdbs_taken(rows, take)] == ["old"]
+    # A new PDB (a new index) and a row changed before the masks are next used.
+    state.upsert_pdb(pdb("new", {"app": "web"}, 1))
+    state.upsert_pod(pod("web-2", 1000, on="n1", labels={"app": "web"}))
+    table.sync()
+    take = np.ones((1, table.slots), dtype=np.bool_)
+    assert [b.name for b, _ in table.pdbs_taken(rows, take)] == ["new", "old"]
+
+
 # One step on a cluster state: a PDB put or removed, a pod put (new labels, or moved to
 # another namespace) or removed.
 STEPS = st.one_of(
