@@ -139,10 +139,6 @@ class Framework:
             if isinstance(plugin, GroupPlugin):  # at Permit or only at PreFilter
                 plugin.use_post_filters(self.post_filters)
         self.reserves = [p for p in at("reserve") if isinstance(p, ReservePlugin)]
-        # Pods with DRA claims are placed only by a profile that allocates them.
-        self.allocates_claims = any(p.name == "DynamicResources" for p in self.reserves) and any(
-            p.name == "DynamicResources" for p in filters
-        )
         # A plugin at Permit that schedules a pod's whole group as one unit (Coscheduling).
         self.group_plugin: GroupPlugin | None = next(
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None

@@ -28,7 +28,7 @@ from batchsched.live.client import MERGE_PATCH, ApiError, GuardRefused, KubeClie
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.volume_parse import read_pv
 from batchsched.objects.volumes import BIND_COMPLETED_ANNOTATION, SELECTED_NODE_ANNOTATION
-from batchsched.plugins.volumebinding.affinity import refusal
+from batchsched.scheduling.admission import provisioned_volume_refusal
 from batchsched.state.volumes import ClaimBinding
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class VolumeBinder:
             raise
         except ManifestError as err:
             raise BindingFailed(f"persistentvolume {name}: {err}") from None
-        why = refusal(pv, step.node, step.migrated_plugins)
+        why = provisioned_volume_refusal(pv, step.node, step.migrated_plugins)
         if why:
             node = step.node.name
             raise BindingFailed(f'pv "{name}" node affinity doesn\'t match node "{node}": {why}')

@@ -74,11 +74,6 @@ UNSUPPORTED_DEVICE_FIELDS = (
 UNSUPPORTED_REQUEST_FIELDS = (("tolerations", "tolerations"), ("capacity", "capacity.requests"))
 
 
-def unsupported_message(subject: str, field: str) -> str:
-    """Worded as plugins/support.py's refusals of pod fields."""
-    return f"{subject} uses {field}, which batchsched does not support yet"
-
-
 def _used(value: Any) -> bool:
     return value is not None and value is not False and value != {} and value != []
 

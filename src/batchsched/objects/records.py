@@ -189,7 +189,8 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     resource_claims: tuple[PodClaim, ...] = ()
     extended_containers: tuple[ContainerDevices, ...] = ()
-    # The first field the pod uses that batchsched does not support yet (plugins/support.py).
+    # The first field the pod uses that batchsched does not support yet (objects/support.py);
+    # admission (scheduling/admission.py) refuses the pod for it.
     refused: str = ""
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
     volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim

@@ -1,11 +1,11 @@
-"""Which pod fields batchsched honours, and the refusal of the rest (docs/support.md).
+"""Which pod fields batchsched does not implement yet, found when a pod is read
+(docs/support.md); the decision to refuse the pod is admission's (scheduling/admission.py).
 
 A pod that uses a field some default-profile plugin of kube-scheduler reads, but that
-batchsched does not implement yet, must not be placed as if the field were not there: it is
-refused (never bound, never a preemptor) with a message naming the field. Each row of
-`REFUSED` is one field family and the upstream plugin that reads it; a change implementing
-that plugin deletes the row. The verdict is computed once per pod record, when the manifest
-is read, so pods that use none of these fields pay nothing per attempt.
+batchsched does not implement yet, must not be placed as if the field were not there. Each row
+of `REFUSED` is one field family and the upstream plugin that reads it; a change implementing
+that plugin deletes the row. The field is found once per pod record, when the manifest is read
+(`Pod.refused`), so pods that use none of these fields pay nothing per attempt.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from batchsched.objects.records import Pod
 
 # Finds the first use of a field family in a pod's spec: the path used, or None.
 Detector = Callable[[Mapping[str, Any]], str | None]
@@ -30,8 +28,10 @@ class Refused:
     under: tuple[str, ...]
 
 
-def message(path: str) -> str:
-    return f"pod uses {path}, which batchsched does not support yet"
+def unsupported_message(subject: str, field: str) -> str:
+    """The one wording of every refusal of what batchsched does not implement: a pod's
+    field, a device's or a claim request's (docs/support.md)."""
+    return f"{subject} uses {field}, which batchsched does not support yet"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -75,48 +75,3 @@ def refused_field(spec: Mapping[str, Any]) -> str:
             if path is not None:
                 return path
     return ""
-
-
-# Not in REFUSED: spec.resourceClaims, and extended resources that a DeviceClass maps
-# (through spec.extendedResourceName, or the implicit name), are allocated by DynamicResources
-# (not counted by NodeResourcesFit) in every world, by a profile that has the plugin at
-# Filter and Reserve; refused under other profiles (`refusal`).
-
-
-def refusal(
-    pod: Pod, device_class_resources: Mapping[str, str], claims_allowed: bool = False
-) -> str | None:
-    """Why the pod must not be scheduled by batchsched yet, or None.
-
-    `device_class_resources` maps an extended resource to the DeviceClass that claims it;
-    `claims_allowed` says whether the pod's profile allocates DRA claims (DynamicResources at
-    Filter and Reserve).
-    """
-    if pod.refused:
-        return message(pod.refused)
-    if claims_allowed:
-        return None
-    if pod.resource_claims:
-        return message(
-            "spec.resourceClaims (allocated with the DynamicResources plugin only: "
-            "the profile lacks it at Filter or Reserve)"
-        )
-    if device_class_resources:
-        for resource in pod.requests:
-            device_class = device_class_resources.get(resource)
-            if device_class is not None:
-                return message(
-                    f"extended resource {resource} (mapped by DeviceClass {device_class}; "
-                    "allocated with the DynamicResources plugin only)"
-                )
-    return None
-
-
-def not_ready(pod: Pod) -> str | None:
-    """Why a pending pod is not to be attempted at all, or None (SchedulingGates, and
-    kube-scheduler's skip of pods being deleted)."""
-    if pod.deletion_timestamp is not None:
-        return "not scheduled: the pod is being deleted (metadata.deletionTimestamp is set)"
-    if pod.scheduling_gates:
-        return f"waiting for its scheduling gates: {', '.join(pod.scheduling_gates)}"
-    return None

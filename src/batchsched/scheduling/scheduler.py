@@ -37,7 +37,7 @@ from batchsched.framework.interface import (
 from batchsched.framework.runtime import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.objects.support import not_ready, refusal
+from batchsched.scheduling.admission import Admission, not_ready
 from batchsched.state.cluster import ClusterState
 from batchsched.state.mark import ClusterMark
 from batchsched.state.nodes import BoolArray
@@ -92,6 +92,7 @@ class Scheduler:
         self._instant = -math.inf  # the time of the current pass, in seconds
         self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
         self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
+        self.admission = Admission(state, lambda pod: self.framework_for(pod).profile)
         self.group_plugins: list[GroupPlugin] = []
         for framework in self.frameworks.values():
             for each in framework.plugins.values():
@@ -177,9 +178,10 @@ class Scheduler:
         self.state.nodes.forget_pods_before(min(positions, default=None))
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
-        refused = self._refusal(entry.pod)
+        refused = self.admission.refusal(entry.pod)
         if refused is not None:
-            return self._refuse(entry.pod, refused, now)
+            decisions = self.admission.withdraw(entry.pod)
+            return decisions + self._unschedulable(entry.pod, refused, now, None)
         framework = self.framework_for(entry.pod)
         plugin = framework.group_plugin
         group = plugin.group_of(entry.pod) if plugin is not None else None
@@ -234,23 +236,10 @@ class Scheduler:
                 self.queue.wake_at(key, outcome.retry_at.timestamp())
         return decisions
 
-    def _refuse(self, pod: Pod, message: str, now: datetime) -> list[Decision]:
-        """A pod batchsched must not place: it stays pending, and a nomination it carries
-        (from an earlier scheduler) stops holding room it will never use."""
-        decisions: list[Decision] = []
-        if pod.key in self.state.nominations:
-            self.state.nominate(pod.key, None)
-            decisions.append(Nominate(pod.key, None))
-        return decisions + self._unschedulable(pod, message, now, None)
-
     def _attemptable(self, key: str) -> bool:
         """Queued and not refused: a refused member never binds with its group."""
         pod = self.state.pods.by_key.get(key)
-        return key in self.queue and pod is not None and self._refusal(pod) is None
-
-    def _refusal(self, pod: Pod) -> str | None:
-        claims_allowed = self.framework_for(pod).allocates_claims
-        return refusal(pod, self.state.device_class_resources, claims_allowed)
+        return key in self.queue and pod is not None and self.admission.refusal(pod) is None
 
     def schedule_one(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         pod = entry.pod

@@ -396,7 +396,8 @@ def test_the_prebind_check_of_one_node_agrees_with_the_filter_s_mask() -> None:
     from batchsched.commands.schedule import build_state
     from batchsched.objects.parse import read_node
     from batchsched.objects.volume_parse import read_pv
-    from batchsched.plugins.volumebinding.affinity import AffinityIndex, refusal
+    from batchsched.plugins.volumebinding.affinity import AffinityIndex
+    from batchsched.scheduling.admission import provisioned_volume_refusal as refusal
 
     zone = {"topology.kubernetes.io/zone": "us-east1-b"}
     nodes = [named("bare", **zone), named("gke", **zone, **{GKE_ZONE: "us-east1-b"})]

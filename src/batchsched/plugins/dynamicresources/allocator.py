@@ -22,9 +22,9 @@ from batchsched.objects.dra import (
     DeviceRequest,
     Request,
     ResourceClaim,
-    unsupported_message,
 )
 from batchsched.objects.records import DeviceClass, NodeSelectorTerm, Requirement
+from batchsched.objects.support import unsupported_message
 from batchsched.plugins.dynamicresources.selectors import CelError, compile_selector
 from batchsched.state.devices import NodeDevices
 

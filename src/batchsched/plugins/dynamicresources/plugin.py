@@ -37,9 +37,9 @@ from batchsched.objects.dra import (
     EXTENDED_CLAIM_SUFFIX,
     Allocation,
     ResourceClaim,
-    unsupported_message,
 )
 from batchsched.objects.records import Pod
+from batchsched.objects.support import unsupported_message
 from batchsched.plugins.dynamicresources.allocator import (
     ClaimError,
     Matcher,

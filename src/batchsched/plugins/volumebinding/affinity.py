@@ -14,24 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from batchsched.objects.records import Node, NodeSelectorTerm
+from batchsched.objects.records import NodeSelectorTerm
 from batchsched.objects.volumes import PersistentVolume
-from batchsched.plugins.nodeaffinity.plugin import terms_hold, terms_mask
+from batchsched.plugins.nodeaffinity.plugin import terms_mask
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
-
-
-def refusal(pv: PersistentVolume, node: Node, migrated_plugins: frozenset[str]) -> str:
-    """Why the PV's node affinity refuses `node` ("" if it does not), as `volume_mask`
-    answers for every node: on a node that migrated the PV's plugin, as translated."""
-    terms = pv.node_affinity
-    if pv.migrated_plugin and pv.migrated_plugin in migrated_plugins:
-        if pv.untranslatable:
-            return pv.untranslatable
-        terms = pv.migrated_affinity
-    if terms and not terms_hold(node, terms):
-        return "no matching NodeSelectorTerms"  # upstream's CheckNodeAffinity error
-    return ""
 
 
 class AffinityIndex:

@@ -1,7 +1,9 @@
-"""The refusal guard (plugins/support.py), gates and deleting pods, one rule per test."""
+"""Admission (scheduling/admission.py): the refusal guard, gates and deleting pods, one rule
+per test."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +13,13 @@ from batchsched.config import default_config
 from batchsched.objects.parse import read_pod
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import DeviceClass
-from batchsched.objects.support import REFUSED, not_ready, refusal, refused_field
+from batchsched.objects.support import REFUSED, refused_field
+from batchsched.scheduling.admission import (
+    Admission,
+    allocates_claims,
+    not_ready,
+    pod_refusal,
+)
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.conftest import NOW, objects_of, schedule
@@ -40,7 +48,7 @@ def test_each_refused_field_is_found_and_named(field: str) -> None:
     manifest["spec"].update(fragment)
     record = read_pod(manifest)
     assert record.refused == path
-    assert refusal(record, {}) == f"pod uses {path}, which batchsched does not support yet"
+    assert pod_refusal(record, {}) == f"pod uses {path}, which batchsched does not support yet"
 
 
 def test_a_plain_pod_uses_nothing_refused() -> None:
@@ -58,12 +66,12 @@ def test_malformed_fields_do_not_crash_the_guard() -> None:
 
 def test_device_class_mapping_refuses_the_resource_where_claims_cannot_be_allocated() -> None:
     record = read_pod(pod("p", extra_requests={"example.com/gpu": "1"}))
-    assert refusal(record, {}) is None
+    assert pod_refusal(record, {}) is None
     mapped = {"example.com/gpu": "gpu.example.com"}
-    message = refusal(record, mapped)  # a profile without DynamicResources
+    message = pod_refusal(record, mapped)  # a profile without DynamicResources
     assert message is not None and "extended resource example.com/gpu" in message
     assert "DeviceClass gpu.example.com" in message
-    assert refusal(record, mapped, claims_allowed=True) is None
+    assert pod_refusal(record, mapped, claims_allowed=True) is None
     implicit = read_pod(
         pod("q", extra_requests={"deviceclass.resource.kubernetes.io/gpu.example.com": "1"})
     )
@@ -75,11 +83,11 @@ def test_claims_are_refused_where_they_cannot_be_allocated() -> None:
     manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
     record = read_pod(manifest)
     assert record.refused == ""
-    assert refusal(record, {}, claims_allowed=True) is None
-    message = refusal(record, {})  # a profile without DynamicResources
+    assert pod_refusal(record, {}, claims_allowed=True) is None
+    message = pod_refusal(record, {})  # a profile without DynamicResources
     assert message is not None and "spec.resourceClaims" in message
     manifest["metadata"]["labels"] = {GROUP_LABEL: "g"}
-    assert refusal(read_pod(manifest), {}, claims_allowed=True) is None  # gangs allocate too
+    assert pod_refusal(read_pod(manifest), {}, claims_allowed=True) is None  # gangs allocate too
 
 
 def test_device_classes_in_the_state_map_their_resources() -> None:
@@ -152,3 +160,39 @@ def test_a_refused_pod_gives_up_a_nomination_it_carries() -> None:
     decisions = Scheduler(state, default_config()).schedule_pass(NOW)
     assert [type(d).__name__ for d in decisions] == ["Nominate", "Unschedulable"]
     assert "default/p" not in state.nominations
+
+
+def test_admission_judges_claims_by_the_pod_s_own_profile() -> None:
+    config = default_config()
+    plain = replace(
+        config.profiles[0],
+        scheduler_name="plain",
+        plugins={
+            point: [(n, w) for n, w in entries if n != "DynamicResources"]
+            for point, entries in config.profiles[0].plugins.items()
+        },
+    )
+    assert allocates_claims(config.profiles[0]) and not allocates_claims(plain)
+    manifest = pod("p", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+    ours, theirs = read_pod(manifest), read_pod({**manifest, "spec": {**manifest["spec"]}})
+    theirs.scheduler_name = "plain"
+    state = build_state(objects_of())
+    profiles = {p.scheduler_name: p for p in (config.profiles[0], plain)}
+    admission = Admission(state, lambda p: profiles.get(p.scheduler_name, config.profiles[0]))
+    assert admission.refusal(ours) is None
+    message = admission.refusal(theirs)
+    assert message is not None and "the profile lacks it at Filter or Reserve" in message
+
+
+def test_every_refusal_is_worded_alike() -> None:
+    refused = read_pod(pod("p", workloadRef={"name": "w", "podGroup": "g"}))
+    claims = read_pod(pod("q", resourceClaims=[{"name": "gpu", "resourceClaimName": "g"}]))
+    mapped = read_pod(pod("r", extra_requests={"example.com/gpu": "1"}))
+    messages = [
+        pod_refusal(refused, {}),
+        pod_refusal(claims, {}),
+        pod_refusal(mapped, {"example.com/gpu": "gpu.example.com"}),
+    ]
+    for message in messages:
+        assert message is not None and message.startswith("pod uses ")
+        assert message.endswith(", which batchsched does not support yet")
