@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from batchsched.config import default_config
+from batchsched.controllers import Controllers
 from batchsched.decisions import Bind, Evict
 from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.records import CRD_API_VERSION, Node, Pod, PodGroup, PriorityClass
@@ -63,13 +64,20 @@ def add_gang(
         )
 
 
+def with_controllers(scheduler: Scheduler) -> Scheduler:
+    """The scheduler with the controllers every world runs (the PodGroup status after each
+    pass is part of the work measured)."""
+    Controllers(scheduler)
+    return scheduler
+
+
 def build(nodes: int, gangs: int, size: int, upstream: bool = False) -> Scheduler:
     state = ClusterState()
     add_nodes(state, nodes)
     request = {"cpu": 100, "memory": 500 * MI, "pods": 1}
     for g in range(gangs):
         add_gang(state, f"gang-{g:05d}", size, request, upstream=upstream)
-    return Scheduler(state, default_config())
+    return with_controllers(Scheduler(state, default_config()))
 
 
 def timed_pass(
@@ -125,7 +133,7 @@ def build_preemption(nodes: int, low_gangs: int, high_gangs: int, size: int) -> 
         add_gang(state, f"low-{g:05d}", size, request, "low", where)
     for g in range(high_gangs):
         add_gang(state, f"high-{g:05d}", size, request, "high")
-    return Scheduler(state, default_config())
+    return with_controllers(Scheduler(state, default_config()))
 
 
 @workload("GangPreemption/1000Nodes")

@@ -20,9 +20,9 @@ from typing import Any
 
 from batchsched.collector import fewer_collections
 from batchsched.config import SchedulerConfig
+from batchsched.controllers import Controllers, Dispatcher, current_warnings, pod_gone
 from batchsched.decisions import (
     Bind,
-    Decision,
     Evict,
     PodGroupUpdate,
     Reserve,
@@ -35,8 +35,6 @@ from batchsched.objects.kinds import KINDS
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
-from batchsched.plugins.coscheduling.status import current_warnings
-from batchsched.plugins.dynamicresources.plugin import release_claims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import ClaimBinding
@@ -203,13 +201,15 @@ def _settle(
 ) -> tuple[OneShotResult, Scheduler]:
     state = build_state(objects)
     scheduler = Scheduler(state, config, queueing_hints)
+    controllers = Controllers(scheduler)
     result = OneShotResult()
-    seen_warnings: set[tuple[str, str]] = set()
+    plan = _Plan(state, result, controllers.dispatcher)
     while result.passes < _MAX_PASSES:
         result.passes += 1
         scheduler.queue.settle()
-        decisions = scheduler.schedule_pass(now)
-        if not _apply(decisions, state, result, seen_warnings):
+        plan.changed = False
+        controllers.dispatcher.dispatch(scheduler.schedule_pass(now))
+        if not plan.changed:
             break
     # Pods of a foreign scheduler are not ours to report; only our pending pods are.
     result.unschedulable = {
@@ -220,10 +220,7 @@ def _settle(
     result.volume_bindings = state.volumes.assumed()
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.
-    for key in state.groups.members:
-        group = state.groups.by_key.get(key)
-        if group is not None:
-            result.pod_groups[key] = PodGroupUpdate(key, group.status)
+    result.pod_groups.update(controllers.pod_groups.statuses())
     result.groups = {key: state.groups.by_key[key] for key in result.pod_groups}
     for key in state.devices.allocated_here:
         claim = state.devices.claims.get(key)
@@ -239,34 +236,43 @@ def _settle(
     return result, scheduler
 
 
-def _apply(
-    decisions: list[Decision],
-    state: ClusterState,
-    result: OneShotResult,
-    seen_warnings: set[tuple[str, str]],
-) -> bool:
-    """Carry out one pass's decisions; True if the cluster changed."""
-    changed = False
-    for decision in decisions:
-        if isinstance(decision, Bind):
-            result.bind(decision)
-            result.attempts += 1
-            changed = True
-        elif isinstance(decision, Evict):
-            result.evict(decision, state)
-            victim = state.pods.by_key.get(decision.pod)
-            state.remove_pod(decision.pod)
-            if victim is not None:  # its claims go as the resourceclaim controller has it
-                release_claims(state, victim, decision.node)
-            changed = True
-        elif isinstance(decision, PodGroupUpdate):
-            result.pod_groups[decision.group] = decision
-        elif isinstance(decision, Reserve):
-            result.reservations[decision.node] = decision
-        elif isinstance(decision, Warn):
-            if (decision.obj, decision.message) not in seen_warnings:
-                seen_warnings.add((decision.obj, decision.message))
-                result.warnings.append(decision)  # checked against the final state at the end
-        elif isinstance(decision, Unschedulable):
-            result.attempts += 1  # the final message per pod is read at the end
-    return changed
+class _Plan:
+    """How the one-shot run carries out a pass's decisions: into the plan, a victim gone at
+    once (as if its graceful termination had finished). `changed`: whether a pass bound or
+    evicted a pod."""
+
+    def __init__(self, state: ClusterState, result: OneShotResult, dispatcher: Dispatcher) -> None:
+        self.state = state
+        self.result = result
+        self.changed = False
+        self._seen_warnings: set[tuple[str, str]] = set()
+        dispatcher.on(Bind, self._bind)
+        dispatcher.on(Evict, self._evict)
+        dispatcher.on(PodGroupUpdate, self._group)
+        dispatcher.on(Reserve, self._reserve)
+        dispatcher.on(Warn, self._warn)
+        dispatcher.on(Unschedulable, self._unschedulable)
+
+    def _bind(self, decision: Bind) -> None:
+        self.result.bind(decision)
+        self.result.attempts += 1
+        self.changed = True
+
+    def _evict(self, decision: Evict) -> None:
+        self.result.evict(decision, self.state)
+        pod_gone(self.state, decision.pod)
+        self.changed = True
+
+    def _group(self, decision: PodGroupUpdate) -> None:
+        self.result.pod_groups[decision.group] = decision
+
+    def _reserve(self, decision: Reserve) -> None:
+        self.result.reservations[decision.node] = decision
+
+    def _warn(self, decision: Warn) -> None:
+        if (decision.obj, decision.message) not in self._seen_warnings:
+            self._seen_warnings.add((decision.obj, decision.message))
+            self.result.warnings.append(decision)  # checked against the final state at the end
+
+    def _unschedulable(self, decision: Unschedulable) -> None:
+        self.result.attempts += 1  # the final message per pod is read at the end

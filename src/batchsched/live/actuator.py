@@ -17,10 +17,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from batchsched.controllers import Dispatcher
 from batchsched.decisions import (
     Bind,
     BindVolumes,
@@ -83,6 +84,16 @@ class _PodRef:
         return Consumer(self.namespace, self.name, self.uid)
 
 
+@dataclass(slots=True)
+class _Pass:
+    """What the handlers of one `apply` share: the state, when each pod was first seen
+    pending, and the status patches gathered per pod (written once each, at the end)."""
+
+    state: ClusterState
+    pending_since: dict[str, float]
+    statuses: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 def _ref(pod: Pod) -> _PodRef:
     return _PodRef(pod.namespace, pod.name, pod.uid)
 
@@ -121,6 +132,16 @@ class Actuator:
         self._lock = threading.Lock()
         self._conditions: OrderedDict[str, str] = OrderedDict()  # pod -> message
         self._group_status: dict[str, dict[str, Any]] = {}  # PodGroup key -> status
+        self._passing: _Pass | None = None  # the pass `apply` is carrying out
+        self._dispatcher = Dispatcher()
+        on = self._dispatcher.on
+        on(Bind, self._on_bind)
+        on(Unschedulable, self._unschedulable)
+        on(Nominate, self._on_nominate)
+        on(Evict, self._on_evict)
+        on(PodGroupUpdate, self._on_group)
+        on(Warn, self._on_warn)
+        on(Reserve, self._on_reserve)
 
     # ---- on the loop thread ----------------------------------------------------------
 
@@ -138,58 +159,62 @@ class Actuator:
         if self.dry_run:
             self._log_dry_run(decisions)
             return
-        statuses: dict[str, dict[str, Any]] = {}
-        for decision in decisions:
-            if isinstance(decision, Bind):
-                pod = state.pods.by_key.get(decision.pod)
-                if pod is not None:
-                    with self._lock:
-                        self._conditions.pop(pod.key, None)
-                    since = pending_since.get(pod.key)
-                    if decision.pre_bind:
-                        self._pre_bind_workers.submit(
-                            self._bind, _ref(pod), decision.node, since, decision.pre_bind
-                        )
-                    else:
-                        self._start(self._bind, _ref(pod), decision.node, since, ())
-            elif isinstance(decision, Unschedulable):
-                self._unschedulable(decision, state, statuses)
-            elif isinstance(decision, Nominate):
-                statuses.setdefault(decision.pod, {})["nominatedNodeName"] = decision.node
-            elif isinstance(decision, Evict):
-                victim = state.pods.by_key.get(decision.pod)
-                if victim is not None:
-                    self._start(self._evict, _ref(victim), decision)
-            elif isinstance(decision, PodGroupUpdate):
-                group = state.groups.by_key.get(decision.group)
-                if group is None:
-                    continue
-                path = PODGROUP_STATUS.format(
-                    api=group.api_version, ns=group.namespace, name=group.name
-                )
-                body = pod_group_status_json(group, decision.status)
-                with self._lock:
-                    changed = self._group_status.get(decision.group) != body
-                    self._group_status[decision.group] = body
-                if changed:
-                    self._start(self._group, path, decision.group, body)
-            elif isinstance(decision, Warn):
-                log.warning("%s: %s", decision.obj, decision.message)
-                if not self.dry_run:
-                    ref = _event_ref(decision.obj, state)
-                    self.events.record(
-                        ref, "Warning", "SchedulerWarning", "Scheduling", decision.message
-                    )
-            elif isinstance(decision, Reserve):
-                log.info("reserving node %s for %s", decision.node, decision.pod)
-        for key, status in statuses.items():
+        self._passing = _Pass(state, pending_since)
+        self._dispatcher.dispatch(decisions)
+        for key, status in self._passing.statuses.items():
             pod = state.pods.by_key.get(key)
             if pod is not None:
                 self._start(self._patch_status, _ref(pod), status)
 
-    def _unschedulable(
-        self, decision: Unschedulable, state: ClusterState, statuses: dict[str, dict[str, Any]]
-    ) -> None:
+    @property
+    def _pass(self) -> _Pass:
+        assert self._passing is not None, "a decision handler runs only inside apply"
+        return self._passing
+
+    def _on_bind(self, decision: Bind) -> None:
+        pod = self._pass.state.pods.by_key.get(decision.pod)
+        if pod is None:
+            return
+        with self._lock:
+            self._conditions.pop(pod.key, None)
+        since = self._pass.pending_since.get(pod.key)
+        if decision.pre_bind:
+            self._pre_bind_workers.submit(
+                self._bind, _ref(pod), decision.node, since, decision.pre_bind
+            )
+        else:
+            self._start(self._bind, _ref(pod), decision.node, since, ())
+
+    def _on_nominate(self, decision: Nominate) -> None:
+        self._pass.statuses.setdefault(decision.pod, {})["nominatedNodeName"] = decision.node
+
+    def _on_evict(self, decision: Evict) -> None:
+        victim = self._pass.state.pods.by_key.get(decision.pod)
+        if victim is not None:
+            self._start(self._evict, _ref(victim), decision)
+
+    def _on_group(self, decision: PodGroupUpdate) -> None:
+        group = self._pass.state.groups.by_key.get(decision.group)
+        if group is None:
+            return
+        path = PODGROUP_STATUS.format(api=group.api_version, ns=group.namespace, name=group.name)
+        body = pod_group_status_json(group, decision.status)
+        with self._lock:
+            changed = self._group_status.get(decision.group) != body
+            self._group_status[decision.group] = body
+        if changed:
+            self._start(self._group, path, decision.group, body)
+
+    def _on_warn(self, decision: Warn) -> None:
+        log.warning("%s: %s", decision.obj, decision.message)
+        ref = _event_ref(decision.obj, self._pass.state)
+        self.events.record(ref, "Warning", "SchedulerWarning", "Scheduling", decision.message)
+
+    def _on_reserve(self, decision: Reserve) -> None:
+        log.info("reserving node %s for %s", decision.node, decision.pod)
+
+    def _unschedulable(self, decision: Unschedulable) -> None:
+        state, statuses = self._pass.state, self._pass.statuses
         pod = state.pods.by_key.get(decision.pod)
         if pod is None:
             return

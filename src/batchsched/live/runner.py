@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from batchsched.config import SchedulerConfig
+from batchsched.controllers import Controllers
 from batchsched.live.actuator import Actuator
 from batchsched.live.client import KubeClient
 from batchsched.live.events import EventRecorder
@@ -81,6 +82,7 @@ class LiveScheduler:
         # Claims are allocated here and written by the actuator's PreBind (live/claims.py).
         self.state.devices.live = True
         self.scheduler = Scheduler(self.state, config)
+        self.controllers = Controllers(self.scheduler)  # PodGroup status after each pass
         self.informers = [
             Informer(
                 client,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -55,6 +55,11 @@ _EVENT_OF = {
 }
 
 
+# What runs at a pass's end, after the group plugins: the worlds' controllers
+# (controllers/), told the groups whose members changed and the pass's evictions.
+AfterPass = Callable[[set[str], Sequence[Evict], datetime], list[Decision]]
+
+
 class _Failure(NamedTuple):
     """A pod shape's failed attempt: what it was told, by which plugins, and the times
     between which the answer holds with the cluster unchanged: from the attempt (a clock
@@ -94,6 +99,7 @@ class Scheduler:
         self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
         self.admission = Admission(state, lambda pod: self.framework_for(pod).profile)
         self.group_plugins: list[GroupPlugin] = []
+        self.after_pass: list[AfterPass] = []
         for framework in self.frameworks.values():
             for each in framework.plugins.values():
                 each.attach(state)
@@ -168,6 +174,8 @@ class Scheduler:
         changed = self.state.groups.drain_changes()
         for plugin in self.group_plugins:
             yield plugin.after_pass(changed, evicted, now)
+        for controller in self.after_pass:
+            yield controller(changed, evicted, now)
         self._forget_logged_pods()
 
     def _forget_logged_pods(self) -> None:

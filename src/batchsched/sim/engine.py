@@ -19,13 +19,13 @@ from enum import IntEnum
 
 from batchsched.collector import fewer_collections
 from batchsched.config import SchedulerConfig
+from batchsched.controllers import Controllers, current_warnings, pod_gone
 from batchsched.decisions import (
     Bind,
     BindVolumes,
     Decision,
     Evict,
     InternalError,
-    Nominate,
     PodGroupUpdate,
     Reserve,
     ReserveClaims,
@@ -35,8 +35,6 @@ from batchsched.decisions import (
 )
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
 from batchsched.objects.volumes import PodVolume
-from batchsched.plugins.coscheduling.status import current_warnings
-from batchsched.plugins.dynamicresources.plugin import release_claims
 from batchsched.preemption.reasons import HELD_BY_TOLERATION
 from batchsched.preemption.toleration_policy import parse_policy
 from batchsched.scheduling.scheduler import Scheduler
@@ -118,6 +116,16 @@ class Simulation:
             self.state.upsert_volume_object(obj)  # never changed in place: shared by runs
         self._add_devices(devices or ScenarioDevices())
         self.scheduler = Scheduler(self.state, config)
+        self.controllers = Controllers(self.scheduler)
+        on = self.controllers.dispatcher.on
+        on(Bind, self._bind)
+        on(Evict, self._evicted)
+        on(Unschedulable, self._unschedulable)
+        on(PodGroupUpdate, self.controllers.pod_groups.record)
+        on(Reserve, self._reserve)
+        on(Warn, self._warn)
+        on(InternalError, self._warn)
+        # Nominate: the scheduler keeps nominations in ClusterState itself.
         # A pod that failed is retried after max_unschedulable_seconds even if no change
         # helps it (as kube-scheduler does). Only a rule that reads the clock can then decide
         # otherwise: a toleration that runs out, a node reservation that ages into preemption.
@@ -400,8 +408,7 @@ class Simulation:
             self._count_pending(unit, -1)
         if key in self.state.pods.bound:
             self._account(self._usage_of(pod, unit), -1)
-            release_claims(self.state, pod, pod.node_name)
-        self.state.remove_pod(key)
+        pod_gone(self.state, key)
         self._delete_claims(pod)
         self._unit_of.pop(key, None)
         self._failed_at.pop(key, None)
@@ -410,37 +417,32 @@ class Simulation:
 
     def apply(self, decisions: list[Decision]) -> None:
         """Carry out decisions as a cluster would (the passes' own, or injected by a test)."""
+        counts = self.decisions
         for decision in decisions:
             kind = type(decision).__name__
-            self.decisions[kind] = self.decisions.get(kind, 0) + 1
-            if isinstance(decision, Bind):
-                self._bind(decision)
-            elif isinstance(decision, Evict):
-                self._evict(decision.pod)
-                preemptor = self._unit_of.get(decision.preemptor)
-                if preemptor is not None:
-                    preemptor.job.record.evictions_caused += 1
-            elif isinstance(decision, Unschedulable):
-                unit = self._unit_of.get(decision.pod)
-                if unit is not None and HELD_BY_TOLERATION in decision.message:
-                    unit.job.record.held_by_toleration = True
-                if not self._clock_rules:
-                    continue
-                self._failed_at[decision.pod] = self.now
-                stale = self.now + self.scheduler.queue.max_unschedulable_seconds
-                due = math.ceil(stale * 1e6) / 1e6  # the clock's resolution is a microsecond
-                heapq.heappush(self._stale, (due, self.now, decision.pod, 0))
-            elif isinstance(decision, PodGroupUpdate):
-                group = self.state.groups.by_key.get(decision.group)
-                if group is not None:
-                    group.status = decision.status
-            elif isinstance(decision, Reserve):
-                self.reservations[decision.node] = decision
-                self._read_clock(True)
-            elif isinstance(decision, Warn | InternalError):
-                self._warn(decision)
-            elif isinstance(decision, Nominate):
-                pass  # the scheduler keeps nominations in ClusterState itself
+            counts[kind] = counts.get(kind, 0) + 1
+        self.controllers.dispatcher.dispatch(decisions)
+
+    def _evicted(self, decision: Evict) -> None:
+        self._evict(decision.pod)
+        preemptor = self._unit_of.get(decision.preemptor)
+        if preemptor is not None:
+            preemptor.job.record.evictions_caused += 1
+
+    def _unschedulable(self, decision: Unschedulable) -> None:
+        unit = self._unit_of.get(decision.pod)
+        if unit is not None and HELD_BY_TOLERATION in decision.message:
+            unit.job.record.held_by_toleration = True
+        if not self._clock_rules:
+            return
+        self._failed_at[decision.pod] = self.now
+        stale = self.now + self.scheduler.queue.max_unschedulable_seconds
+        due = math.ceil(stale * 1e6) / 1e6  # the clock's resolution is a microsecond
+        heapq.heappush(self._stale, (due, self.now, decision.pod, 0))
+
+    def _reserve(self, decision: Reserve) -> None:
+        self.reservations[decision.node] = decision
+        self._read_clock(True)
 
     def _warn(self, decision: Warn | InternalError) -> None:
         if isinstance(decision, InternalError):

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from batchsched.commands.cli import main
-from batchsched.commands.schedule import OneShotResult, _apply
-from batchsched.decisions import Bind, Evict
+from batchsched.commands.schedule import OneShotResult, _Plan
+from batchsched.controllers import Dispatcher
+from batchsched.decisions import Bind, Decision, Evict
 from batchsched.objects import quantity
 from batchsched.objects.documents import MAX_DEPTH, DocumentError, yaml_documents
 from batchsched.objects.errors import MAX_MESSAGE_CHARS, InputError
@@ -394,11 +395,18 @@ def _written(tmp_path: Path, objs: list[dict[str, Any]]) -> list[str]:
 # 4. The one-shot output is a plan
 
 
+def _apply(decisions: list[Decision], state: ClusterState, result: OneShotResult) -> None:
+    """One pass's decisions carried out as the one-shot run does."""
+    dispatcher = Dispatcher()
+    _Plan(state, result, dispatcher)
+    dispatcher.dispatch(decisions)
+
+
 def test_a_pod_bound_then_preempted_is_withdrawn_from_the_plan() -> None:
     state = ClusterState()
     result = OneShotResult()
     result.passes = 1
-    _apply([Bind("default/early", "a"), Bind("default/other", "b")], state, result, set())
+    _apply([Bind("default/early", "a"), Bind("default/other", "b")], state, result)
     result.passes = 3
     _apply(
         [
@@ -407,7 +415,6 @@ def test_a_pod_bound_then_preempted_is_withdrawn_from_the_plan() -> None:
         ],
         state,
         result,
-        set(),
     )
     result.net()
     assert [b.pod for b in result.bindings] == ["default/other"]
@@ -423,9 +430,9 @@ def test_a_gang_is_withdrawn_whole() -> None:
     state.groups.members["default/g"] = {"default/w0", "default/w1"}
     result = OneShotResult()
     result.passes = 1
-    _apply([Bind("default/w0", "a"), Bind("default/w1", "b")], state, result, set())
+    _apply([Bind("default/w0", "a"), Bind("default/w1", "b")], state, result)
     result.passes = 2
-    _apply([Evict("default/w0", "a", "default/urgent", "preempted")], state, result, set())
+    _apply([Evict("default/w0", "a", "default/urgent", "preempted")], state, result)
     result.net()
     assert result.bindings == [] and result.evictions == []
     assert "PodGroup default/g" in result.unschedulable["default/w1"]

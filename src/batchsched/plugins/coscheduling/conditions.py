@@ -1,4 +1,6 @@
 """Status conditions of upstream PodGroups (`scheduling.k8s.io`), as kube-scheduler writes them.
+The False side is written here, by a failed group attempt; the PodGroup status controller
+(controllers/podgroups.py) sets the rest after each pass.
 
 - The scheduled condition (`PodGroupScheduled` in v1alpha2, `PodGroupInitiallyScheduled` in
   v1beta1) turns True (reason `Scheduled`) once the group has its minimum of members running
@@ -20,7 +22,7 @@ from datetime import datetime
 
 from batchsched.decisions import Evict
 from batchsched.objects.records import PodCondition, PodGroup, PodGroupStatus
-from batchsched.objects.workload_api import DISRUPTION_TARGET, SCHEDULED_CONDITION
+from batchsched.objects.workload_api import SCHEDULED_CONDITION
 from batchsched.preemption.gang_victims import whole_group_of
 from batchsched.state.cluster import ClusterState
 
@@ -65,19 +67,3 @@ def disruption_targets(state: ClusterState, evicted: Sequence[Evict]) -> dict[st
         if key is not None and state.groups.by_key[key].upstream:
             out.setdefault(key, decision)
     return out
-
-
-def upstream_conditions(
-    group: PodGroup, status: PodGroupStatus, evicted: Evict | None, now: datetime
-) -> PodGroupStatus:
-    """`status` (counts just computed) with the conditions the members' state implies."""
-    if status.running + status.succeeded >= group.min_member:
-        type_ = SCHEDULED_CONDITION[group.api_version]
-        old = status.condition(type_)
-        if old is None or old.status != "True":
-            status = set_condition(status, type_, True, SCHEDULED, "", now)
-    if evicted is not None:
-        status = set_condition(
-            status, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, evicted.reason, now
-        )
-    return status

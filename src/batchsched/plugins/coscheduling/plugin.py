@@ -12,9 +12,10 @@ whichever API declared them (the CRD, the annotation/label, upstream's Workload 
   `basic` group are not claimed: they are scheduled one by one.
 - PreFilter: the group must exist (of the API the pod names), have minMember members, and
   its minResources must fit in what is free or could be freed by its preemption.
-- After each pass: PodGroup status (phase, counts, scheduleStartTime, occupiedBy; upstream
-  groups: conditions, see conditions.py) as PodGroupUpdate decisions; events on the group as
-  Warn decisions on `PodGroup ns/name`.
+- Events on the group as Warn decisions on `PodGroup ns/name`; after each pass, for groups
+  whose running members can no longer reach minMember. An upstream group's failed attempt
+  sets its scheduled condition False (conditions.py); the rest of a PodGroup's status is the
+  PodGroup status controller's (controllers/podgroups.py), which every world runs.
 """
 
 from __future__ import annotations
@@ -49,11 +50,7 @@ from batchsched.plugins.coscheduling.admission import (
     min_resources_message,
     mixed_schedulers,
 )
-from batchsched.plugins.coscheduling.conditions import (
-    disruption_targets,
-    scheduled_condition,
-    upstream_conditions,
-)
+from batchsched.plugins.coscheduling.conditions import disruption_targets, scheduled_condition
 from batchsched.plugins.coscheduling.placement import (
     ADMITTED,
     TentativePlacement,
@@ -69,7 +66,7 @@ from batchsched.plugins.coscheduling.preemption import (
     refusal_message,
     waiting_for_victims,
 )
-from batchsched.plugins.coscheduling.status import compute_status, stranded_message
+from batchsched.plugins.coscheduling.status import stranded_message
 from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
@@ -374,29 +371,25 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             self._events[key] = message
             into.append(Warn(f"PodGroup {key}", message))
 
-    # ---- after each pass: status -------------------------------------------------------
+    # ---- after each pass: group events -------------------------------------------------
 
     def after_pass(
         self, changed: set[str], evicted: Sequence[Evict], now: datetime
     ) -> list[Decision]:
+        """Tell the groups whose running members can no longer reach minMember (their
+        status is the PodGroup status controller's)."""
         state = self.state
         decisions: list[Decision] = []
         if state is None:
             return decisions
-        disrupted = disruption_targets(state, evicted)
-        for key in sorted(changed | set(disrupted)):
+        for key in sorted(changed | set(disruption_targets(state, evicted))):
             group = state.groups.by_key.get(key)
             if group is None:
                 if key not in state.groups.members:  # the group and its pods are gone
                     self._backoff_until.pop(key, None)
                     self._events.pop(key, None)
                 continue
-            members = _members(state, key)
-            status = compute_status(group, members, now)
-            if group.upstream:
-                status = upstream_conditions(group, status, disrupted.get(key), now)
-            _update(group, status, decisions)
-            stranded = stranded_message(group, members)
+            stranded = stranded_message(group, _members(state, key))
             if stranded:
                 self._event(key, stranded, decisions)
         return decisions

@@ -298,19 +298,6 @@ def claim_key(pod: Pod, index: int) -> str:
     return f"{pod.namespace}/{ref.generated or f'{pod.name}-{ref.name}'}"
 
 
-def release_claims(state: ClusterState, pod: Pod, node: str) -> None:
-    """The pod on `node` is gone (a world without a resourceclaim controller): its own claims
-    are deleted, it leaves the others' reservations (see `DeviceState.pod_gone`)."""
-    extended = f"{pod.namespace}/{pod.name}{EXTENDED_CLAIM_SUFFIX}"
-    if not pod.resource_claims and extended not in state.devices.claims:
-        return
-    named: list[str] = []
-    owned = [extended]
-    for i, ref in enumerate(pod.resource_claims):
-        (named if ref.claim_name else owned).append(claim_key(pod, i))
-    state.devices.pod_gone(pod.namespace, pod.name, named, owned, node)
-
-
 def _may_hold_claims(state: ClusterState, key: str) -> bool:
     """Whether the pod (namespace/name) names claims or has one for extended resources."""
     pod = state.pods.by_key.get(key)

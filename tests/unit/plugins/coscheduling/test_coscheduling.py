@@ -12,12 +12,11 @@ import pytest
 from batchsched.commands.cli import main
 from batchsched.commands.schedule import build_state
 from batchsched.config import default_config, parse_config
-from batchsched.decisions import Bind, PodGroupUpdate, Warn
+from batchsched.decisions import Bind, Warn
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL, group_key_of
-from batchsched.objects.records import Pod, PodGroup
+from batchsched.objects.records import Pod
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.coscheduling import Coscheduling
-from batchsched.plugins.coscheduling.status import compute_status
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.builders import pod_group as group
@@ -159,54 +158,7 @@ def test_a_failed_group_does_not_block_the_groups_behind_it() -> None:
     assert {b.pod: b.node for b in result.bindings} == {"ml/s-0": "n1"}
 
 
-# ---- status ------------------------------------------------------------------------------
-
-
-def status_of(min_member: int, phases: list[tuple[str, bool]], old: str = "Pending") -> str:
-    grp = PodGroup("ml", "g", min_member)
-    grp.status.phase = old
-    members = [
-        Pod("ml", f"p{i}", phase=phase, node_name="n" if on_node else "")
-        for i, (phase, on_node) in enumerate(phases)
-    ]
-    return compute_status(grp, members, NOW).phase
-
-
-@pytest.mark.parametrize(
-    ("min_member", "phases", "old", "expected"),
-    [
-        (3, [("Pending", False)] * 2, "Pending", "Pending"),
-        (3, [("Pending", False)] * 3, "Pending", "Scheduling"),
-        (2, [("Running", True), ("Pending", True), ("Pending", False)], "Scheduling", "Running"),
-        (2, [("Succeeded", True), ("Running", True)], "Running", "Running"),
-        (2, [("Succeeded", True), ("Succeeded", True)], "Running", "Finished"),
-        (2, [("Failed", True), ("Running", True)], "Running", "Failed"),
-        (3, [("Failed", True), ("Running", True)], "Running", "Pending"),
-        (1, [], "Finished", "Finished"),
-        (1, [("Running", True)], "Failed", "Failed"),
-    ],
-)
-def test_phase_transitions(
-    min_member: int, phases: list[tuple[str, bool]], old: str, expected: str
-) -> None:
-    assert status_of(min_member, phases, old) == expected
-
-
-def test_status_updates_are_emitted_when_they_change_only() -> None:
-    sched = scheduler_for(node("n1", cpu="8"), group("g", 2), member("a", "g"), member("b", "g"))
-    updates = [d for d in sched.schedule_pass(NOW) if isinstance(d, PodGroupUpdate)]
-    assert len(updates) == 1
-    status = updates[0].status
-    assert (status.phase, status.running, status.admitted) == ("Running", 2, 2)
-    assert status.schedule_start_time == NOW
-    assert not [d for d in sched.schedule_pass(NOW) if isinstance(d, PodGroupUpdate)]
-    done = sched.state.pods.by_key["ml/a"]
-    done.phase = "Succeeded"
-    sched.state.upsert_pod(done)
-    after = [d for d in sched.schedule_pass(NOW) if isinstance(d, PodGroupUpdate)]
-    assert [(u.status.phase, u.status.running, u.status.succeeded) for u in after] == [
-        ("Running", 1, 1)
-    ]
+# ---- group events (the status: tests/unit/controllers/test_podgroups.py) -------------
 
 
 def test_unschedulable_event_when_running_members_cannot_reach_min_member() -> None:

@@ -1,0 +1,170 @@
+"""PodGroup status, as scheduler-plugins' PodGroup controller keeps it (docs/gang.md); every
+world runs it after each scheduling pass.
+
+Phases: Pending -> Scheduling once minMember members exist -> Running once running +
+succeeded >= minMember; Failed when any member failed and failed + running + succeeded >=
+minMember; Finished when succeeded >= minMember. Finished and Failed are terminal. A group
+whose running members were all taken away (e.g. preempted as a unit) goes back to
+Scheduling or Pending. Upstream groups (`scheduling.k8s.io`) carry conditions instead: the
+scheduled condition turns True once minimum members run, `DisruptionTarget` when the scheduler
+evicted the group as one victim unit (see plugins/coscheduling/conditions.py for the False
+side, written by the group's failed attempt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
+from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
+from batchsched.objects.workload_api import DISRUPTION_TARGET, SCHEDULED_CONDITION
+from batchsched.plugins.coscheduling.admission import existing_members
+from batchsched.plugins.coscheduling.conditions import (
+    PREEMPTION_BY_SCHEDULER,
+    SCHEDULED,
+    disruption_targets,
+    set_condition,
+)
+from batchsched.plugins.coscheduling.status import stranded_message
+from batchsched.state.cluster import ClusterState
+
+TERMINAL = frozenset({"Finished", "Failed"})
+
+
+class PodGroupStatusController:
+    """After each pass: the status of the groups whose members changed or that were
+    preempted whole, as PodGroupUpdate decisions (the group records updated already)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+
+    def after_pass(
+        self, changed: set[str], evicted: Sequence[Evict], now: datetime
+    ) -> list[Decision]:
+        state = self.state
+        decisions: list[Decision] = []
+        disrupted = disruption_targets(state, evicted)
+        for key in sorted(changed | set(disrupted)):
+            group = state.groups.by_key.get(key)
+            if group is None:
+                continue
+            status = compute_status(group, members_of(state, key), now)
+            if group.upstream:
+                status = upstream_conditions(group, status, disrupted.get(key), now)
+            if status != group.status:
+                group.status = status
+                decisions.append(PodGroupUpdate(group.key, status))
+        return decisions
+
+    def record(self, update: PodGroupUpdate) -> None:
+        """A status decided elsewhere (a group attempt's condition, or a test's) is the
+        group's now."""
+        group = self.state.groups.by_key.get(update.group)
+        if group is not None:
+            group.status = update.status
+
+    def statuses(self) -> dict[str, PodGroupUpdate]:
+        """Every PodGroup with members, with its current status (changed or not)."""
+        state = self.state
+        out: dict[str, PodGroupUpdate] = {}
+        for key in state.groups.members:
+            group = state.groups.by_key.get(key)
+            if group is not None:
+                out[key] = PodGroupUpdate(key, group.status)
+        return out
+
+
+def members_of(state: ClusterState, key: str) -> list[Pod]:
+    return [state.pods.by_key[k] for k in sorted(state.groups.members.get(key, ()))]
+
+
+def compute_status(group: PodGroup, members: Sequence[Pod], now: datetime) -> PodGroupStatus:
+    old = group.status
+    running = sum(1 for p in members if p.node_name and not p.terminated)
+    succeeded = sum(1 for p in members if p.phase == "Succeeded")
+    failed = sum(1 for p in members if p.phase == "Failed")
+    admitted = sum(1 for p in members if p.node_name)
+    need = group.min_member
+    if old.phase in TERMINAL:
+        phase = old.phase
+    elif succeeded >= need:
+        phase = "Finished"
+    elif failed and failed + running + succeeded >= need:
+        phase = "Failed"
+    elif running + succeeded >= need:
+        phase = "Running"
+    elif existing_members(members) >= need:
+        phase = "Scheduling"
+    else:
+        phase = "Pending"
+    start = old.schedule_start_time
+    if start is None and phase != "Pending":
+        start = now
+    return PodGroupStatus(
+        phase=phase,
+        running=running,
+        succeeded=succeeded,
+        failed=failed,
+        admitted=admitted,
+        occupied_by=occupied_by(members) or old.occupied_by,
+        schedule_start_time=start,
+        conditions=old.conditions,
+    )
+
+
+def occupied_by(members: Sequence[Pod]) -> str:
+    """The workloads owning the members, as `namespace/owner` joined by commas."""
+    owners = {f"{p.namespace}/{ref.name}" for p in members for ref in p.owner_references}
+    return ",".join(sorted(owners))
+
+
+def upstream_conditions(
+    group: PodGroup, status: PodGroupStatus, evicted: Evict | None, now: datetime
+) -> PodGroupStatus:
+    """`status` (counts just computed) with the conditions the members' state implies."""
+    if status.running + status.succeeded >= group.min_member:
+        type_ = SCHEDULED_CONDITION[group.api_version]
+        old = status.condition(type_)
+        if old is None or old.status != "True":
+            status = set_condition(status, type_, True, SCHEDULED, "", now)
+    if evicted is not None:
+        status = set_condition(
+            status, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, evicted.reason, now
+        )
+    return status
+
+
+def current_warnings(state: ClusterState, warnings: Sequence[Warn]) -> list[Warn]:
+    """The warnings that still hold in `state`, in order, each once.
+
+    A PodGroup's warnings are events about its attempts, each telling its state then: only
+    its last one is kept, and only while it holds (a member is still pending, or its
+    running members still fall short of minMember). A gang that became Running no longer
+    warns that it cannot run, and a group retried as the cluster changed gets one row, not
+    one per attempt.
+    """
+    last = {w.obj: i for i, w in enumerate(warnings) if w.obj.startswith(_GROUP)}
+    out: list[Warn] = []
+    seen: set[tuple[str, str]] = set()
+    for i, warning in enumerate(warnings):
+        if (warning.obj, warning.message) in seen:
+            continue
+        group = last.get(warning.obj)
+        if group is not None and (group != i or not _group_warning_holds(state, warning)):
+            continue
+        seen.add((warning.obj, warning.message))
+        out.append(warning)
+    return out
+
+
+_GROUP = "PodGroup "
+
+
+def _group_warning_holds(state: ClusterState, warning: Warn) -> bool:
+    key = warning.obj.removeprefix(_GROUP)
+    members = members_of(state, key)
+    if not members or any(m.key in state.pods.pending for m in members):
+        return True  # still waiting, or about pods that are not its members (e.g. wrong kind)
+    group = state.groups.by_key.get(key)
+    return group is not None and warning.message == stranded_message(group, members)
