@@ -26,6 +26,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("batchsched.commands", "batchsched.sim", "batchsched.live", "batchsched.collector"),
 )
 WORLDS = LAYERS[-1]
+# What a world may import of the plugins: the registry and their arguments (configuration);
+# the rest it reaches through the core's public modules (controllers, scheduling, preemption).
+PLUGIN_FACES = {"batchsched.plugins.registry", "batchsched.plugins.args"}
 # Reading a config or manifest file is the loaders' job; everything else in the core is pure.
 FILE_READERS = {SRC / "config.py", SRC / "objects" / "load.py", SRC / "objects" / "documents.py"}
 
@@ -85,6 +88,18 @@ def test_core_never_imports_a_world() -> None:
     for path in CORE:
         for module in imported_modules(path):
             assert not module.startswith(WORLDS), f"{path.name} imports {module}"
+
+
+def test_worlds_never_import_plugin_internals() -> None:
+    inside = []
+    for path in SOURCES:
+        if not module_name(path).startswith(WORLDS):
+            continue
+        for module in imported_modules(path):
+            plugin = module == "batchsched.plugins" or module.startswith("batchsched.plugins.")
+            if plugin and module not in PLUGIN_FACES:
+                inside.append(f"{module_name(path)} imports {module}")
+    assert not inside, "\n".join(inside)
 
 
 def test_core_never_reads_the_clock_or_the_network() -> None:

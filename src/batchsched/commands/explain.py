@@ -3,8 +3,8 @@
 The manifests are scheduled to the end first (as `batchsched schedule` does); the pod is then
 judged against the cluster as it stands, through the profile's own plugins: each node's first
 failing filter, or each score plugin's score and the weighted total; for a pod that fits
-nowhere, the preemption candidates with the minimal victims per node
-(`preemption.victims.select_victims_on_node`, the rule the plugins apply to every node at
+nowhere, the preemption candidates with the minimal victims per node (the preemption
+evaluator, `preemption.evaluator`, node by node: the rule the plugins apply to every node at
 once), the pods protected by a toleration policy and until when, PDB violations; and for a
 gang member the group's members and minMember, and the group's preemption instead of the
 member's alone (a gang preempts as one). A pod bound during the run is judged with its own
@@ -15,7 +15,7 @@ evicts is told by whom and under which rule (explain_eviction).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -30,17 +30,9 @@ from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.plugins.coscheduling.plugin import preemption_said
-from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
-from batchsched.preemption.gang_victims import running_members, terminating_room
-from batchsched.preemption.toleration_policy import FOREVER, scheduled_since
-from batchsched.preemption.victims import (
-    NodeVictims,
-    VictimRule,
-    choice_key,
-    pdb_violating,
-    select_victims_on_node,
-)
+from batchsched.preemption.evaluator import Evaluator, strategy_of
+from batchsched.preemption.reasons import preemption_said
+from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
@@ -320,8 +312,8 @@ def _preemption(
     out: Explanation,
 ) -> None:
     state, pod = cycle.state, cycle.pod
-    plugin = next((p for p in framework.post_filters if isinstance(p, DefaultPreemption)), None)
-    if plugin is None:
+    strategy = strategy_of(framework.post_filters)
+    if strategy is None:
         out.preemption = "the profile has no preemption plugin"
         return
     if state.policy.preemption_policy_of(pod) == "Never":
@@ -330,20 +322,15 @@ def _preemption(
     if not resolvable.any():
         out.preemption = "not helpful: no node fails only for lack of room"
         return
-    rule = VictimRule(
-        state, pod, out.priority, cycle.now, plugin.class_verdicts(state, pod, out.priority, [])
-    )
+    evaluator = Evaluator(state, pod, out.priority, cycle.now, strategy)
     found: list[NodeVictims] = []
     for row in np.flatnonzero(resolvable).tolist():
-        base = cycle.free[row] + terminating_room(state, row)
-        victims = select_victims_on_node(
-            rule, cycle.demand, base, row, units=lambda p: running_members(state, p)
-        )
-        out.candidates.append(_candidate(rule, row, victims))
+        victims = evaluator.on_node(row, cycle.demand, cycle.free[row])
+        out.candidates.append(_candidate(evaluator, row, victims))
         if victims is not None:
             found.append(victims)
-    if found:
-        best = min(found, key=lambda v: choice_key(v, state))
+    best = evaluator.best(found)
+    if best is not None:
         out.preemption_node = state.nodes.name(best.row)
         out.preemption = (
             f"{len(found)} of {len(out.candidates)} candidate node(s) can make room; the best "
@@ -356,16 +343,16 @@ def _preemption(
     out.candidates.sort(key=lambda c: (not c.works, index[c.node]))
 
 
-def _candidate(rule: VictimRule, row: int, found: NodeVictims | None) -> Candidate:
-    state = rule.state
+def _candidate(evaluator: Evaluator, row: int, found: NodeVictims | None) -> Candidate:
+    state = evaluator.state
     candidate = Candidate(state.nodes.name(row), works=found is not None)
-    for other in sorted(state.nodes.pods_on[row].values(), key=lambda p: p.key):
-        if not rule.lower(other):
-            continue
-        if rule.missing_class(other):
-            candidate.missing_classes.append(f"{other.key} ({other.priority_class_name})")
-        elif rule.exempt(other):
-            candidate.protected.append(_protected(rule, other))
+    standing = evaluator.standing(row)
+    candidate.missing_classes = [
+        f"{p.key} ({p.priority_class_name})" for p in standing.missing_class
+    ]
+    candidate.protected = [
+        Protected(p.pod.key, p.pod.priority_class_name, p.until) for p in standing.protected
+    ]
     if found is None:
         if candidate.missing_classes:
             candidate.why = "a lower-priority pod names a missing PriorityClass"
@@ -375,20 +362,8 @@ def _candidate(rule: VictimRule, row: int, found: NodeVictims | None) -> Candida
             candidate.why = "too little room even with every lower-priority pod gone"
     else:
         candidate.victims = [v.key for v in found.victims]
-        flags = pdb_violating(rule, list(found.victims))
-        candidate.pdb_violations = [
-            v.key for v, bad in zip(found.victims, flags, strict=True) if bad
-        ]
+        candidate.pdb_violations = [v.key for v in evaluator.pdb_violations(found)]
     return candidate
-
-
-def _protected(rule: VictimRule, pod: Pod) -> Protected:
-    toleration = rule.verdict(pod.priority_class_name)[1]
-    since = scheduled_since(pod)
-    until = None
-    if toleration is not None and toleration != FOREVER and since is not None:
-        until = since + timedelta(seconds=toleration)
-    return Protected(pod.key, pod.priority_class_name, until)
 
 
 def _gang(state: ClusterState, pod: Pod) -> GangStory | None:

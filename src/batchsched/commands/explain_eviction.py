@@ -22,8 +22,8 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
-from batchsched.plugins.daemonsetpreemption.victims import OPT_OUT_KEY, victim_class
-from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.preemption.daemonset_victims import OPT_OUT_KEY, victim_class
+from batchsched.preemption.evaluator import PreemptionStrategy
 from batchsched.preemption.gang_victims import whole_group_of
 from batchsched.preemption.toleration_policy import (
     TolerationPolicy,
@@ -156,7 +156,9 @@ def _rule(
 
 
 def _reads_tolerations(framework: Framework) -> bool:
-    return any(isinstance(p, PreemptionToleration) for p in framework.post_filters)
+    return any(
+        isinstance(p, PreemptionStrategy) and p.reads_tolerations for p in framework.post_filters
+    )
 
 
 def _toleration(

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 NO_VICTIMS = "No preemption victims found"
 _LAST_TIMESTAMP = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
 HELD_BY_TOLERATION = "victims tolerate preemption"  # in a message: a toleration held it back
+GROUP_PLACED = " members can run ("  # in the message of a group whose members were placed
+_GROUP_PREEMPTION = " preemption: "  # where the group's preemption's part begins
 
 
 class Reasons:
@@ -106,3 +108,14 @@ def _unlock_times(slots: Slots, rows: IndexArray, demand: Demand) -> FloatArray:
     picked = ends_sorted[np.arange(rows.size), np.maximum(first, 0)]
     result: FloatArray = np.where(first >= 0, picked, math.inf)
     return result
+
+
+def preemption_said(message: str) -> str | None:
+    """What a gang member's message says of its group's preemption (Coscheduling writes it):
+    the preemption part, "" when the members were placed but no preemption was tried, None
+    when the group was not attempted (waiting, or refused before any node was looked at,
+    e.g. for minResources)."""
+    if GROUP_PLACED not in message:
+        return None
+    _, found, said = message.partition(_GROUP_PREEMPTION)
+    return _GROUP_PREEMPTION.lstrip() + said if found else ""

@@ -67,7 +67,8 @@ from batchsched.plugins.coscheduling.preemption import (
     waiting_for_victims,
 )
 from batchsched.plugins.coscheduling.status import stranded_message
-from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
+from batchsched.preemption.evaluator import PreemptionStrategy, strategy_of
+from batchsched.preemption.reasons import GROUP_PLACED
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
@@ -83,13 +84,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         self._backoff_until: dict[str, float] = {}
         self._events: dict[str, str] = {}  # last event per group, so each is told once
         self._units: UnitIndex | None = None  # victim units, kept while they stay valid
-        self._preemption: DefaultPreemption | None = None  # the profile's (use_post_filters)
+        self._preemption: PreemptionStrategy | None = None  # the profile's (use_post_filters)
 
     def attach(self, state: ClusterState) -> None:
         self.state = state
 
     def use_post_filters(self, plugins: Sequence[PostFilterPlugin]) -> None:
-        self._preemption = next((p for p in plugins if isinstance(p, DefaultPreemption)), None)
+        self._preemption = strategy_of(plugins)
 
     # ---- queueing hints ----------------------------------------------------------------
 
@@ -299,7 +300,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         else:  # e.g. members of another scheduler: they count, but are not ours to place
             reason = f"only {len(pending)} pending member(s) are this scheduler's to place"
         message = (
-            f"{done + len(placed)}/{group.min_member}{_PLACED}"
+            f"{done + len(placed)}/{group.min_member}{GROUP_PLACED}"
             f"{done} bound or succeeded, {len(placed)} fit); {reason}"
         )
         preemption = ""
@@ -393,21 +394,6 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             if stranded:
                 self._event(key, stranded, decisions)
         return decisions
-
-
-_PLACED = " members can run ("  # in the message of a group whose members were placed
-_PREEMPTION = " preemption: "  # where its preemption's part begins
-
-
-def preemption_said(message: str) -> str | None:
-    """What a member's message says of its group's preemption (`_schedule_members` writes
-    it): the preemption part, "" when the members were placed but no preemption was tried,
-    None when the group was not attempted (waiting, or refused before any node was looked
-    at, e.g. for minResources)."""
-    if _PLACED not in message:
-        return None
-    _, found, said = message.partition(_PREEMPTION)
-    return _PREEMPTION.lstrip() + said if found else ""
 
 
 def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> None:

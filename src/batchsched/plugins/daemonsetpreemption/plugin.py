@@ -6,7 +6,8 @@
   general preemption never picks that node for anyone else; freed room waits for the holder.
 - PostFilter (DaemonSet pods only): reserve the node; once the reservation is older than
   `preemptionStartDelaySeconds` and the pod still does not fit, evict victims chosen by
-  `daemonsetpreemption.victims`. Other pods are left to the other post-filters.
+  `preemption.daemonset_victims` (the DaemonSet strategy). Other pods are left to the other
+  post-filters.
 
 Args: `preemptionStartDelaySeconds` (30, >= 0), `victimSelectionStrategy` ([single, multiple]),
 `singleVictimDeviationPercent` (10, 0..100), `maxVictims` (5, >= 1).
@@ -42,7 +43,7 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.daemonsetpreemption.victims import (
+from batchsched.preemption.daemonset_victims import (
     STRATEGIES,
     Clash,
     VictimChooser,

@@ -41,16 +41,17 @@ from batchsched.framework.interface import (
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
+from batchsched.preemption.evaluator import PreemptionStrategy
 from batchsched.preemption.gang_victims import GangSearchMemo, with_gang_victims
 from batchsched.preemption.reasons import NO_VICTIMS
 from batchsched.preemption.search import PreemptionSearch
-from batchsched.preemption.victims import ClassVerdicts, VictimRule
+from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
     name = "DefaultPreemption"
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -68,12 +69,6 @@ class DefaultPreemption(PostFilterPlugin):
             )
         self._search: PreemptionSearch | None = None
         self._gang_memo: GangSearchMemo | None = None
-
-    def class_verdicts(
-        self, state: ClusterState, preemptor: Pod, priority: int, warnings: list[Decision]
-    ) -> ClassVerdicts:
-        """Victim classes as this plugin sees them: none missing, none tolerating anything."""
-        return lambda name: (False, None)
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return {

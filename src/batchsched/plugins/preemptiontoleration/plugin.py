@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 class PreemptionToleration(DefaultPreemption):
     name = "PreemptionToleration"
+    reads_tolerations = True
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)

@@ -27,14 +27,14 @@ from batchsched.objects.records import (
 )
 from batchsched.plugins.args import ConfigError
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption, read_args
-from batchsched.plugins.daemonsetpreemption.victims import (
+from batchsched.plugins.nodeaffinity.plugin import NodeAffinity
+from batchsched.preemption.daemonset_victims import (
     VictimChooser,
     VictimSettings,
     deviation_percent,
     victim_class,
     victim_order,
 )
-from batchsched.plugins.nodeaffinity.plugin import NodeAffinity
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import SchedulingQueue
 from tests.paths import ROOT
