@@ -114,7 +114,10 @@ class Actuator:
         dry_run: bool = False,
         workers: int = 16,
         pre_bind_poll: float | None = None,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
+        """`dispatcher`: the world's, which this registers its writes with (one of its own
+        if not given)."""
         self.client = client
         self.events = events
         self.feedback = feedback
@@ -133,7 +136,7 @@ class Actuator:
         self._conditions: OrderedDict[str, str] = OrderedDict()  # pod -> message
         self._group_status: dict[str, dict[str, Any]] = {}  # PodGroup key -> status
         self._passing: _Pass | None = None  # the pass `apply` is carrying out
-        self._dispatcher = Dispatcher()
+        self._dispatcher = dispatcher if dispatcher is not None else Dispatcher()
         on = self._dispatcher.on
         on(Bind, self._on_bind)
         on(Unschedulable, self._unschedulable)

@@ -120,6 +120,7 @@ class LiveScheduler:
             dry_run=options.dry_run,
             workers=options.write_workers,
             pre_bind_poll=options.pre_bind_poll,
+            dispatcher=self.controllers.dispatcher,
         )
         self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
         # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
