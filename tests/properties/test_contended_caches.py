@@ -75,7 +75,7 @@ def _full_passes() -> AbstractContextManager[Any]:
 
 def _evaluated_afresh(self: Framework, cycle: Any) -> NodeTotals | None:
     """`Framework.evaluate` over every node, as before it was served per shape."""
-    if self.shape_key(cycle.state, cycle.pod, cycle.demand) is None or not self.row_local(cycle):
+    if self.shapes.key(cycle.state, cycle.pod, cycle.demand) is None or not self.row_local(cycle):
         return None
     feasible, _ = self.find_nodes(cycle, local_only=True)
     return NodeTotals(feasible, self._totals(cycle, feasible, local_only=True))

@@ -19,7 +19,7 @@ from tests.leftovers import holders, outside_snapshots, sizes
 
 # The state's, the queue's and the scheduler's own containers are compared by length; these
 # among them are not kept per pod.
-PER_POD = ("Scheduler.state", "Scheduler.queue", "Scheduler.messages", "Scheduler._shapes")
+PER_POD = ("Scheduler.state", "Scheduler.queue", "Scheduler.messages", "Scheduler.twins")
 NOT_PER_POD = (
     "Scheduler.queue.incoming",  # counts by event
     "Scheduler.state.nodes._changed_rows",  # the log of node rows changed: numbers, at most 65,536

@@ -11,10 +11,13 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "batchsched"
 
 # Lowest first. A module may import its own layer and the layers below it, never above.
 # `framework.interface` is the plugin contract, below the plugins; the rest of `framework` runs
-# them, above. The worlds (commands, sim, live) share the top layer.
+# them, above. `framework.signature`, the one definition of pods that schedule alike, sits
+# with `state`: the state interns demands by its first level and the queue names its groups
+# by its last, and every other user is above (it imports nothing of `state` but types).
+# The worlds (commands, sim, live) share the top layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("batchsched.objects",),
-    ("batchsched.state",),
+    ("batchsched.state", "batchsched.framework.signature"),
     ("batchsched.decisions",),
     ("batchsched.framework.interface",),
     ("batchsched.preemption",),
@@ -82,6 +85,18 @@ def test_layers_import_only_downward() -> None:
             if other is not None and other > own:
                 upward.append(f"{module_name(path)} imports {module}")
     assert not upward, "\n".join(upward)
+
+
+def test_the_signature_reads_the_state_through_types_only() -> None:
+    # At run time it imports only objects, so the state can import it without a cycle.
+    path = SRC / "framework" / "signature.py"
+    tree = ast.parse(path.read_text(), str(path))
+    runtime = [
+        node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("batchsched")
+    ]
+    assert runtime and all(m.startswith("batchsched.objects") for m in runtime), runtime
 
 
 def test_core_never_imports_a_world() -> None:

@@ -40,11 +40,10 @@ from batchsched.framework.interface import (
     StaticScorePlugin,
     StillFails,
 )
+from batchsched.framework.signature import ShapeKeys
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray, rows_differ
-from batchsched.state.pods import nonzero_of
-from batchsched.state.resources import Demand
 
 _CACHE_LIMIT = 4096
 _ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
@@ -158,8 +157,13 @@ class Framework:
             p for p in self.dynamic_filters if not isinstance(p, RowLocalPlugin)
         ]
         self._global_scores = [(p, w) for p, w in self.scores if not isinstance(p, RowLocalPlugin)]
-        self._readers = [p.reads for p in dynamic if type(p).reads is not Plugin.reads]
-        self._static_shapes = [f.shape for f in self.static_filters]
+        # The pods' shape keys (framework/signature.py), asked by the queue's grouping, the
+        # scheduler's twin check and the placement; `_keys` bound once (the hot path).
+        self.shapes = ShapeKeys(
+            [f.shape for f in self.static_filters],
+            [p.reads for p in dynamic if type(p).reads is not Plugin.reads],
+        )
+        self._keys = self.shapes.keys
         self._skips_by_shape: dict[Hashable, frozenset[Plugin]] = {}
         self._globals: dict[frozenset[Plugin], _Globals] = {}  # by the plugins skipping
         self._placements: dict[Hashable, _Placement] = {}
@@ -173,12 +177,6 @@ class Framework:
         ]
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
-        # Per pod (by key, for the version kept with its entry); forgotten when the pod
-        # leaves, and past twice the pending pods (`_keys`).
-        self._memo: dict[
-            str,
-            tuple[Pod, Demand, tuple[Hashable, ...] | None, Hashable | None, tuple[int, int, str]],
-        ] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -201,54 +199,12 @@ class Framework:
 
     # ---- filter ------------------------------------------------------------------------
 
-    def _static_shapes_of(self, pod: Pod) -> tuple[Hashable, ...] | None:
-        shapes = tuple([shape(pod) for shape in self._static_shapes])
-        return None if any(s is None for s in shapes) else shapes
-
-    def _keys(
-        self, state: ClusterState, pod: Pod, demand: Demand
-    ) -> tuple[tuple[Hashable, ...] | None, Hashable | None]:
-        """The pod's static filter shapes (None if any says 'do not cache') and its shape key,
-        remembered per pod: the queue's grouping, the scheduler's twin check and the placement
-        all ask, not one after the other. The memo is forgotten only past twice the pending
-        pods (and at least `_CACHE_LIMIT`): a gang search or a pass asks for its pods in
-        turn, and a smaller memo would drop each pod's entry before its next turn once more
-        pods wait than it holds."""
-        memo = self._memo.get(pod.key)
-        # What the key reads of the cluster: the labels affinity terms name, and what moves
-        # the node generation (e.g. which resources DeviceClasses map, for DynamicResources),
-        # and the pod's node, which `assume` and `forget` set on the same object (NodeName's
-        # shape).
-        seen = (len(state.pods.term_label_keys), state.nodes.generation, pod.node_name)
-        if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
-            shapes = self._static_shapes_of(pod)
-            key = self._shape_key(state, pod, demand, shapes)
-            if len(self._memo) >= max(_CACHE_LIMIT, 2 * len(state.pods.pending)):
-                self._memo.clear()
-            memo = self._memo[pod.key] = (pod, demand, shapes, key, seen)
-        return memo[2], memo[3]
-
     def forget_pods(self, keys: Collection[str]) -> None:
-        """These pods left: their memo goes, and each plugin forgets them."""
-        for key in keys:
-            self._memo.pop(key, None)
+        """These pods left: their shape keys go, and each plugin that keeps something per
+        pod forgets them."""
+        self.shapes.forget(keys)
         for plugin in self._per_pod:
             plugin.forget_pods(keys)
-
-    def shape_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
-        """What the filters and scores read of the pod: equal keys, equal placements. It
-        holds while `state.pods.term_label_keys` keeps its size."""
-        return self._keys(state, pod, demand)[1]
-
-    def _shape_key(
-        self, state: ClusterState, pod: Pod, demand: Demand, shapes: tuple[Hashable, ...] | None
-    ) -> Hashable | None:
-        if shapes is None:
-            return None
-        # The non-zero requests are what the resource scores read besides the demand.
-        nonzero = nonzero_of(pod)
-        read = tuple([reads(state, pod) for reads in self._readers])
-        return (shapes, demand.key, nonzero, read)
 
     def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
         """The dynamic filters and scores that skip this pod, asked once per cycle (once per

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from batchsched.framework.signature import PreemptorKey, preemptor_key
 from batchsched.objects.records import Pod
 from batchsched.preemption.nodes import (
     ClassArrays,
@@ -79,7 +80,8 @@ class PreemptionSearch:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.table = VictimTable(state)
-        self._shapes: OrderedDict[tuple[int, bytes, bytes], _Shape] = OrderedDict()
+        # Per preemptor key (framework/signature.py: its priority and demand).
+        self._shapes: OrderedDict[PreemptorKey, _Shape] = OrderedDict()
         # Per (priority, class verdicts): the per-row ends behind `protection_ends`.
         self._ends: OrderedDict[tuple[object, ...], _Ends] = OrderedDict()
         # The PDBs' part of the fingerprint, kept while no policy object changed: one tuple
@@ -152,7 +154,7 @@ class PreemptionSearch:
         self, rule: VictimRule, demand: Demand, classes: ClassArrays, free: IntArray, plain: bool
     ) -> _Shape:
         state, table = self.state, self.table
-        key = (rule.priority, demand.cols.tobytes(), demand.amounts.tobytes())
+        key = preemptor_key(rule.priority, demand)
         if self._pdbs_version != state.policy.version:
             self._pdbs = _pdb_fingerprint(state)
             self._pdbs_version = state.policy.version

@@ -35,7 +35,7 @@ from batchsched.framework.interface import (
     IndexArray,
 )
 from batchsched.framework.runtime import Framework
-from batchsched.objects.podgroup import group_key_of
+from batchsched.framework.signature import HintGroup, Twins
 from batchsched.objects.records import Pod
 from batchsched.scheduling.admission import Admission, not_ready
 from batchsched.state.cluster import ClusterState
@@ -95,8 +95,10 @@ class Scheduler:
         self._failed_shapes: dict[Hashable, _Failure] = {}
         self._failed_at: Hashable = None
         self._instant = -math.inf  # the time of the current pass, in seconds
-        self._shapes: dict[str, Hashable | None] = {}  # per queued pod; dropped on change
-        self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
+        # Per queued pod, its shape (framework/signature.py); dropped when it changes. When
+        # affinity terms come to read more labels, the failures and groups kept by the old
+        # shapes go with them.
+        self.twins = Twins(state, self._shapes_dropped)
         self.admission = Admission(state, lambda pod: self.framework_for(pod).profile)
         self.group_plugins: list[GroupPlugin] = []
         self.after_pass: list[AfterPass] = []
@@ -123,7 +125,7 @@ class Scheduler:
                 framework.forget_pods(departed)
         for key in self.state.pods.drain_pending_changes():
             pod = self.state.pods.pending.get(key)
-            self._shapes.pop(key, None)
+            self.twins.forget(key)
             if pod is None or not self.owns(pod):
                 self.queue.remove(key)
                 self.messages.pop(key, None)
@@ -137,7 +139,7 @@ class Scheduler:
                 group = entry.group if (entry := self.queue.entry(key)) is not None else None
                 if (
                     isinstance(group, tuple)
-                    and self._group_of(self.framework_for(pod), pod) != group[0]
+                    and self._group_of(self.framework_for(pod), pod, group[1]) != group
                 ):
                     self.queue.ungroup(key)
 
@@ -254,14 +256,14 @@ class Scheduler:
         key = pod.key
         state = self.state
         framework = self.framework_for(pod)
-        self._follow_label_keys()
+        self.twins.follow()
         # The twin key is made only when a failure is remembered, or to remember one: a pod
         # that binds (most do) needs none.
         if self._failed_shapes and self._failed_in_this_state():
             failed = self._failed_twin(self._twin_key(framework, pod), now.timestamp())
             if failed is not None:
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
-        # A nominated pod has no twin (`_twin_key`), as it was when the attempt began.
+        # A nominated pod has no twin (`Twins.twin`), as it was when the attempt began.
         twin_free = key not in state.nominations
         cycle = Cycle(state, pod, now, state.pods.demand(pod), state.free_for(pod), own_room=True)
         pre = framework.pre_filter(cycle)
@@ -325,44 +327,16 @@ class Scheduler:
         return failed if failed is not None and failed.since <= now < failed.until else None
 
     def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
-        """A key shared by pods that must get the same answer in the current state.
+        return self.twins.twin(framework.profile.scheduler_name, framework.shapes, pod)
 
-        It is the pod's shape (`_shape`); pods with a nomination are left out (their own
-        nomination changes what they see).
-        """
-        if pod.key in self.state.nominations:
-            return None
-        return self._shape(framework, pod)
-
-    def _shape(self, framework: Framework, pod: Pod) -> Hashable | None:
-        """What an attempt reads of the pod: its profile, filter shapes and demand, priority,
-        preemption policy and group; None if a filter reads more. Computed once per queued
-        pod."""
-        self._follow_label_keys()
-        pod_key = pod.key
-        if pod_key in self._shapes:
-            return self._shapes[pod_key]
-        shape = framework.shape_key(self.state, pod, self.state.pods.demand(pod))
-        key = (
-            None
-            if shape is None
-            else (id(framework), shape, pod.priority, pod.preemption_policy, group_key_of(pod))
+    def _group_of(self, framework: Framework, pod: Pod, rejected_by: frozenset[str]) -> HintGroup:
+        return self.twins.group(
+            framework.profile.scheduler_name, framework.shapes, pod, rejected_by
         )
-        self._shapes[pod_key] = key
-        return key
 
-    def _follow_label_keys(self) -> None:
-        if len(self.state.pods.term_label_keys) != self._label_keys_seen:
-            # Affinity terms now read more labels: pods that shared a shape may differ now.
-            self._label_keys_seen = len(self.state.pods.term_label_keys)
-            self._shapes.clear()
-            self._failed_shapes.clear()
-            self.queue.ungroup_all()
-
-    def _group_of(self, framework: Framework, pod: Pod) -> Hashable:
-        """The pods whose hints one check answers: those of one shape (or the pod alone)."""
-        shape = self._shape(framework, pod)
-        return pod.key if shape is None else shape
+    def _shapes_dropped(self) -> None:
+        self._failed_shapes.clear()
+        self.queue.ungroup_all()
 
     # ---- queueing hints (the queue's `Hints`) ------------------------------------------
 
@@ -397,7 +371,7 @@ class Scheduler:
             framework = self.framework_for(asked[places[0]][1])  # the places' profile
             found = framework.queueing_hints(
                 change,
-                [asked[i][0][1] for i in places],  # a group is (shape, rejecting plugins)
+                [asked[i][0][1] for i in places],  # `Twins.group`: (shape, rejecting plugins)
                 [asked[i][1] for i in places],
             )
             for i, event in zip(places, found, strict=True):
@@ -470,6 +444,6 @@ class Scheduler:
         self.messages[pod.key] = message
         group = None
         if rejected_by is not None:
-            group = (self._group_of(self.framework_for(pod), pod), rejected_by)
+            group = self._group_of(self.framework_for(pod), pod, rejected_by)
         self.queue.mark_unschedulable(pod.key, now.timestamp(), self.state.generation, group)
         return [Unschedulable(pod.key, message)]

@@ -33,7 +33,7 @@ class Nodes:
         self._cells_of, self._cells = self.free, self.free.data  # see `free_cells`
         self.valid: BoolArray = np.zeros(0, dtype=np.bool_)
         # Per node, what scoring adds to the cpu and memory requested by its pods: the
-        # non-zero defaults of pods (containers) that request none (see `pods.nonzero_of`).
+        # non-zero defaults of pods (containers) that request none (`signature.nonzero_of`).
         self.nonzero_gap: IntArray = np.zeros((0, 2), dtype=np.int64)
         self.by_row: list[Node | None] = []  # None: a removed node's row
         self.row_of: dict[str, int] = {}

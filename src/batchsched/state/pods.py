@@ -11,24 +11,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from batchsched.objects.quantity import CPU, DEFAULT_CPU_REQUEST, DEFAULT_MEMORY_REQUEST, MEMORY
+from batchsched.framework.signature import Requests, nonzero_of, requests_of
+from batchsched.objects.quantity import CPU, MEMORY
 from batchsched.objects.records import Pod
 from batchsched.state.nodes import Nodes
 from batchsched.state.resources import Demand
 from batchsched.state.volumes import VolumeObjects
 
 _DEMAND_LIMIT = 4096  # distinct request sets remembered (a trace has a few dozen)
-
-
-def nonzero_of(pod: Pod) -> tuple[int, int]:
-    """The pod's cpu and memory as scoring counts them (at least the non-zero defaults when
-    it requests none); from its containers when it was read from a manifest."""
-    if pod.nonzero_requests is not None:
-        return pod.nonzero_requests
-    return (
-        pod.requests.get(CPU) or DEFAULT_CPU_REQUEST,
-        pod.requests.get(MEMORY) or DEFAULT_MEMORY_REQUEST,
-    )
 
 
 class Pods:
@@ -49,7 +39,7 @@ class Pods:
         self._bound_priorities: dict[int, int] = {}
         self._counted_at: dict[str, int] = {}
         self._demands: dict[str, Demand] = {}
-        self._demand_of: dict[tuple[tuple[str, int], ...], Demand] = {}  # by requests
+        self._demand_of: dict[Requests, Demand] = {}  # by requests (framework/signature.py)
         # What a pod's place on a node counts beyond its room, kept per pod as it is reported
         # so that moving a pod on and off its node (`hold`, `unhold`: thousands in one gang
         # search) does not read it again: the non-zero defaults scoring adds for it (cpu,
@@ -75,14 +65,14 @@ class Pods:
         key = pod.key
         demand = self._demands.get(key)
         if demand is None:
-            requests = tuple(pod.requests.items())
+            requests = requests_of(pod)
             demand = self._demand_of.get(requests)
             if demand is None:
                 demand = self._new_demand(requests)
             self._demands[key] = demand
         return demand
 
-    def _new_demand(self, requests: tuple[tuple[str, int], ...]) -> Demand:
+    def _new_demand(self, requests: Requests) -> Demand:
         intern = self._nodes.resources.intern
         pairs = tuple(sorted((intern(name), amount) for name, amount in requests if amount))
         self._nodes.ensure_columns()

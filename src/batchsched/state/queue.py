@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
+from batchsched.framework.signature import HintGroup
 from batchsched.objects.records import Pod
 from batchsched.state.shape_group import ShapeGroup
 
@@ -59,7 +60,7 @@ class QueuedPod:
     failed_generation: int = -1
     version: int = 0  # heap entries of an older version are stale
     where: str = field(default="active")
-    group: Hashable | None = None  # its hint group while unschedulable, if it has one
+    group: HintGroup | None = None  # its hint group while unschedulable, if it has one
 
 
 class Hints(Protocol):
@@ -73,7 +74,7 @@ class Hints(Protocol):
         """Whether anything that may let a waiting pod fit happened since `since`."""
         ...
 
-    def wakes(self, asked: Sequence[tuple[Hashable, Pod, Hashable]]) -> list[str | None]:
+    def wakes(self, asked: Sequence[tuple[HintGroup, Pod, Hashable]]) -> list[str | None]:
         """Per (group, pod, since) asked: the event, if any, since `since` after which pods
         of `group` (like `pod`) may pass a plugin that rejected them; None if every such
         plugin says no. Asked once per refresh, for every group a change may concern."""
@@ -106,7 +107,7 @@ class SchedulingQueue:
         # (time, version, key): unschedulable pods to retry at a time even if nothing changes.
         self._wakeups: list[tuple[float, int, str]] = []
         self.hints: Hints | None = None  # None: every change retries every waiting pod
-        self._groups: dict[Hashable, ShapeGroup] = {}
+        self._groups: dict[HintGroup, ShapeGroup] = {}
         self._group_ids: dict[int, ShapeGroup] = {}
         self._next_group_id = 0
         self._unhinted: set[str] = set()  # unschedulable pods outside any shape group
@@ -295,7 +296,7 @@ class SchedulingQueue:
             group.fresh.clear()
 
     def mark_unschedulable(
-        self, key: str, now: float, generation: int, group: Hashable | None = None
+        self, key: str, now: float, generation: int, group: HintGroup | None = None
     ) -> None:
         """The pod was tried and did not fit the cluster as of `generation`; with a `group`
         (and hints), only a change its group's hint accepts retries it before it is stale."""

@@ -11,12 +11,14 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from batchsched.framework.signature import HintGroup
+
 SortKey = tuple[Any, ...]
 
 
 @dataclass(slots=True)
 class ShapeGroup:
-    name: Hashable
+    name: HintGroup  # framework/signature.py: the members' shape and rejecting plugins
     id: int
     marks: Hashable  # the changes up to here have been judged for every member
     members: dict[str, SortKey] = field(default_factory=dict)  # key -> its queue order

@@ -80,7 +80,7 @@ def test_the_framework_and_the_room_hint_forget_pods_that_left() -> None:
         churned.delete("Pod", pod(f"{MARKER}-full-{i}"))
     churned.delete("Pod", waiting)
     churned.run_pass(3)
-    assert kept(churned, "(Framework)._memo") == {}
+    assert kept(churned, "(ShapeKeys)._memo") == {}
     assert kept(churned, "._pod_needs") == {}
 
 

@@ -243,19 +243,6 @@ def test_a_pod_wanting_a_host_port_wakes_when_its_holder_leaves() -> None:
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=40))) == (1, 0)
 
 
-def test_labels_no_term_names_do_not_split_shapes_until_a_term_names_them() -> None:
-    state, scheduler = _one_node_state(
-        builders.pod("a", labels={"job": "a"}), builders.pod("b", labels={"job": "b"})
-    )
-    framework = scheduler.default_framework
-    a, b = state.pods.by_key["default/a"], state.pods.by_key["default/b"]
-    assert scheduler._shape(framework, a) == scheduler._shape(framework, b)
-    term = {"labelSelector": {"matchLabels": {"job": "a"}}, "topologyKey": "kubernetes.io/hostname"}
-    picky = builders.pod("picky", affinity={"podAntiAffinity": {ANTI: [term]}})
-    state.upsert_pod(objects_of(picky).pods[0])
-    assert scheduler._shape(framework, a) != scheduler._shape(framework, b)
-
-
 def test_the_volume_plugins_wake_on_volume_objects_and_pods_with_volumes() -> None:
     state = ClusterState()
     state.upsert_node(Node("n", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))

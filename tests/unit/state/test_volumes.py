@@ -217,7 +217,7 @@ def test_pods_with_other_claims_are_never_twins() -> None:
     state = build_state(objects_of(claim_pod("x", "c1"), claim_pod("y", "c2"), pod("z")))
     framework = Framework(default_config().profiles[0])
     keys = [
-        framework.shape_key(state, record, state.pods.demand(record))
+        framework.shapes.key(state, record, state.pods.demand(record))
         for record in (state.pods.by_key[f"default/{name}"] for name in "xyz")
     ]
     assert len(set(keys)) == 3

@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.framework.interface import MAX_NODE_SCORE, Cycle, IndexArray, RowScore
+from batchsched.framework.signature import nonzero_of
 from batchsched.objects.quantity import CPU, MEMORY, PODS
 from batchsched.plugins.args import ArgsReader
 from batchsched.state.nodes import IntArray
-from batchsched.state.pods import nonzero_of
 from batchsched.state.resources import Demand
 
 FloatArray = npt.NDArray[np.float64]
