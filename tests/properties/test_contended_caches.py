@@ -51,6 +51,7 @@ from hypothesis import strategies as st
 from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config
 from batchsched.framework.interface import NodeTotals
+from batchsched.framework.placements import Placements
 from batchsched.framework.runtime import Framework
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod, PodCondition
@@ -257,9 +258,9 @@ def test_refreshed_placements_keep_their_row_plan() -> None:
     """The comparison with every plan made afresh is not vacuous: refreshes reuse the plan
     kept on the member's results, and it is the plan made for that member."""
     made, refreshed = [], []
-    original_plan, original_place = Framework._row_plan, Framework.place_changed
+    original_plan, original_place = Placements.row_plan, Framework.place_changed
 
-    def counted_plan(self: Framework, cycle: Any) -> Any:
+    def counted_plan(self: Placements, cycle: Any) -> Any:
         made.append(1)
         return original_plan(self, cycle)
 
@@ -267,11 +268,11 @@ def test_refreshed_placements_keep_their_row_plan() -> None:
         found = original_place(self, cycle, base, rows)
         if rows.shape[0]:
             refreshed.append(1)
-            assert base.plan == original_plan(self, cycle)
+            assert base.plan == original_plan(self.placements, cycle)
         return found
 
     with (
-        patch.object(Framework, "_row_plan", counted_plan),
+        patch.object(Placements, "row_plan", counted_plan),
         patch.object(Framework, "place_changed", checked),
     ):
         run(contended.generate(40, 7), default_config(), contended.NOW)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.config import default_config
-from batchsched.framework.runtime import Framework
+from batchsched.framework.placements import Placements
 from tests.builders import node, pod
 from tests.conftest import schedule
 
@@ -87,6 +87,6 @@ def test_cached_placements_agree_with_fresh_ones(manifests: list[dict[str, Any]]
     # Without the placement cache every pod is filtered and scored afresh on every node (a
     # context of its own: the next example must find the cache on again).
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Framework, "_cached_placement", lambda self, cycle: None)
+        patch.setattr(Placements, "kept", lambda self, cycle: None)
         fresh = schedule(*manifests, config=default_config())
     assert cached.to_json() == fresh.to_json()

@@ -1,14 +1,14 @@
-"""A profile's plugins, run in order over all nodes at once.
+"""A profile's plugins, run in order over all nodes at once: the extension points.
 
 Filters report the first filter that failed on each node (kube-scheduler's rule), so the
-reason counts add up to the number of nodes; the leading run of static filters is evaluated
-once per pod shape and cached until nodes change.
+reason counts add up to the number of nodes. What the static and row-local filters and
+scores found is kept per pod shape (framework/placements.py) and refreshed only on the rows
+that changed; the plugins reading other nodes' pods run on top of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from itertools import compress
 
 import numpy as np
@@ -40,15 +40,13 @@ from batchsched.framework.interface import (
     StaticScorePlugin,
     StillFails,
 )
+from batchsched.framework.placements import Placements, record_rejections
 from batchsched.framework.signature import ShapeKeys
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
-from batchsched.state.nodes import BoolArray, IntArray, rows_differ
+from batchsched.state.nodes import BoolArray, IntArray
 
 _CACHE_LIMIT = 4096
-_ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
-# Refreshing a cached placement on at most this many rows goes row by row (`_refresh_rows`).
-_ROW_BY_ROW = 8
 # Cheap and specific events first: the hint that wakes a pod names the event it counts under.
 _EVENT_ORDER = [
     ClusterEvent.NODE,
@@ -60,46 +58,8 @@ _EVENT_ORDER = [
     ClusterEvent.NODE_ROOM,
     ClusterEvent.ANY,
 ]
-_SKIPPING = "framework.skipping"  # Cycle.scratch: the plugins that skip the pod
 # Per event (its place in _EVENT_ORDER), the hints to ask (queueing_hints).
 _Plan = tuple[tuple[int, tuple[QueueingHint | None, ...]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _StaticVerdict:
-    passing: BoolArray
-    rejections: tuple[Rejection, ...]  # first-failure attribution already applied
-    rejected_by: frozenset[str]  # the plugins those rejections came from
-
-
-# The filters and weighted scores reading other nodes' pods that a pod meets.
-_Globals = tuple[tuple[FilterPlugin, ...], tuple[tuple[ScorePlugin, int], ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class _RowPlan:
-    """The row-local filters and weighted scores that have something to say about a pod
-    shape: those a refresh runs (a row-local plugin skips, or scores alike, by the shape)."""
-
-    filters: tuple[RowLocalPlugin, ...]
-    scores: tuple[tuple[RowLocalPlugin, int], ...]
-
-
-@dataclass(slots=True)
-class _Placement:
-    """One pod shape's feasibility and total score per node, as of `mark` in the row log."""
-
-    verdict: _StaticVerdict  # the shape's static filters (they hold until nodes change)
-    mark: int
-    feasible: BoolArray
-    total: IntArray  # weighted score; -1 where infeasible
-    plan: _RowPlan | None = None  # made at the first refresh
-    # The room the results were computed on when it was a copy of the state's adjusted for
-    # nominations (None: the state's own, whose changes the row log records).
-    free: IntArray | None = None
-    # `free` was a `Cycle.plain_room`: another such room differs from it only on rows the
-    # log names.
-    plain: bool = False
 
 
 class Framework:
@@ -143,40 +103,26 @@ class Framework:
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None
         )
         self.score_plugins = [p for p, _ in self.scores]
-        self._cache: dict[Hashable, _StaticVerdict] = {}
-        self._cache_generation = -1
-        self._row_local = all(
-            isinstance(p, RowLocalPlugin) for p in [*self.dynamic_filters, *self.score_plugins]
-        )
-        # Filters and scores beyond the static ones, and those that read more of a pod than
-        # its demand.
+        # What the pods read (framework/signature.py) and of what the filters and scores
+        # found, what is kept (framework/placements.py). The hot paths' lookups bound once.
         dynamic = list(dict.fromkeys([*self.dynamic_filters, *self.score_plugins]))
-        self._skippers = [p for p in dynamic if type(p).skips is not Plugin.skips]
-        self._state_skippers = [p for p in self._skippers if not p.skips_by_shape]
-        self._global_filters = [
-            p for p in self.dynamic_filters if not isinstance(p, RowLocalPlugin)
-        ]
-        self._global_scores = [(p, w) for p, w in self.scores if not isinstance(p, RowLocalPlugin)]
-        # The pods' shape keys (framework/signature.py), asked by the queue's grouping, the
-        # scheduler's twin check and the placement; `_keys` bound once (the hot path).
         self.shapes = ShapeKeys(
             [f.shape for f in self.static_filters],
             [p.reads for p in dynamic if type(p).reads is not Plugin.reads],
         )
         self._keys = self.shapes.keys
-        self._skips_by_shape: dict[Hashable, frozenset[Plugin]] = {}
-        self._globals: dict[frozenset[Plugin], _Globals] = {}  # by the plugins skipping
-        self._placements: dict[Hashable, _Placement] = {}
-        # Those on room adjusted for nominations, per (shape, priority): each keeps a copy of
-        # the room, so fewer are kept.
-        self._adjusted: dict[Hashable, _Placement] = {}
+        self.placements = Placements(
+            self.static_filters, self.dynamic_filters, self.scores, self._keys, self._fresh
+        )
+        self._skipping = self.placements.skipping
+        self._global_for = self.placements.global_for
+        self._static_verdict = self.placements.static_verdict
         self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
         # The plugins that keep something per pod (asked to forget the pods that leave).
         self._per_pod = [
             p for p in self.plugins.values() if type(p).forget_pods is not Plugin.forget_pods
         ]
         self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
-        self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -206,98 +152,6 @@ class Framework:
         for plugin in self._per_pod:
             plugin.forget_pods(keys)
 
-    def _skipping(self, cycle: Cycle) -> frozenset[Plugin]:
-        """The dynamic filters and scores that skip this pod, asked once per cycle (once per
-        pod shape for those whose answer follows from the shape)."""
-        found = cycle.scratch.get(_SKIPPING)
-        if found is None:
-            state, pod = cycle.state, cycle.pod
-            key = self._keys(state, pod, cycle.demand)[1]
-            by_shape = None if key is None else self._skips_by_shape.get(key)
-            if by_shape is None:
-                by_shape = frozenset(
-                    p for p in self._skippers if p.skips_by_shape and p.skips(state, pod)
-                )
-                if key is not None:
-                    if len(self._skips_by_shape) >= _CACHE_LIMIT:
-                        self._skips_by_shape.clear()
-                    self._skips_by_shape[key] = by_shape
-            also = [p for p in self._state_skippers if p.skips(state, pod)]
-            # The shape's own set when nothing adds to it: its hash is kept (`_global_for`).
-            found = cycle.scratch[_SKIPPING] = by_shape.union(also) if also else by_shape
-        assert isinstance(found, frozenset)
-        return found
-
-    def _global_for(self, cycle: Cycle) -> _Globals:
-        """The filters and scores that are not row-local and have something to say about
-        this pod (those that skip it pass every node alike)."""
-        if self._row_local:
-            return (), ()
-        skipping = self._skipping(cycle)
-        found = self._globals.get(skipping)  # a few sets of skipping plugins recur
-        if found is None:
-            found = self._globals[skipping] = (
-                tuple(p for p in self._global_filters if p not in skipping),
-                tuple((p, w) for p, w in self._global_scores if p not in skipping),
-            )
-        return found
-
-    def _static_verdict(
-        self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...] | None
-    ) -> _StaticVerdict:
-        if shapes is None:
-            shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
-        verdict, lead = self._cached_lead(state, cycle, shapes)
-        if lead < len(shapes):
-            verdict = _run_static(self.static_filters[lead:], cycle, verdict.passing, verdict)
-        return verdict
-
-    def _cached_lead(
-        self, state: ClusterState, cycle: Cycle, shapes: tuple[Hashable, ...]
-    ) -> tuple[_StaticVerdict, int]:
-        """The verdict of the leading run of static filters that have a shape (all of them,
-        usually), cached per shape, and how many filters that run covers. The rest are for
-        this pod alone (e.g. NodeAffinity for a pod pinned by name)."""
-        self._follow_nodes(state)
-        lead = 0
-        while lead < len(shapes) and shapes[lead] is not None:
-            lead += 1
-        key = shapes[:lead]
-        verdict = self._cache.get(key)
-        if verdict is None:
-            verdict = _run_static(
-                self.static_filters[:lead], cycle, state.nodes.valid[: state.nodes.rows]
-            )
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[key] = verdict
-        return verdict, lead
-
-    def _follow_nodes(self, state: ClusterState) -> None:
-        """Drop what was derived from static node properties once they change."""
-        if self._cache_generation != state.nodes.generation:
-            self._cache.clear()
-            self._placements.clear()
-            self._adjusted.clear()
-            self._raw_scores.clear()
-            self._cache_generation = state.nodes.generation
-
-    def _passes_static_row(self, cycle: Cycle, row: int) -> bool:
-        """Whether one node passes every static filter, without evaluating the others where
-        the filters beyond the cached run can judge a single node."""
-        state = cycle.state
-        shapes = tuple(f.shape(cycle.pod) for f in self.static_filters)
-        verdict, lead = self._cached_lead(state, cycle, shapes)
-        if not verdict.passing[row]:
-            return False
-        for plugin in self.static_filters[lead:]:
-            passes = plugin.passes_row(state, cycle.pod, row)
-            if passes is None:
-                return bool(self._static_verdict(state, cycle, shapes).passing[row])
-            if not passes:
-                return False
-        return True
-
     def find_nodes(
         self, cycle: Cycle, allowed: BoolArray | None = None, local_only: bool = False
     ) -> tuple[BoolArray, Diagnosis]:
@@ -318,7 +172,7 @@ class Framework:
                 continue
             if not candidates.any():
                 break
-            failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+            failed = record_rejections(plugin.filter(cycle, candidates), candidates, rejections)
             if isinstance(plugin, RowLocalPlugin):
                 judged[plugin] = candidates
             if failed is not None:
@@ -388,7 +242,7 @@ class Framework:
         found: list[tuple[str, Rejection]] = []
         for plugin in [*self.static_filters, *self.dynamic_filters]:
             rejections: list[Rejection] = []
-            failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
+            failed = record_rejections(plugin.filter(cycle, candidates), candidates, rejections)
             if failed is not None:
                 candidates &= ~failed
             found.extend((plugin.name, rej) for rej in rejections)
@@ -402,11 +256,6 @@ class Framework:
 
     # ---- score -------------------------------------------------------------------------
 
-    def _silent(self, cycle: Cycle, plugin: ScorePlugin) -> bool:
-        """Whether a score rates every node alike for this pod (it skips the pod, or has
-        nothing to tell the nodes apart by): leaving it out changes no choice."""
-        return plugin in self._skipping(cycle) or plugin.uniform(cycle)
-
     def _totals(self, cycle: Cycle, feasible: BoolArray, local_only: bool = False) -> IntArray:
         """The weighted sum of the non-static scores (with `local_only`, of the row-local
         ones); -1 where infeasible."""
@@ -414,10 +263,16 @@ class Framework:
         for plugin, weight in self.scores:
             if local_only and not isinstance(plugin, RowLocalPlugin):
                 continue
-            if not self._silent(cycle, plugin):
+            if not self.placements.silent(cycle, plugin):
                 total += plugin.score(cycle, feasible) * weight
         total[~feasible] = -1
         return total
+
+    def _fresh(self, cycle: Cycle) -> tuple[BoolArray, IntArray]:
+        """The static and row-local filters' feasibility and the row-local scores of the pod
+        on every node, afresh: what `Placements` keeps per shape."""
+        feasible, _ = self.find_nodes(cycle, local_only=True)
+        return feasible, self._totals(cycle, feasible, local_only=True)
 
     def _with_static(self, cycle: Cycle, feasible: BoolArray, total: IntArray) -> IntArray:
         """`total` plus the static scores, normalised over the feasible nodes. Pods that
@@ -425,7 +280,7 @@ class Framework:
         one cached lookup per plugin."""
         combined = total
         for plugin, weight in self.static_scores:
-            raw = self._raw(plugin, cycle)
+            raw = self.placements.raw(plugin, cycle)
             if raw is not None:
                 if combined is total:
                     combined = total.copy()
@@ -433,20 +288,6 @@ class Framework:
         if combined is not total:
             combined[~feasible] = -1
         return combined
-
-    def _raw(self, plugin: StaticScorePlugin, cycle: Cycle) -> IntArray | None:
-        shape = plugin.score_shape(cycle.pod)
-        if shape is None:
-            return None
-        self._follow_nodes(cycle.state)
-        key = (id(plugin), shape)
-        if key in self._raw_scores:
-            return self._raw_scores[key]
-        raw = plugin.raw_scores(cycle.state, cycle.pod)
-        if len(self._raw_scores) >= _CACHE_LIMIT:
-            self._raw_scores.clear()
-        self._raw_scores[key] = raw
-        return raw
 
     def select(self, cycle: Cycle, feasible: BoolArray, kept: bool = False) -> int:
         """The feasible node with the highest weighted score; ties go to the first name.
@@ -457,7 +298,7 @@ class Framework:
             return int(np.argmax(feasible))  # one node (e.g. a pinned pod): nothing to score
         placement = None
         if kept and not any(self._global_for(cycle)):
-            placement = self._cached_placement(cycle)
+            placement = self.placements.kept(cycle)
         total = self._totals(cycle, feasible) if placement is None else placement.total
         return _best(cycle.state, self._with_static(cycle, feasible, total))
 
@@ -474,7 +315,7 @@ class Framework:
         # On room adjusted for nominations, the filters run first: most such pods fail (a
         # preemptor's, whose diagnosis needs them anyway) or go to their nominated node.
         shared = state.nodes.is_shared_free(cycle.free)
-        placement = self._cached_placement(cycle) if allowed is None and shared else None
+        placement = self.placements.kept(cycle) if allowed is None and shared else None
         global_filters, global_scores = self._global_for(cycle)
         if placement is not None and (global_filters or global_scores):
             feasible = placement.feasible.copy()
@@ -522,7 +363,7 @@ class Framework:
         a filter or score that reads other nodes' pods (spread, inter-pod affinity) has
         something to say about it (only a full pass decides then).
 
-        Served from the shape's kept placement (`_cached_placement`, refreshed where the room
+        Served from the shape's kept placement (`Placements.kept`, refreshed where the room
         or the log moved since), copied: the caller refreshes its results in place. A gang
         search asks for every pending member, and the members of the groups of one wave
         share a few shapes."""
@@ -530,7 +371,7 @@ class Framework:
             self._global_for(cycle)
         ):
             return None
-        placement = self._cached_placement(cycle)
+        placement = self.placements.kept(cycle)
         assert placement is not None  # the pod has a shape key
         return NodeTotals(placement.feasible.copy(), placement.total.copy())
 
@@ -545,16 +386,8 @@ class Framework:
         (`row_local`, which the caller asks first: the pods now on the nodes may change it).
         The row-local filters and scores a refresh runs follow from the pod: they are made
         once and kept on `base`, which a gang search refreshes many times."""
-        state = cycle.state
-        shapes = self._keys(state, cycle.pod, cycle.demand)[0]
-        verdict = self._static_verdict(state, cycle, shapes)
-        if rows.shape[0]:
-            plan = base.plan
-            if not isinstance(plan, _RowPlan):
-                plan = base.plan = self._row_plan(cycle)
-            now = _Placement(verdict, 0, base.feasible, base.total, plan)
-            self._refresh(cycle, now, rows.tolist())
-        return self.choose(state, cycle.pod, base)
+        self.placements.refresh_totals(cycle, base, rows)
+        return self.choose(cycle.state, cycle.pod, base)
 
     @staticmethod
     def choose(state: ClusterState, pod: Pod, totals: NodeTotals) -> int | None:
@@ -586,7 +419,7 @@ class Framework:
     def _fits_row(self, cycle: Cycle, row: int) -> bool:
         """Whether the pod fits on `row`, checked on that row alone; False also when a
         dynamic filter is not row-local (only a pass over every node can tell then)."""
-        if any(self._global_for(cycle)) or not self._passes_static_row(cycle, row):
+        if any(self._global_for(cycle)) or not self.placements.passes_static_row(cycle, row):
             return False
         rows = np.array([row], dtype=np.intp)
         skipping = self._skipping(cycle)
@@ -598,111 +431,6 @@ class Framework:
             ):
                 return False
         return True
-
-    def _cached_placement(self, cycle: Cycle) -> _Placement | None:
-        """The pod shape's placement on `cycle.free`, refreshed where rows changed since it
-        was made. Room adjusted for nominations (a copy per cycle, which the row log does
-        not follow) is compared with the room the placement was made on, and its placements
-        are kept apart per priority (the nominations a pod counts follow its priority), so
-        that pods in a cluster with nominations pay O(changed rows) as the others do."""
-        state = cycle.state
-        shapes, key = self._keys(state, cycle.pod, cycle.demand)
-        if key is None:
-            return None  # before the verdict: uncached filters would run twice
-        self._follow_nodes(state)  # drops placements made for other nodes
-        shared = state.nodes.is_shared_free(cycle.free)
-        kept, limit = (self._placements, _CACHE_LIMIT) if shared else (self._adjusted, _ADJUSTED)
-        slot = key if shared else (key, cycle.pod.priority or 0)
-        placement = kept.get(slot)
-        rows = state.nodes.rows
-        if placement is not None and placement.feasible.shape[0] == rows:
-            changed = state.nodes.rows_changed_since(placement.mark)
-            stale = None if changed is None else _stale_rows(cycle, placement, changed)
-            if stale is not None:
-                if stale:
-                    self._refresh(cycle, placement, stale)
-                    if placement.free is not None:
-                        placement.free[stale] = cycle.free[stale]
-                placement.mark = state.nodes.change_mark()
-                placement.plain = cycle.plain_room
-                return placement
-        verdict = self._static_verdict(state, cycle, shapes)
-        feasible, _ = self.find_nodes(cycle, local_only=True)
-        placement = _Placement(
-            verdict,
-            state.nodes.change_mark(),
-            feasible,
-            self._totals(cycle, feasible, local_only=True),
-            free=None if shared else cycle.free.copy(order="K"),
-            plain=cycle.plain_room,
-        )
-        if len(kept) >= limit:
-            kept.clear()
-        kept[slot] = placement
-        return placement
-
-    def _refresh(self, cycle: Cycle, placement: _Placement, changed: list[int]) -> None:
-        """Bring `placement` up to date on the `changed` rows (sorted, distinct)."""
-        plan = placement.plan
-        if plan is None:
-            plan = placement.plan = self._row_plan(cycle)
-        if len(changed) <= _ROW_BY_ROW:
-            self._refresh_rows(cycle, placement, plan, changed)
-            return
-        rows = np.asarray(changed, dtype=np.intp)
-        ok = placement.verdict.passing[rows]  # a copy: fancy indexing
-        for flt in plan.filters:
-            ok &= flt.fits_rows(cycle, rows)
-        placement.feasible[rows] = ok
-        placement.total[rows] = -1
-        # Only feasible rows are scored (their scores are row-local): a search freeing room
-        # often refreshes many rows that still do not fit.
-        fitting = rows[ok]
-        if not fitting.shape[0]:
-            return
-        total: IntArray | int = 0
-        for scorer, weight in plan.scores:
-            total = total + scorer.score_rows(cycle, fitting) * weight
-        placement.total[fitting] = total
-
-    @staticmethod
-    def _refresh_rows(cycle: Cycle, placement: _Placement, plan: _RowPlan, rows: list[int]) -> None:
-        """`_refresh` one row at a time, in Python numbers: for a few rows (usually the one
-        node the last pod went to) cheaper than NumPy's per-call cost. A row that fails a
-        filter is not scored (its total is -1 either way)."""
-        checks = [check for flt in plan.filters if (check := flt.row_check(cycle)) is not None]
-        scores = [(scorer.row_score(cycle), weight) for scorer, weight in plan.scores]
-        passing, feasible, total = placement.verdict.passing, placement.feasible, placement.total
-        for row in rows:
-            ok = passing.item(row)
-            for check in checks:
-                if not ok:
-                    break
-                ok = check(row)
-            if ok:
-                score = 0
-                for scored, weight in scores:
-                    score += scored(row) * weight
-                feasible[row] = True
-                total[row] = score
-            else:
-                feasible[row] = False
-                total[row] = -1
-
-    def _row_plan(self, cycle: Cycle) -> _RowPlan:
-        skipping = self._skipping(cycle)
-        return _RowPlan(
-            tuple(
-                flt
-                for flt in self.dynamic_filters
-                if isinstance(flt, RowLocalPlugin) and flt not in skipping
-            ),
-            tuple(
-                (scorer, weight)
-                for scorer, weight in self.scores
-                if isinstance(scorer, RowLocalPlugin) and not self._silent(cycle, scorer)
-            ),
-        )
 
     def reserve(self, cycle: Cycle, row: int) -> tuple[PreBind, ...]:
         """Run the Reserve plugins; what they ask the world to write before the Binding. If
@@ -820,65 +548,9 @@ class Framework:
         return plan
 
 
-def _run_static(
-    filters: list[StaticFilterPlugin],
-    cycle: Cycle,
-    passing: BoolArray,
-    before: _StaticVerdict | None = None,
-) -> _StaticVerdict:
-    """Apply `filters` in order to the nodes in `passing`, after `before`'s rejections."""
-    candidates = passing.copy()
-    rejections: list[Rejection] = list(before.rejections) if before is not None else []
-    rejected_by = set(before.rejected_by) if before is not None else set()
-    for plugin in filters:
-        failed = _apply(plugin.filter(cycle, candidates), candidates, rejections)
-        if failed is not None:
-            rejected_by.add(plugin.name)
-            candidates &= ~failed
-    return _StaticVerdict(candidates, tuple(rejections), frozenset(rejected_by))
-
-
-def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list[int] | None:
-    """The rows of `placement` to refresh for `cycle.free` (sorted, distinct): those in the
-    log since it was made and, for a placement on a copy of the room, those where the room
-    differs from that copy (compared over every row unless both are plain `free_for` rooms,
-    which differ only on logged rows). None when so many changed (or the copy has other
-    columns) that making it afresh is cheaper."""
-    free = cycle.free
-    limit = free.shape[0] // 4
-    if len(changed) > limit:
-        return None
-    if placement.free is None:
-        return sorted(set(changed))
-    if placement.free.shape != free.shape:
-        return None
-    if placement.plain and cycle.plain_room:
-        return sorted(set(changed))
-    moved = rows_differ(free, placement.free)
-    moved[changed] = True
-    stale = np.flatnonzero(moved)
-    return stale.tolist() if stale.shape[0] <= limit else None
-
-
 def _best(state: ClusterState, total: IntArray) -> int:
     """The row with the highest total (>= 0); among equals, the node that sorts first."""
     if state.nodes.names_in_row_order():
         return int(total.argmax())  # the first maximum is the first name
     rows = np.flatnonzero(total == total.max())
     return int(rows[np.argmin(state.nodes.name_rank()[rows])])
-
-
-def _apply(
-    found: Sequence[Rejection],
-    candidates: BoolArray,
-    into: list[Rejection],
-) -> BoolArray | None:
-    """Record a plugin's rejections among `candidates`; return the nodes it failed (None:
-    none)."""
-    failed: BoolArray | None = None
-    for rej in found:
-        nodes = rej.nodes & candidates
-        if nodes.any():
-            into.append(Rejection(rej.reason, nodes, rej.resolvable, rej.still_fails))
-            failed = nodes if failed is None else failed | nodes
-    return failed
