@@ -8,16 +8,14 @@ that changed; the plugins reading other nodes' pods run on top of it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from itertools import compress
+from collections.abc import Collection
 
 import numpy as np
 
 from batchsched.config import Profile
 from batchsched.decisions import PreBind
+from batchsched.framework.hints import HintPlans
 from batchsched.framework.interface import (
-    ClusterChange,
-    ClusterEvent,
     Cycle,
     Diagnosis,
     FilterPlugin,
@@ -25,12 +23,10 @@ from batchsched.framework.interface import (
     IndexArray,
     NodeTotals,
     Plugin,
-    PodsHint,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
-    QueueingHint,
     QueueSortPlugin,
     Rejection,
     ReservePlugin,
@@ -45,21 +41,6 @@ from batchsched.framework.signature import ShapeKeys
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
-
-_CACHE_LIMIT = 4096
-# Cheap and specific events first: the hint that wakes a pod names the event it counts under.
-_EVENT_ORDER = [
-    ClusterEvent.NODE,
-    ClusterEvent.POLICY,
-    ClusterEvent.POD_GROUP,
-    ClusterEvent.NAMESPACE,
-    ClusterEvent.VOLUME,
-    ClusterEvent.DEVICES,
-    ClusterEvent.NODE_ROOM,
-    ClusterEvent.ANY,
-]
-# Per event (its place in _EVENT_ORDER), the hints to ask (queueing_hints).
-_Plan = tuple[tuple[int, tuple[QueueingHint | None, ...]], ...]
 
 
 class Framework:
@@ -117,12 +98,12 @@ class Framework:
         self._skipping = self.placements.skipping
         self._global_for = self.placements.global_for
         self._static_verdict = self.placements.static_verdict
-        self._events = {p.name: p.events_to_register() for p in self.plugins.values()}
+        # What each plugin's rejection waits for (framework/hints.py).
+        self.hints = HintPlans(self.plugins.values())
         # The plugins that keep something per pod (asked to forget the pods that leave).
         self._per_pod = [
             p for p in self.plugins.values() if type(p).forget_pods is not Plugin.forget_pods
         ]
-        self._plans: dict[tuple[frozenset[str], frozenset[ClusterEvent]], _Plan] = {}
 
     # ---- pre-filter --------------------------------------------------------------------
 
@@ -472,80 +453,6 @@ class Framework:
             if result.retry_at is not None:
                 retry_at = min(retry_at or result.retry_at, result.retry_at)
         return PostFilterResult(message=" ".join(messages), retry_at=retry_at, by=frozenset(looked))
-
-    # ---- queueing hints ----------------------------------------------------------------
-
-    def queueing_hints(
-        self, change: ClusterChange, rejected: Sequence[frozenset[str]], pods: Sequence[Pod]
-    ) -> list[ClusterEvent | None]:
-        """Per waiting pod, rejected by the plugins named in `rejected` (in the same order):
-        the first event in `change` after which such a plugin may let it pass, or None if
-        none may (the pod would be told the same again). Each hint is asked once for all the
-        pods that need its answer for an event (a `PodsHint` in one step), not pod by pod."""
-        found: list[ClusterEvent | None] = [None] * len(pods)
-        by_rejection: dict[frozenset[str], list[int]] = {}
-        for i, rejected_by in enumerate(rejected):
-            if (alike := by_rejection.get(rejected_by)) is None:
-                by_rejection[rejected_by] = [i]
-            else:
-                alike.append(i)
-        # Per event (its place in _EVENT_ORDER), per hint (None: may, unasked), the pods whose
-        # rejecting plugins have it.
-        steps: dict[int, dict[QueueingHint | None, list[int]]] = {}
-        for rejected_by, alike in by_rejection.items():
-            for rank, hints in self._hint_plan(rejected_by, change.events):
-                by_hint = steps.setdefault(rank, {})
-                for hint in hints:
-                    if (items := by_hint.get(hint)) is None:
-                        by_hint[hint] = list(alike)
-                    else:
-                        items.extend(alike)
-        woken = False
-        for rank in sorted(steps):
-            event = _EVENT_ORDER[rank]
-            for hint, items in steps[rank].items():
-                # A pod an earlier event or hint wakes already is not asked again.
-                waiting = [i for i in items if found[i] is None] if woken else items
-                if not waiting:
-                    continue
-                if hint is None:
-                    yes = waiting
-                else:
-                    asked = [pods[i] for i in waiting]
-                    if isinstance(hint, PodsHint):
-                        answers = hint.ask(change, asked)
-                    else:
-                        answers = [hint(change, pod) for pod in asked]
-                    assert len(answers) == len(asked)
-                    yes = list(compress(waiting, answers))
-                for i in yes:
-                    found[i] = event
-                woken = woken or bool(yes)
-        return found
-
-    def _hint_plan(self, rejected_by: frozenset[str], events: frozenset[ClusterEvent]) -> _Plan:
-        """Per event in `events` (by its place in _EVENT_ORDER), in order, the hints of the
-        plugins in `rejected_by` that can lift their rejection after it (None: may, unasked),
-        in name order; made once per pair of sets, as the hint groups asked each pass mostly
-        share them."""
-        key = (rejected_by, events)
-        plan = self._plans.get(key)
-        if plan is None:
-            steps = []
-            for event in sorted(events, key=_EVENT_ORDER.index):
-                hints: list[QueueingHint | None] = []
-                for name in sorted(rejected_by):
-                    registered = self._events[name]
-                    if registered is None:  # no hints: any event may
-                        hints.append(None)
-                    elif event in registered:
-                        hints.append(registered[event])
-                if hints:
-                    steps.append((_EVENT_ORDER.index(event), tuple(hints)))
-            if len(self._plans) >= _CACHE_LIMIT:
-                self._plans.clear()
-            plan = self._plans[key] = tuple(steps)
-        return plan
 
 
 def _best(state: ClusterState, total: IntArray) -> int:

@@ -48,8 +48,9 @@ _MEMO_FLOOR = 4096
 
 Requests = tuple[tuple[str, int], ...]
 StaticShapes = tuple[Hashable, ...] | None
-# What the queue files a waiting pod under (level 4; `Twins.group`).
-HintGroup = Hashable
+# What the queue files a waiting pod under (level 4; `Twins.group`): its shape (or its key)
+# and the plugins that rejected it.
+HintGroup = tuple[Hashable, frozenset[str]]
 PreemptorKey = tuple[int, tuple[tuple[int, int], ...]]
 ShapeOf = Callable[[Pod], Hashable | None]
 ReadsOf = Callable[["ClusterState", Pod], Hashable]

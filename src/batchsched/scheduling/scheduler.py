@@ -11,9 +11,7 @@ import math
 import traceback
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import NamedTuple
 
 from batchsched.config import SchedulerConfig
 from batchsched.decisions import (
@@ -25,14 +23,12 @@ from batchsched.decisions import (
     Reserve,
     Unschedulable,
 )
+from batchsched.framework.hints import ClusterHints, HintPlans
 from batchsched.framework.interface import (
-    ClusterChange,
-    ClusterEvent,
     Cycle,
     Diagnosis,
     GroupAttempt,
     GroupPlugin,
-    IndexArray,
 )
 from batchsched.framework.runtime import Framework
 from batchsched.framework.signature import HintGroup, Twins
@@ -40,20 +36,7 @@ from batchsched.objects.records import Pod
 from batchsched.scheduling.admission import Admission, not_ready
 from batchsched.state.cluster import ClusterState
 from batchsched.state.mark import ClusterMark
-from batchsched.state.nodes import BoolArray
 from batchsched.state.queue import QueuedPod, SchedulingQueue
-
-# The event each version of a `ClusterMark` stands for, when it moved.
-_EVENT_OF = {
-    "nodes": ClusterEvent.NODE,
-    "policy": ClusterEvent.POLICY,
-    "generation": ClusterEvent.ANY,
-    "groups": ClusterEvent.POD_GROUP,
-    "volumes": ClusterEvent.VOLUME,
-    "devices": ClusterEvent.DEVICES,
-    "namespaces": ClusterEvent.NAMESPACE,
-}
-
 
 # What runs at a pass's end, after the group plugins: the worlds' controllers
 # (controllers/), told the groups whose members changed and the pass's evictions.
@@ -86,8 +69,11 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
         )
+        # What the queue asks about changes (framework/hints.py); the failed twins below
+        # are kept for the cluster as of its marks.
+        self.hints = ClusterHints(state, self._hint_plans_for, self.failed_as_is)
         if queueing_hints:
-            self.queue.hints = self
+            self.queue.hints = self.hints
         self.messages: dict[str, str] = {}  # last unschedulable message per pending pod
         # Pod shapes that found no way, for the cluster as of `_failed_at`. A twin of such a
         # pod would be told the same, so it is told at once, in this pass or a later one,
@@ -313,7 +299,7 @@ class Scheduler:
     def _failed_in_this_state(self) -> dict[Hashable, _Failure]:
         """The failed shapes remembered for the cluster as it is now: forgotten when it
         moves (rows, generation, any object the hints follow, or the nominations)."""
-        at = (self.marks(), self.state.nominations.version)
+        at = (self.hints.marks(), self.state.nominations.version)
         if at != self._failed_at:
             self._failed_shapes.clear()
             self._failed_at = at
@@ -338,92 +324,17 @@ class Scheduler:
         self._failed_shapes.clear()
         self.queue.ungroup_all()
 
-    # ---- queueing hints (the queue's `Hints`) ------------------------------------------
-
-    def marks(self) -> ClusterMark:
-        return self.state.mark()
-
-    def moved(self, since: Hashable) -> bool:
-        assert isinstance(since, ClusterMark)
-        # Device objects move no generation of their own (the allocator follows their epoch).
-        state = self.state
-        return since.generation != state.generation or since.devices != state.devices.epoch
+    def _hint_plans_for(self, pod: Pod) -> HintPlans:
+        return self.framework_for(pod).hints
 
     def failed_as_is(self, pod_key: str) -> bool:
+        """Whether the pod just failed in the state as it still is, changing nothing (the
+        queue's `Hints.failed_as_is`): a twin would be told the same."""
         entry = self.queue.entry(pod_key)
         if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
             return False
         twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
         return self._failed_twin(twin, self._instant) is not None
-
-    def wakes(self, asked: Sequence[tuple[Any, Pod, Hashable]]) -> list[str | None]:
-        events: list[str | None] = [None] * len(asked)
-        # One question per change and profile (a refresh's groups mostly share both), for
-        # all its groups at once: their places in `asked`.
-        questions: dict[tuple[Hashable, str], list[int]] = {}
-        for i, (_, pod, since) in enumerate(asked):
-            if (places := questions.get(key := (since, pod.scheduler_name))) is None:
-                questions[key] = [i]
-            else:
-                places.append(i)
-        changes = self._changes([since for since, _ in questions])
-        for places, change in zip(questions.values(), changes, strict=True):
-            framework = self.framework_for(asked[places[0]][1])  # the places' profile
-            found = framework.queueing_hints(
-                change,
-                [asked[i][0][1] for i in places],  # `Twins.group`: (shape, rejecting plugins)
-                [asked[i][1] for i in places],
-            )
-            for i, event in zip(places, found, strict=True):
-                if event is not None:
-                    events[i] = event.value
-        return events
-
-    def _changes(self, sinces: Sequence[Hashable]) -> list[ClusterChange]:
-        """What changed since each of `sinces` (marks). A refresh judges groups of many
-        marks (hundreds at 5000 nodes, most with thousands of rows changed since): the log is
-        read once, from the oldest mark it reaches, and walked from the newest mark back,
-        each mark adding the rows logged between it and the next one's."""
-        state = self.state
-        events = [self._events_since(since) for since in sinces]
-        positions: list[int] = []
-        for since in sinces:
-            assert isinstance(since, ClusterMark)
-            positions.append(since.rows)
-        rows: list[IndexArray | None] = [None] * len(sinces)
-        order = sorted(range(len(sinces)), key=positions.__getitem__)
-        log: list[int] | None = None
-        first = 0  # the mark `log` begins at
-        for i in order:
-            log = state.nodes.rows_changed_since(positions[i])
-            if log is not None:
-                first = positions[i]
-                break
-        if log is not None:
-            changed: BoolArray = np.zeros(state.nodes.rows, dtype=np.bool_)
-            upto = len(log)
-            for i in reversed(order):
-                start = positions[i] - first
-                if start < 0:
-                    break  # older than the log reaches
-                if start < upto:
-                    changed[log[start:upto]] = True
-                    upto = start
-                rows[i] = np.flatnonzero(changed)
-        changes = []
-        for found, position, kinds in zip(rows, positions, events, strict=True):
-            mark: int | None = position
-            if found is None:  # the log no longer reaches back: every row may have changed
-                found, mark = np.arange(state.nodes.rows, dtype=np.intp), None
-            if found.shape[0]:
-                kinds = kinds | {ClusterEvent.NODE_ROOM}
-            changes.append(ClusterChange(state, frozenset(kinds), found, mark))
-        return changes
-
-    def _events_since(self, since: Hashable) -> set[ClusterEvent]:
-        """The events other than NODE_ROOM since `since` (a mark)."""
-        assert isinstance(since, ClusterMark)
-        return {_EVENT_OF[name] for name in self.state.changed_since(since)}
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

@@ -415,7 +415,7 @@ class SchedulingQueue:
             return []
         marks = self.hints.marks()
         judged: list[ShapeGroup] = []
-        asked: list[tuple[Hashable, Pod, Hashable]] = []
+        asked: list[tuple[HintGroup, Pod, Hashable]] = []
         # Groups judged at one refresh share one marks object: `moved` is asked once per
         # object (this one is none of theirs).
         last: object = object()
