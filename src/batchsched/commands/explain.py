@@ -36,6 +36,7 @@ from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
+from batchsched.state.topology import DomainSearch
 
 
 @dataclass
@@ -93,14 +94,28 @@ class GangStory:
     min_member: int
     phase: str
     members: dict[str, str]  # pod -> node, or "" while pending
+    # A pending group's required topology: the domains its next attempt tries (topology.md).
+    domains: DomainSearch | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "group": self.group,
             "minMember": self.min_member,
             "phase": self.phase,
             "members": [{"pod": p, "node": n} for p, n in self.members.items()],
         }
+        if self.domains is not None:
+            search = self.domains
+            out["topology"] = {
+                "key": search.key,
+                "resource": search.resource,
+                "needed": search.needed,
+                "domains": [
+                    {"domain": d.value, "free": d.free, "membersFit": d.placed}
+                    for d in search.tried
+                ],
+            }
+        return out
 
 
 @dataclass
@@ -209,6 +224,9 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
         _choose(framework, cycle, feasible, out)
     elif out.gang is not None and claimed:
         _group_preemption(out.gang.group, out)
+        hook = framework.group_plugin
+        if hook is not None:
+            out.gang.domains = hook.domains_tried(framework, state, now, out.gang.group)
     else:
         _preemption(framework, cycle, resolvable, result, out)
     return out

@@ -6,6 +6,8 @@ from batchsched.commands import tables
 from batchsched.commands.explain import Explanation, NodeVerdict
 from batchsched.commands.explain_eviction import EvictionStory
 from batchsched.objects.parse import format_time
+from batchsched.objects.quantity import format_amount
+from batchsched.state.topology import DomainSearch
 
 _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
 
@@ -58,6 +60,29 @@ def render_explanation(e: Explanation) -> str:
         members = [[pod, node or "pending"] for pod, node in g.members.items()]
         lines.extend(tables.table(["member", "node"], members))
         lines.append("")
+    if e.gang is not None and e.gang.domains is not None:
+        lines.extend(_domains(e.gang.domains))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _domains(search: DomainSearch) -> list[str]:
+    """Each domain the group's next attempt tries: its free amount of the gang's dominant
+    resource and how many members fit there (docs/topology.md)."""
+    needed = format_amount(search.resource, search.needed)
+    lines = [f"TOPOLOGY {search.key}: one domain, needing {needed} {search.resource}"]
+    rows = [
+        [
+            d.value,
+            format_amount(search.resource, d.free),
+            f"{d.placed}"
+            if d.free >= search.needed
+            else f"not tried: too little {search.resource}",
+        ]
+        for d in search.tried
+    ]
+    lines.extend(tables.table(["domain", "free", "members fit"], rows) if rows else ["  none"])
+    lines.append("")
+    return lines
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -37,6 +37,7 @@ from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.topology import reported_domains
 from batchsched.state.volumes import ClaimBinding
 
 # Each pass binds or evicts at least one pod or the run stops, so this bound is only a guard
@@ -74,6 +75,10 @@ class OneShotResult:
     unschedulable: dict[str, str] = field(default_factory=dict)
     pod_groups: dict[str, PodGroupUpdate] = field(default_factory=dict)
     groups: dict[str, PodGroup] = field(default_factory=dict)  # the records, for their kind
+    # Groups asking for a topology: the key their placement is reported by
+    # (state.topology.reported_domains) and the domains of that key their members are in.
+    topology_keys: dict[str, str] = field(default_factory=dict)
+    domains: dict[str, list[str]] = field(default_factory=dict)
     reservations: dict[str, Reserve] = field(default_factory=dict)
     warnings: list[Warn] = field(default_factory=list)
     volume_bindings: list[ClaimBinding] = field(default_factory=list)
@@ -125,6 +130,17 @@ class OneShotResult:
             self.extended.pop(pod, None)
         self.unschedulable.update(self.withdrawn)
 
+    def _topology_json(self, name: str) -> dict[str, Any]:
+        """A group's topology request and the domains its members are in (docs/topology.md)."""
+        domains = self.domains.get(name)
+        if domains is None:
+            return {}
+        out: dict[str, Any] = {"key": self.topology_keys[name], "domains": domains}
+        preferred = self.groups[name].topology.preferred
+        if preferred:
+            out["preferred"] = list(preferred)
+        return {"topology": out}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "applyOrder": list(APPLY_ORDER),
@@ -145,6 +161,7 @@ class OneShotResult:
                     "apiVersion": self.groups[name].api_version,
                     "kind": "PodGroup",
                     **pod_group_status_json(self.groups[name], update.status),
+                    **self._topology_json(name),
                 }
                 for name, update in sorted(self.pod_groups.items())
             ],
@@ -222,6 +239,11 @@ def _settle(
     # Every PodGroup with members is reported with its final status, changed or not.
     result.pod_groups.update(controllers.pod_groups.statuses())
     result.groups = {key: state.groups.by_key[key] for key in result.pod_groups}
+    for key, group in result.groups.items():
+        if group.topology:
+            members = [state.pods.by_key[m] for m in sorted(state.groups.members.get(key, ()))]
+            found = reported_domains(state, members, group.topology)
+            result.topology_keys[key], result.domains[key] = found
     for key in state.devices.allocated_here:
         claim = state.devices.claims.get(key)
         if claim is None or claim.allocation is None:

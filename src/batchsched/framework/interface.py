@@ -23,6 +23,7 @@ from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
 from batchsched.state.resources import Demand
+from batchsched.state.topology import DomainSearch
 
 IndexArray = npt.NDArray[np.intp]
 # For a rejection that removing particular pods can lift (a port or anti-affinity clash, a
@@ -430,6 +431,13 @@ class GroupPlugin(Plugin):
 
     def schedule_group(self, attempt: GroupAttempt) -> GroupOutcome:
         raise NotImplementedError
+
+    def domains_tried(
+        self, framework: PlacementFramework, state: ClusterState, now: datetime, group: str
+    ) -> DomainSearch | None:
+        """The topology domains the group's next attempt would try (explain shows them), or
+        None when it asks for no required topology (docs/topology.md)."""
+        return None
 
     def after_pass(
         self, changed: set[str], evicted: Sequence[Evict], now: datetime

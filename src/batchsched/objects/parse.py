@@ -59,6 +59,7 @@ from batchsched.objects.records import (
 )
 from batchsched.objects.support import refused_field
 from batchsched.objects.system_classes import system_class_error
+from batchsched.objects.topology import read_topology
 from batchsched.objects.volumes import InlineDisk
 
 Json = Mapping[str, Any]
@@ -1022,6 +1023,7 @@ def read_pod_group(obj: Json) -> PodGroup:
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         status=status,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        topology=read_topology(r, obj, upstream=False),
     )
 
 

@@ -398,6 +398,19 @@ CRD_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 UPSTREAM_GROUP = "scheduling.k8s.io"
 
 
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """Where a gang's members may land, by node label key (docs/topology.md): `required`,
+    all members in one domain of that key (nodes sharing its value); `preferred`, keys from
+    the narrowest to the broadest, as few domains as possible. Empty: anywhere."""
+
+    required: str = ""
+    preferred: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.preferred)
+
+
 @dataclass(slots=True)
 class PodGroup:
     """A gang, whichever API declared it: the scheduler-plugins CRD (`scheduling.x-k8s.io`),
@@ -422,6 +435,7 @@ class PodGroup:
     priority: int | None = None  # spec.priority; else priority_class_name's value
     priority_class_name: str = ""
     workload: str = ""  # `workloadName/templateName` of the Workload template it came from
+    topology: TopologyRequest = field(default_factory=TopologyRequest)
 
     @property
     def key(self) -> str:

@@ -237,7 +237,8 @@ KINDS: dict[str, Schema] = {
 # Upstream's Workload API (scheduling.k8s.io v1alpha2 and v1beta1: the union of their fields).
 _GROUP_POLICY: Schema = {
     **_free("disruptionMode", "priority", "priorityClassName", "preemptionPolicy"),
-    **_free("resourceClaims", "schedulingConstraints"),
+    "resourceClaims": None,
+    "schedulingConstraints": {"topology": Each(_free("key"))},
     "schedulingPolicy": {"basic": {}, "gang": _free("minCount")},
 }
 UPSTREAM_KINDS: dict[str, Schema] = {

@@ -10,7 +10,8 @@ group (records.PodGroup):
   `{all: {}}`;
 - the scheduled condition: v1alpha2 `PodGroupScheduled`, v1beta1 `PodGroupInitiallyScheduled`.
 
-`spec.schedulingPolicy` is exactly one of `basic: {}` and `gang: {minCount: N}` in both.
+`spec.schedulingPolicy` is exactly one of `basic: {}` and `gang: {minCount: N}` in both;
+`spec.schedulingConstraints.topology: [{key}]` (both versions) is read by topology.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from batchsched.objects.records import (
     Workload,
     WorkloadTemplate,
 )
+from batchsched.objects.topology import read_topology
 
 V1ALPHA2 = f"{UPSTREAM_GROUP}/v1alpha2"
 V1BETA1 = f"{UPSTREAM_GROUP}/v1beta1"
@@ -131,6 +133,7 @@ def read_upstream_pod_group(obj: Json) -> PodGroup:
         priority=priority,
         priority_class_name=class_name,
         workload=_pair(r, obj, *ref),
+        topology=read_topology(r, obj, upstream=True),
     )
 
 

@@ -31,7 +31,7 @@ from batchsched.framework.interface import (
 )
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
-from batchsched.state.nodes import IntArray
+from batchsched.state.nodes import BoolArray, IntArray
 from batchsched.state.resources import Demand
 
 # Cycle.scratch key telling Coscheduling's PreFilter that the group was already admitted.
@@ -77,8 +77,10 @@ class TentativePlacement:
         free: IntArray,
         group: str,
         base: BaseRoom | None = None,
+        allowed: BoolArray | None = None,
     ) -> None:
         self.framework = framework
+        self.allowed = allowed  # the rows members may take (a topology domain), None: any
         self.state = state
         self.now = now
         self.free = free
@@ -101,10 +103,13 @@ class TentativePlacement:
             return Diagnosis(
                 state.nodes.count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
             )
-        placed = self._from_base(cycle) if pre.allowed_nodes is None else None
+        allowed = pre.allowed_nodes
+        if self.allowed is not None:
+            allowed = self.allowed if allowed is None else allowed & self.allowed
+        placed = self._from_base(cycle) if allowed is None else None
         if placed is None:
             self.row_local = False
-            placed = self.framework.place(cycle, pre.allowed_nodes)
+            placed = self.framework.place(cycle, allowed)
         if not isinstance(placed, Diagnosis):
             state.nodes.take_room(self.free, placed, demand)
             self._taken.append((placed, demand, pod))  # undone with the rest if Reserve raises

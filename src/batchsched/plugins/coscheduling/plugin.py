@@ -33,6 +33,7 @@ from batchsched.framework.interface import (
     GroupAttempt,
     GroupOutcome,
     GroupPlugin,
+    PlacementFramework,
     PodsHint,
     PostFilterPlugin,
     PreFilterPlugin,
@@ -66,12 +67,15 @@ from batchsched.plugins.coscheduling.preemption import (
     refusal_message,
     waiting_for_victims,
 )
+from batchsched.plugins.coscheduling.preferred import place_preferred
 from batchsched.plugins.coscheduling.status import stranded_message
+from batchsched.plugins.coscheduling.topology import place_in_one_domain
 from batchsched.preemption.evaluator import PreemptionStrategy, strategy_of
 from batchsched.preemption.reasons import GROUP_PLACED
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.topology import DomainSearch
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
@@ -102,21 +106,22 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         return {
             ClusterEvent.POD_GROUP: None,
             ClusterEvent.NODE: None,
-            ClusterEvent.NODE_ROOM: PodsHint(self._need_min_resources),
-            ClusterEvent.POLICY: PodsHint(self._need_min_resources),
+            ClusterEvent.NODE_ROOM: PodsHint(self._reads_room),
+            ClusterEvent.POLICY: PodsHint(self._reads_room),
         }
 
     @staticmethod
-    def _need_min_resources(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+    def _reads_room(change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
         """Per pod, whether its group asks minResources (checked against the whole
-        cluster's room, which any change of room may help)."""
+        cluster's room, which any change of room may help) or a required topology (whose
+        domains are chosen by their room, docs/topology.md)."""
         groups = change.state.groups.by_key
         if not groups:
             return [False] * len(pods)
         return [
             (key := group_key_of(pod)) is not None
             and (group := groups.get(key)) is not None
-            and bool(group.min_resources)
+            and bool(group.min_resources or group.topology.required)
             for pod in pods
         ]
 
@@ -279,22 +284,55 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         group = state.groups.by_key[key]
         for pod in pending:
             state.pods.demand(pod)  # intern every resource before the snapshot is copied
-        done = sum(1 for p in members if p.phase == "Succeeded" or p.key in state.pods.bound)
+        done = _done(state, members)
         need = group.min_member - done
         free = _room_for(state, pending[0], members)
-        placement = TentativePlacement(attempt.framework, state, now, free, key)
-        try:
-            placed, failures = place_members(placement, pending, need)
-        finally:
-            placement.undo()  # the scheduler binds the members that are kept
+        search = None
+        if group.topology.required:
+            search = place_in_one_domain(
+                attempt.framework,
+                state,
+                now,
+                free,
+                key,
+                group.topology.required,
+                members,
+                pending,
+                need,
+            )
+            placed, failures = search.placed, search.failures
+        elif group.topology.preferred:
+            placed, failures = place_preferred(
+                attempt.framework,
+                state,
+                now,
+                free,
+                key,
+                group.topology.preferred,
+                members,
+                pending,
+                need,
+            )
+        else:
+            placement = TentativePlacement(attempt.framework, state, now, free, key)
+            try:
+                placed, failures = place_members(placement, pending, need)
+            finally:
+                placement.undo()  # the scheduler binds the members that are kept
         outcome.rejected_by = _rejecters(self.name, failures)
         if len(placed) >= need:
             self._backoff_until.pop(key, None)
             self._events.pop(key, None)
             outcome.binds = [(pod.key, state.nodes.name(idx)) for pod, idx in placed]
             outcome.unschedulable = {pod.key: diag.message() for pod, diag in failures}
+            if search is not None and search.chosen is None:
+                # Members beyond minMember, with no room left in the group's domain.
+                why = f"PodGroup {key}: {search.shortfall(need)}"
+                outcome.unschedulable.update({p.key: why for p in pending})
             return outcome
-        if failures:
+        if search is not None:
+            reason = search.shortfall(need)
+        elif failures:
             misfit, diagnosis = failures[0]
             reason = f"{misfit.key}: {diagnosis.message()}"
         else:  # e.g. members of another scheduler: they count, but are not ours to place
@@ -304,7 +342,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             f"{done} bound or succeeded, {len(placed)} fit); {reason}"
         )
         preemption = ""
-        if failures:
+        if search is not None:
+            # Gang preemption searches the whole cluster and could evict in two domains.
+            preemption = "preemption: not tried for a required topology (docs/topology.md)."
+        elif failures:
             preemption = self._preempt(attempt, members, pending, need, outcome)
             if self._preemption is not None:
                 outcome.rejected_by |= {self._preemption.name}
@@ -316,6 +357,23 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             outcome.retry_at = now + timedelta(seconds=self.backoff_seconds)
             self._backoff_until[key] = outcome.retry_at.timestamp()
         return outcome
+
+    def domains_tried(
+        self, framework: PlacementFramework, state: ClusterState, now: datetime, key: str
+    ) -> DomainSearch | None:
+        """The domains the group's next attempt would try, for a group with pending members
+        and a required topology (explain shows them); None for any other group."""
+        group = state.groups.by_key.get(key)
+        members = _members(state, key)
+        pending = _pending(state, members, lambda k: True)
+        if group is None or not group.topology.required or not pending:
+            return None
+        need = group.min_member - _done(state, members)
+        free = _room_for(state, pending[0], members)
+        required = group.topology.required
+        return place_in_one_domain(
+            framework, state, now, free, key, required, members, pending, need
+        )
 
     def _preempt(
         self,
@@ -404,6 +462,11 @@ def _update(group: PodGroup, status: PodGroupStatus, into: list[Decision]) -> No
 
 def _members(state: ClusterState, key: str) -> list[Pod]:
     return [state.pods.by_key[k] for k in sorted(state.groups.members.get(key, ()))]
+
+
+def _done(state: ClusterState, members: list[Pod]) -> int:
+    """Members bound or succeeded: they count towards minMember."""
+    return sum(1 for p in members if p.phase == "Succeeded" or p.key in state.pods.bound)
 
 
 def _pending(state: ClusterState, members: list[Pod], queued: Callable[[str], bool]) -> list[Pod]:
