@@ -76,6 +76,9 @@ RESOURCES = {
         Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
         Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
         Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+        Resource("batchsched.io", "v1alpha1", "queues", "Queue", False),
+        Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, "queues.volcano"),
+        Resource("scheduling.run.ai", "v2", "queues", "Queue", False, "queues.kai"),
         Resource("events.k8s.io", "v1", "events", "Event", True),
         Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
         # Reviews: answered at once from `tokens` and `grants`, never stored.

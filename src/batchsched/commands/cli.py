@@ -335,6 +335,7 @@ def _objects(args: argparse.Namespace) -> Objects:
     --context is given; with neither and no FILE, the cluster's alone (credentials found as
     kubectl does)."""
     from batchsched.objects.load import STDIN, directory_notices, expand_paths, load_files
+    from batchsched.objects.queues import check_queue_tree
 
     sources = [*args.files, *args.filenames]
     if sum(1 for s in sources if str(s) == STDIN) > 1:
@@ -361,6 +362,7 @@ def _objects(args: argparse.Namespace) -> Objects:
         objects = merge_objects(cluster, files)
     # Only the files' pods: the cluster's own were admitted when their class existed.
     files.check_priority_classes(", ".join(str(f) for f in sources), objects.priority_classes)
+    check_queue_tree(objects.queues)
     return objects
 
 

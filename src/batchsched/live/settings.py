@@ -7,24 +7,14 @@ to 100; a negative qps lifts the client-side rate limit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from batchsched.config import SchedulerConfig
+from batchsched.objects.go_duration import go_duration_seconds
 from batchsched.plugins.args import ConfigError, check_known_keys
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 _LEADER_KEYS = (
     "leaderElect",
     "leaseDuration",
@@ -41,14 +31,8 @@ def parse_duration(raw: Any, where: str) -> float:
     """A Go duration string in seconds; `where` names the field in the error."""
     if not isinstance(raw, str) or not raw:
         raise ConfigError(f"{where}: must be a duration such as '15s' or '1m30s', got {raw!r}")
-    pos = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(raw):
-        if match.start() != pos:
-            break
-        total += float(match[1]) * _UNIT_SECONDS[match[2]]
-        pos = match.end()
-    if pos != len(raw) or total <= 0:
+    total = go_duration_seconds(raw)
+    if total is None or total <= 0:
         raise ConfigError(
             f"{where}: {raw!r} is not a positive duration (use units h, m, s, ms: '15s', '1m30s')"
         )

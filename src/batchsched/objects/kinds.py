@@ -32,6 +32,17 @@ from batchsched.objects.parse import (
     read_pod_group,
     read_priority_class,
 )
+from batchsched.objects.queues import (
+    KAI_QUEUE_API,
+    QUEUE_API,
+    QUEUE_APIS,
+    VOLCANO_QUEUE_API,
+    Queue,
+    read_batchsched_queue,
+    read_kai_queue,
+    read_queue,
+    read_volcano_queue,
+)
 from batchsched.objects.records import (
     CRD_API_VERSION,
     UPSTREAM_GROUP,
@@ -80,6 +91,7 @@ Record = (
     | ResourceSlice
     | ResourceClaim
     | ResourceClaimTemplate
+    | Queue
 )
 Reader = Callable[[Mapping[str, Any]], Any]
 
@@ -136,6 +148,21 @@ KINDS: tuple[Kind, ...] = (
     ),
     _one("Node", "nodes", False, read_node, "/api/v1/nodes"),
     _one("Namespace", "namespaces", False, read_namespace, "/api/v1/namespaces"),
+    # Before pods: a pod's queue is read from its labels, its group's, its namespace's.
+    Kind(
+        "Queue",
+        "queues",  # batchsched's, Volcano's and KAI's, by apiVersion (docs/queues.md)
+        False,
+        read_queue,
+        QUEUE_APIS,
+        (
+            Collection("Queue", f"/apis/{QUEUE_API}/queues", read_batchsched_queue, True),
+            Collection(
+                "VolcanoQueue", f"/apis/{VOLCANO_QUEUE_API}/queues", read_volcano_queue, True
+            ),
+            Collection("KaiQueue", f"/apis/{KAI_QUEUE_API}/queues", read_kai_queue, True),
+        ),
+    ),
     _one("PodDisruptionBudget", "pdbs", True, read_pdb, "/apis/policy/v1/poddisruptionbudgets"),
     Kind(
         "PodGroup",

@@ -13,6 +13,7 @@ from batchsched.objects.documents import MAX_DEPTH, read_text, without_gc, yaml_
 from batchsched.objects.dra import ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.kinds import BY_NAME, KINDS, NAMESPACED
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import (
     DeviceClass,
     Namespace,
@@ -60,6 +61,7 @@ class Objects:
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)  # batchsched's, Volcano's and KAI's
     # Unknown fields in the files, `FILE: Kind name: unknown field "path"`, each once.
     warnings: list[str] = field(default_factory=list)
     # Objects of the files that were not read, by (kind, apiVersion); files with no object.

@@ -22,11 +22,15 @@ READ_VERSIONS: dict[str, tuple[str, ...]] = {k.name: k.api_versions for k in KIN
 # expect of a schedule, so they are named as theirs, and `--strict` refuses them.
 _ONLY_GROUPS = "batchsched reads only the scheduler-plugins and upstream PodGroups"
 SCHEDULING_APIS: dict[str, str] = {
-    "kueue.x-k8s.io": "Kueue's: batchsched has no queues or quotas yet, so these limit nothing",
-    "scheduling.volcano.sh": f"Volcano's: {_ONLY_GROUPS}, and has no queues yet",
+    "kueue.x-k8s.io": (
+        "Kueue's: batchsched reads its own, Volcano's and KAI's Queues, not Kueue's quotas"
+    ),
+    "scheduling.volcano.sh": f"Volcano's: {_ONLY_GROUPS}, and Volcano's Queue",
     "batch.volcano.sh": "Volcano's: batchsched reads the pods, not Volcano's jobs",
-    "scheduling.run.ai": f"KAI Scheduler's: {_ONLY_GROUPS}, and has no queues yet",
-    "scheduling.x-k8s.io": "scheduler-plugins': batchsched reads its PodGroup, has no quotas yet",
+    "scheduling.run.ai": f"KAI Scheduler's: {_ONLY_GROUPS}, and KAI's Queue v2",
+    "scheduling.x-k8s.io": (
+        "scheduler-plugins': batchsched reads its PodGroup, not ElasticQuota (its Queue instead)"
+    ),
     "scheduling.k8s.io": "batchsched does not read this kind",
     "resource.k8s.io": "a DRA kind batchsched does not read: allocations ignore it",
     "kubescheduler.config.k8s.io": "a scheduler configuration: give it with --config, not -f",

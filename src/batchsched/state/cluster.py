@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import (
     IMPLICIT_DEVICE_CLASS,
     DeviceClass,
@@ -37,6 +38,7 @@ from batchsched.state.nodes import IntArray, Nodes
 from batchsched.state.nominations import Nominations
 from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
+from batchsched.state.queues import QueueTree
 from batchsched.state.reservations import Reservation, Reservations
 from batchsched.state.volumes import VolumeObject, VolumeObjects
 
@@ -56,8 +58,7 @@ class ClusterState:
         self.device_classes: dict[str, DeviceClass] = {}
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
         self.device_class_resources: dict[str, str] = {}
-        # Owners still to come join the ones above, each with its version in `ClusterMark`:
-        # the queues (their tree, usage and fair share).
+        self.queues = QueueTree()  # Queue objects (state/queues.py)
 
         # Moves on every change that could let a waiting pod fit.
         self.generation = 0
@@ -151,6 +152,14 @@ class ClusterState:
 
     def remove_namespace(self, name: str) -> None:
         self.policy.remove_namespace(name)
+        self.generation += 1
+
+    def upsert_queue(self, queue: Queue) -> None:
+        self.queues.upsert(queue)
+        self.generation += 1
+
+    def remove_queue(self, name: str) -> None:
+        self.queues.remove(name)
         self.generation += 1
 
     def upsert_pod_group(self, group: PodGroup) -> None:
@@ -451,6 +460,7 @@ _UPSERT: dict[str, Callable[[ClusterState, Any], None]] = {
     "PriorityClass": ClusterState.upsert_priority_class,
     "Node": ClusterState.upsert_node,
     "Namespace": ClusterState.upsert_namespace,
+    "Queue": ClusterState.upsert_queue,
     "PodDisruptionBudget": ClusterState.upsert_pdb,
     "PodGroup": ClusterState.upsert_pod_group,
     "DeviceClass": ClusterState.upsert_device_class,
@@ -460,6 +470,7 @@ _REMOVE: dict[str, Callable[[ClusterState, str], None]] = {
     "PriorityClass": ClusterState.remove_priority_class,
     "Node": ClusterState.remove_node,
     "Namespace": ClusterState.remove_namespace,
+    "Queue": ClusterState.remove_queue,
     "PodDisruptionBudget": ClusterState.remove_pdb,
     "PodGroup": ClusterState.remove_pod_group,
     "DeviceClass": ClusterState.remove_device_class,

@@ -51,17 +51,16 @@ def test_kinds_not_read_are_summed_up_once_per_kind_and_api(
     lines = [line for line in err.splitlines() if "not read:" in line]
     assert lines == [
         f"warning: not read: 1 ClusterQueue (kueue.x-k8s.io/v1beta1) in {path}: Kueue's: "
-        "batchsched has no queues or quotas yet, so these limit nothing",
+        "batchsched reads its own, Volcano's and KAI's Queues, not Kueue's quotas",
         f"warning: not read: 2 LocalQueue (kueue.x-k8s.io/v1beta1) in {path}: Kueue's: "
-        "batchsched has no queues or quotas yet, so these limit nothing",
+        "batchsched reads its own, Volcano's and KAI's Queues, not Kueue's quotas",
         f"warning: not read: 1 ResourceFlavor (kueue.x-k8s.io/v1beta1) in {path}: Kueue's: "
-        "batchsched has no queues or quotas yet, so these limit nothing",
+        "batchsched reads its own, Volcano's and KAI's Queues, not Kueue's quotas",
         f"warning: not read: 1 ElasticQuota (scheduling.x-k8s.io/v1alpha1) in {path}: "
-        "scheduler-plugins': batchsched reads its PodGroup, has no quotas yet",
+        "scheduler-plugins': batchsched reads its PodGroup, not ElasticQuota (its Queue instead)",
         # Volcano's PodGroup under its own API, never read as the scheduler-plugins one.
         f"warning: not read: 1 PodGroup (scheduling.volcano.sh/v1beta1) in {path}: Volcano's: "
-        "batchsched reads only the scheduler-plugins and upstream PodGroups, and has no queues "
-        "yet",
+        "batchsched reads only the scheduler-plugins and upstream PodGroups, and Volcano's Queue",
         f"warning: not read: 1 DeviceTaintRule (resource.k8s.io/v1alpha3) in {path}: a DRA "
         "kind batchsched does not read: allocations ignore it",
         f"warning: not read: 1 Pood (v1) in {path}: unknown kind; did you mean Pod?",
