@@ -198,6 +198,14 @@ def _parser() -> _Parser:
         "--now", type=_now_arg, help="the time for running pods' protection (default: now)"
     )
     _add_output(policy)
+    queues = _command(
+        sub,
+        "queues",
+        "print the queue tree: quotas, usage, borrowing and pending pods per queue",
+        "batchsched queues -f examples/queues/three-teams.yaml",
+    )
+    _add_sources(queues)
+    _add_output(queues)
     add_run_parser(sub)
     sim = _command(
         sub,
@@ -366,6 +374,15 @@ def _objects(args: argparse.Namespace) -> Objects:
     return objects
 
 
+def _queues(args: argparse.Namespace) -> int:
+    from batchsched.commands.queues import queue_report, render_text
+    from batchsched.commands.schedule import build_state
+
+    report = queue_report(build_state(_objects(args)))
+    emit({"queues": report}, args.output, lambda: render_text(report))
+    return 0
+
+
 def _policy(args: argparse.Namespace) -> int:
     from batchsched.commands.policy import build_report, render_text
 
@@ -392,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explain(args)
         if args.command == "policy":
             return _policy(args)
+        if args.command == "queues":
+            return _queues(args)
         if args.command == "run":
             from batchsched.live.cli import run_command
 

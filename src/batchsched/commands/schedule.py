@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from batchsched.collector import fewer_collections
+from batchsched.commands.queues import queue_report
 from batchsched.config import SchedulerConfig
 from batchsched.controllers import Controllers, Dispatcher, current_warnings, pod_gone
 from batchsched.decisions import (
@@ -90,6 +91,8 @@ class OneShotResult:
     attempts: int = 0  # scheduling attempts of pods, failed ones included
     # Pods bound and then preempted within the run (left out of the plan): pod -> why.
     withdrawn: dict[str, str] = field(default_factory=dict)
+    # The queue tree after the run (commands/queues.py), when there are Queue objects.
+    queues: list[dict[str, Any]] = field(default_factory=list)
     _bound_in_pass: dict[str, int] = field(default_factory=dict)
 
     def bind(self, decision: Bind) -> None:
@@ -182,6 +185,7 @@ class OneShotResult:
             "extendedResourceClaims": [
                 {"pod": pod, "status": status} for pod, status in sorted(self.extended.items())
             ],
+            **({"queues": self.queues} if self.queues else {}),
         }
 
 
@@ -252,6 +256,8 @@ def _settle(
             continue  # allocated only for pods the plan withdrew (their devices stay held)
         result.claims[key] = claim_status_json(claim)
     result.warnings = current_warnings(state, result.warnings)
+    if state.queues:
+        result.queues = queue_report(state)
     for reservation in list(result.reservations.values()):
         if reservation.pod not in state.pods.pending:
             del result.reservations[reservation.node]

@@ -1024,6 +1024,7 @@ def read_pod_group(obj: Json) -> PodGroup:
         status=status,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         topology=read_topology(r, obj, upstream=False),
+        labels=r.string_map(obj, "metadata.labels"),
     )
 
 

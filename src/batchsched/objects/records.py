@@ -436,6 +436,7 @@ class PodGroup:
     priority_class_name: str = ""
     workload: str = ""  # `workloadName/templateName` of the Workload template it came from
     topology: TopologyRequest = field(default_factory=TopologyRequest)
+    labels: dict[str, str] = field(default_factory=dict)  # e.g. its queue (docs/queues.md)
 
     @property
     def key(self) -> str:

@@ -134,6 +134,7 @@ def read_upstream_pod_group(obj: Json) -> PodGroup:
         priority_class_name=class_name,
         workload=_pair(r, obj, *ref),
         topology=read_topology(r, obj, upstream=True),
+        labels=r.string_map(obj, "metadata.labels"),
     )
 
 

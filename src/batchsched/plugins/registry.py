@@ -19,6 +19,7 @@ from batchsched.plugins.noderesources import BalancedAllocation, NodeResourcesFi
 from batchsched.plugins.nodeunschedulable.plugin import NodeUnschedulable
 from batchsched.plugins.podtopologyspread import PodTopologySpread
 from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
+from batchsched.plugins.queues import Queues
 from batchsched.plugins.queuesort.priority_sort import PrioritySort
 from batchsched.plugins.tainttoleration.plugin import TaintToleration
 from batchsched.plugins.volumebinding import (
@@ -63,6 +64,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
     "VolumeBinding": VolumeBinding,
     "VolumeZone": _no_args(VolumeZone),
+    "Queues": _no_args(Queues),
 }
 
 EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
@@ -73,7 +75,8 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
     "queueSort": [("Coscheduling", 0)],
     # Coscheduling's PreFilter is left out: its Permit hook admits whole groups itself, so
     # the PreFilter would only cost every other pod a call (it is for profiles without it).
-    "preFilter": [("DaemonSetPreemption", 0), ("VolumeBinding", 0)],
+    # Queues: quota admission (docs/queues.md); a cluster without Queue objects skips it.
+    "preFilter": [("DaemonSetPreemption", 0), ("VolumeBinding", 0), ("Queues", 0)],
     "filter": [
         ("NodeUnschedulable", 0),
         ("NodeName", 0),

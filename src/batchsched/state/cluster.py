@@ -15,11 +15,12 @@ reads a clock or does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.queue_membership import named_queue
 from batchsched.objects.queues import Queue
 from batchsched.objects.records import (
     IMPLICIT_DEVICE_CLASS,
@@ -38,7 +39,7 @@ from batchsched.state.nodes import IntArray, Nodes
 from batchsched.state.nominations import Nominations
 from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
-from batchsched.state.queues import QueueTree
+from batchsched.state.queues import Membership, QueueTree, Usage
 from batchsched.state.reservations import Reservation, Reservations
 from batchsched.state.volumes import VolumeObject, VolumeObjects
 
@@ -161,6 +162,31 @@ class ClusterState:
     def remove_queue(self, name: str) -> None:
         self.queues.remove(name)
         self.generation += 1
+
+    def queue_of(self, pod: Pod) -> Membership:
+        """The pod's leaf queue, or why it cannot be placed (docs/queues.md)."""
+        key = group_key_of(pod)
+        group = self.groups.by_key.get(key) if key is not None else None
+        namespace = self.policy.namespaces.get(pod.namespace)
+        return self.queues.member(named_queue(pod, group, namespace))
+
+    def requests_by_name(self, pod: Pod) -> dict[str, int]:
+        """The pod's requests as NodeResourcesFit counts them, by resource name."""
+        names = self.nodes.resources.names
+        return {names[col]: amount for col, amount in self.pods.demand(pod).key}
+
+    def queue_usage(self) -> Usage:
+        """Each queue's usage: its subtree's bound and assumed pods' requests."""
+        at = (self.pods.bound_version, self.policy.namespace_version, self.groups.version)
+        return self.queues.usage(at, self._queued_requests)
+
+    def _queued_requests(self) -> Iterator[tuple[str, dict[str, int]]]:
+        by_key = self.pods.by_key
+        for key in self.pods.bound:
+            pod = by_key[key]
+            leaf = self.queue_of(pod).queue
+            if leaf:
+                yield leaf, self.requests_by_name(pod)
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         self.groups.upsert(group)

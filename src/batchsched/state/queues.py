@@ -7,7 +7,23 @@ Queue objects of every world here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+
+from batchsched.objects.quantity import format_amount
+from batchsched.objects.queue_membership import NamedQueue
 from batchsched.objects.queues import Queue
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """A pod's leaf queue ("": in none), or why it cannot be placed ("": it can)."""
+
+    queue: str = ""
+    problem: str = ""
+
+
+Usage = Mapping[str, Mapping[str, int]]  # queue -> resource -> amount in use (its subtree)
 
 
 class QueueTree:
@@ -18,6 +34,8 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
+        self._usage: Usage = {}
+        self._usage_at: Hashable = None
 
     def upsert(self, queue: Queue) -> None:
         self.queues[queue.name] = queue
@@ -51,3 +69,58 @@ class QueueTree:
             seen.add(queue.name)
             queue = self.queues.get(queue.parent) if queue.parent else None
         return out
+
+    def member(self, named: NamedQueue) -> Membership:
+        """Where a pod naming `named` belongs: a leaf, none, or a problem naming the queue."""
+        if named.conflict:
+            return Membership(problem=named.conflict)
+        if not named.name:
+            return Membership()
+        where = f" ({named.where})" if named.where else " (the default queue)"
+        if named.name not in self.queues:
+            if not named.where:
+                return Membership()  # no Queue `default`: the pod is in no queue
+            return Membership(problem=f"queue {named.name!r}{where} does not exist")
+        children = self.children(named.name)
+        if children:
+            return Membership(
+                problem=f"queue {named.name!r}{where} has child queues ({', '.join(children)}): "
+                "only leaf queues hold pods"
+            )
+        return Membership(named.name)
+
+    def usage(
+        self, at: Hashable, members: Callable[[], Iterable[tuple[str, Mapping[str, int]]]]
+    ) -> Usage:
+        """Each queue's usage of the resources it names: the requests of the pods of its
+        subtree that `members` gives as (leaf, requests), recounted only when `at` (what the
+        caller's pods are as of) or the tree moves."""
+        if self._usage_at != (at, self.version):
+            usage: dict[str, dict[str, int]] = {}
+            for leaf, requests in members():
+                for queue in self.path(leaf):
+                    used = usage.setdefault(queue.name, {})
+                    for resource in queue.resources:
+                        amount = requests.get(resource, 0)
+                        if amount:
+                            used[resource] = used.get(resource, 0) + amount
+            self._usage, self._usage_at = usage, (at, self.version)
+        return self._usage
+
+    def blocking(self, leaf: str, usage: Usage, asks: Mapping[str, int]) -> str:
+        """Why `asks` more at `leaf` would take it or an ancestor over a limit ("" if it would
+        not): the lowest such level, its resources by name."""
+        for queue in self.path(leaf):
+            used = usage.get(queue.name, {})
+            for resource, quota in sorted(queue.resources.items()):
+                asked = asks.get(resource, 0)
+                if quota.limit is None or not asked:
+                    continue
+                in_use = used.get(resource, 0)
+                if in_use + asked > quota.limit:
+                    return (
+                        f"queue {queue.name}: {resource} limit "
+                        f"{format_amount(resource, quota.limit)}, in use "
+                        f"{format_amount(resource, in_use)}, asks {format_amount(resource, asked)}"
+                    )
+        return ""

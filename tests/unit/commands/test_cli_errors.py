@@ -69,7 +69,10 @@ def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]
     assert "batchsched: error: unknown command 'schedul'; did you mean 'schedule'?" in err
     code, _, err = run(["frobnicate"], capsys)
     assert code == 2
-    assert "unknown command 'frobnicate' (one of: schedule, explain, policy, run, simulate)" in err
+    assert (
+        "unknown command 'frobnicate' (one of: schedule, explain, policy, queues, run, simulate)"
+        in err
+    )
 
 
 def test_an_unknown_flag_prints_its_commands_usage(capsys: pytest.CaptureFixture[str]) -> None:

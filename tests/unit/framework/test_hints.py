@@ -42,6 +42,7 @@ WITH_HINTS = {
     "NodeVolumeLimits",
     "PodTopologySpread",
     "PreemptionToleration",
+    "Queues",
     "TaintToleration",
     "VolumeBinding",
     "VolumeRestrictions",

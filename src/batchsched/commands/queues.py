@@ -1,0 +1,83 @@
+"""`batchsched queues`: the queue tree with each queue's quotas, usage, what it borrows and
+its pending pods (docs/queues.md#seeing-the-queues). `schedule -o json` carries the same
+report, as after its decisions, under `queues`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchsched.commands import tables
+from batchsched.objects.quantity import format_amount
+from batchsched.state.cluster import ClusterState
+
+
+def queue_report(state: ClusterState) -> list[dict[str, Any]]:
+    """One entry per queue, parents before their children, siblings by name."""
+    tree = state.queues
+    usage = state.queue_usage()
+    pending: dict[str, int] = {}
+    for pod in state.pods.pending.values():
+        leaf = state.queue_of(pod).queue
+        for queue in tree.path(leaf) if leaf else ():
+            pending[queue.name] = pending.get(queue.name, 0) + 1
+    out: list[dict[str, Any]] = []
+
+    def visit(name: str, depth: int) -> None:
+        queue = tree.queues[name]
+        used = usage.get(name, {})
+        resources: dict[str, dict[str, str | None]] = {}
+        for resource, quota in sorted(queue.resources.items()):
+            in_use = used.get(resource, 0)
+            resources[resource] = {
+                "guaranteed": format_amount(resource, quota.guaranteed),
+                "nominal": format_amount(resource, quota.nominal),
+                "limit": None if quota.limit is None else format_amount(resource, quota.limit),
+                "inUse": format_amount(resource, in_use),
+                "borrowed": format_amount(resource, max(0, in_use - quota.nominal)),
+            }
+        out.append(
+            {
+                "name": name,
+                "parent": queue.parent or None,
+                "depth": depth,
+                "apiVersion": queue.api_version,
+                "weight": queue.weight,
+                "priority": queue.priority,
+                "resources": resources,
+                "pendingPods": pending.get(name, 0),
+            }
+        )
+        for child in tree.children(name):
+            visit(child, depth + 1)
+
+    for root in tree.roots():
+        visit(root, 0)
+    return out
+
+
+def render_text(report: list[dict[str, Any]]) -> str:
+    """The tree as a table: one row per queue and resource it names, children indented."""
+    if not report:
+        return "no Queue found\n"
+    head = ["queue", "resource", "guaranteed", "nominal", "limit", "in use", "borrowed", "pending"]
+    rows: list[list[str]] = []
+    for entry in report:
+        name = "  " * entry["depth"] + entry["name"]
+        resources = entry["resources"].items() or [("-", None)]
+        for i, (resource, amounts) in enumerate(resources):
+            values = (
+                ["-"] * 5
+                if amounts is None
+                else [
+                    amounts["guaranteed"],
+                    amounts["nominal"],
+                    amounts["limit"] or "none",
+                    amounts["inUse"],
+                    amounts["borrowed"],
+                ]
+            )
+            first = i == 0
+            pending = str(entry["pendingPods"]) if first else ""
+            rows.append([name if first else "", resource, *values, pending])
+    return "\n".join([f"QUEUES ({len(report)})", *tables.table(head, rows), ""]) + "\n"

@@ -1,0 +1,92 @@
+"""Invariants of queue admission over random clusters: no queue over a limit at any level,
+gangs all or nothing, and a cluster without queues schedules as if queues did not exist."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.objects.podgroup import GROUP_LABEL, group_key_of
+from batchsched.objects.queue_membership import QUEUE_LABEL
+from batchsched.objects.queues import QUEUE_API
+from tests.builders import node, pod, pod_group
+from tests.conftest import objects_of, schedule
+
+SETTINGS = settings(max_examples=60, deadline=None)
+GPU = "nvidia.com/gpu"
+LEAVES = ("a1", "a2", "b1")
+PARENT = {"a1": "a", "a2": "a", "b1": "b"}
+
+
+def queue(name: str, parent: str, limit: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"resources": {GPU: {} if limit is None else {"limit": limit}}}
+    if parent:
+        spec["parent"] = parent
+    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+@st.composite
+def queued_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    limit = st.one_of(st.none(), st.integers(0, 12))
+    manifests: list[dict[str, Any]] = [queue("a", "", draw(limit)), queue("b", "", draw(limit))]
+    manifests += [queue(leaf, PARENT[leaf], draw(limit)) for leaf in LEAVES]
+    for i in range(draw(st.integers(1, 4))):
+        manifests.append(node(f"n{i}", cpu="16", nvidia_com__gpu="8"))
+    for g in range(draw(st.integers(0, 3))):
+        leaf = draw(st.sampled_from(LEAVES))
+        size = draw(st.integers(1, 4))
+        manifests.append(pod_group(f"g{g}", size))
+        for m in range(size):
+            labels = {GROUP_LABEL: f"g{g}", QUEUE_LABEL: leaf}
+            gpus = str(draw(st.integers(1, 4)))
+            manifests.append(
+                pod(f"g{g}-{m}", namespace="ml", labels=labels, extra_requests={GPU: gpus})
+            )
+    for j in range(draw(st.integers(0, 8))):
+        labels = {QUEUE_LABEL: draw(st.sampled_from(LEAVES))} if draw(st.booleans()) else {}
+        gpus = str(draw(st.integers(0, 4)))
+        manifests.append(
+            pod(f"solo-{j}", namespace="ml", labels=labels, extra_requests={GPU: gpus})
+        )
+    return manifests
+
+
+@SETTINGS
+@given(queued_clusters())
+def test_no_queue_goes_over_a_limit_and_gangs_bind_whole(manifests: list[dict[str, Any]]) -> None:
+    objects = objects_of(*manifests)
+    result = schedule(*manifests)
+    bound = {b.pod for b in result.bindings}
+    used: dict[str, int] = {}
+    per_group: dict[str, int] = {}
+    for p in objects.pods:
+        if p.key not in bound:
+            continue
+        leaf = p.labels.get(QUEUE_LABEL)
+        for name in (leaf, PARENT.get(leaf or "")):
+            if name:
+                used[name] = used.get(name, 0) + p.requests.get(GPU, 0)
+        key = group_key_of(p)
+        if key:
+            per_group[key] = per_group.get(key, 0) + 1
+    for q in objects.queues:
+        limit = q.resources[GPU].limit
+        assert limit is None or used.get(q.name, 0) <= limit, (q.name, used, limit)
+    sizes = {g.key: g.min_member for g in objects.pod_groups}
+    for key, count in per_group.items():
+        assert count == sizes[key], (key, count)
+
+
+@SETTINGS
+@given(queued_clusters())
+def test_queues_without_limits_change_no_decision(manifests: list[dict[str, Any]]) -> None:
+    unlimited = [
+        queue(m["metadata"]["name"], m["spec"].get("parent", ""), None)
+        if m["kind"] == "Queue"
+        else m
+        for m in manifests
+    ]
+    without = [m for m in manifests if m["kind"] != "Queue"]
+    assert schedule(*unlimited).bindings == schedule(*without).bindings

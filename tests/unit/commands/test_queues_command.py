@@ -1,0 +1,61 @@
+"""`batchsched queues` prints the queue tree; `schedule -o json` carries it under `queues`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.builders import node, pod
+from tests.paths import ROOT
+from tests.unit.commands.test_cli_errors import run
+
+EXAMPLE = str(ROOT / "examples" / "queues" / "three-teams.yaml")
+
+
+def test_the_tree_is_printed_parents_first_with_quotas_usage_and_pending(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(["queues", EXAMPLE], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "QUEUES (4)"
+    assert lines[1].split() == [
+        "QUEUE", "RESOURCE", "GUARANTEED", "NOMINAL", "LIMIT", "IN", "USE", "BORROWED", "PENDING"
+    ]  # fmt: skip
+    assert lines[4].split() == ["research", "nvidia.com/gpu", "24", "24", "32", "0", "0", "6"]
+    assert lines[5].startswith("    nlp ")  # a child, indented under its parent
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_json_and_schedule_json_carry_usage_and_borrowing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(["queues", EXAMPLE, "-o", "json"], capsys)
+    assert code == 0
+    before = {q["name"]: q for q in json.loads(out)["queues"]}
+    assert before["nlp"]["parent"] == "research" and before["nlp"]["pendingPods"] == 3
+    code, out, _ = run(["schedule", EXAMPLE, "-o", "json"], capsys)
+    after = {q["name"]: q for q in json.loads(out)["queues"]}
+    assert after["nlp"]["resources"]["nvidia.com/gpu"] == {
+        "guaranteed": "8",
+        "nominal": "8",
+        "limit": "16",
+        "inUse": "16",
+        "borrowed": "8",
+    }
+    assert after["research"]["resources"]["nvidia.com/gpu"]["inUse"] == "24"
+    assert after["nlp"]["pendingPods"] == 1
+
+
+def test_no_queue_section_without_queues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([node("n1"), pod("p")]))
+    code, out, _ = run(["schedule", str(path), "-o", "json"], capsys)
+    assert code == 0 and "queues" not in json.loads(out)
+    code, out, _ = run(["queues", str(path)], capsys)
+    assert code == 0 and out == "no Queue found\n"
