@@ -16,6 +16,7 @@ from typing import Any
 from batchsched.live.events import ObjectRef
 from batchsched.live.kinds import Kind
 from batchsched.objects.errors import ManifestError
+from batchsched.objects.kinds import api_version_of
 
 MALFORMED_REASON = "MalformedObject"  # the Warning event's reason
 _TERMINAL = ("Succeeded", "Failed")
@@ -41,12 +42,6 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _api_version(path: str) -> str:
-    """`v1` of /api/v1/pods, `group/version` of /apis/group/version/resource."""
-    parts = path.strip("/").split("/")
-    return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
-
-
 def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) -> Malformed:
     """The report on `obj`, of `kind` as served (its discovered version, if any)."""
     meta = _mapping(obj.get("metadata"))
@@ -56,7 +51,7 @@ def malformed(kind: Kind, key: str, obj: Mapping[str, Any], err: ManifestError) 
         _text(meta.get("name")),
         _text(meta.get("uid")),
         # Watch events carry the apiVersion; list items do not.
-        api_version=_text(obj.get("apiVersion")) or _api_version(kind.path),
+        api_version=_text(obj.get("apiVersion")) or api_version_of(kind.path),
     )
     message = ": ".join(p for p in (err.field, err.what) if p)
     if kind.name != "Pod":

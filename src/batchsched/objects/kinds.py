@@ -129,10 +129,14 @@ class Kind:
 def _one(name: str, field: str, namespaced: bool, read: Reader, path: str, **kw: Any) -> Kind:
     """A kind served at one collection, read there as in files (its apiVersion: the path's)."""
     optional = bool(kw.pop("optional", False))
-    parts = path.strip("/").split("/")
-    version = parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
     collection = Collection(name, path, read, optional)
-    return Kind(name, field, namespaced, read, (version,), (collection,), **kw)
+    return Kind(name, field, namespaced, read, (api_version_of(path),), (collection,), **kw)
+
+
+def api_version_of(path: str) -> str:
+    """`v1` of /api/v1/pods, `group/version` of /apis/group/version/resource."""
+    parts = path.strip("/").split("/")
+    return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
 
 
 _STORAGE = "/apis/storage.k8s.io/v1"
