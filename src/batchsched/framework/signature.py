@@ -14,10 +14,11 @@ its own:
    requests scoring counts and what the other plugins `reads` of the pod: equal keys, equal
    filter and score results (the framework's kept placements, verdicts and skip sets; see
    framework/placements.py). None when a static filter's answer is the pod's alone.
-4. `Twins.shape`: the profile, the shape key, the priority, the preemption policy and the
-   pod group: equal answers from a whole attempt, post-filter (preemption) included. A failed
-   pod's twins are told its answer (`Twins.twin`: pods with a nomination have none, their
-   own nomination changes what they see), and the queue files a waiting pod under
+4. `Twins.shape`: the profile, the shape key, the priority, the preemption policy, the
+   pod group and, with Queue objects, its queue (`ClusterState.queue_of`): equal answers
+   from a whole attempt, post-filter (preemption) included. A failed pod's twins are told
+   its answer (`Twins.twin`: pods with a nomination have none, their own nomination
+   changes what they see), and the queue files a waiting pod under
    `Twins.group`: the shape (or the pod alone, if it has none) with the plugins that
    rejected it names a `ShapeGroup`, whose members one hint answers for.
 
@@ -146,12 +147,19 @@ class Twins:
         self._dropped = dropped
         self._shapes: dict[str, Hashable | None] = {}
         self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
+        self._membership: tuple[int, int, int] | None = None  # the queues they were made at
 
     def follow(self) -> None:
-        """Drop every shape if affinity terms read more labels now: pods that shared a shape
-        may differ now."""
-        if len(self._state.pods.term_label_keys) != self._label_keys_seen:
-            self._label_keys_seen = len(self._state.pods.term_label_keys)
+        """Drop every shape if affinity terms read more labels now, or pods may be in other
+        queues now: pods that shared a shape may differ now."""
+        state = self._state
+        membership = state.membership_version() if state.queues else None
+        if (
+            len(state.pods.term_label_keys) != self._label_keys_seen
+            or membership != self._membership
+        ):
+            self._label_keys_seen = len(state.pods.term_label_keys)
+            self._membership = membership
             self._shapes.clear()
             self._dropped()
 
@@ -166,10 +174,12 @@ class Twins:
             return self._shapes[pod_key]
         state = self._state
         shape = keys.key(state, pod, state.pods.demand(pod))
+        # With queues, a pod's queue decides its admission, whom it may preempt and reclaim.
+        queue = state.queue_of(pod) if state.queues else None
         found = (
             None
             if shape is None
-            else (profile, shape, pod.priority, pod.preemption_policy, group_key_of(pod))
+            else (profile, shape, pod.priority, pod.preemption_policy, group_key_of(pod), queue)
         )
         self._shapes[pod_key] = found
         return found

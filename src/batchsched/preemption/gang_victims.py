@@ -178,6 +178,8 @@ class GangSearchMemo:
         state = self.state
         key = (
             rule.priority,
+            rule.queue,
+            state.membership_version() if rule.queue is not None else None,
             rule.now,
             demand.cols.tobytes(),
             demand.amounts.tobytes(),

@@ -80,7 +80,7 @@ class Slots:
         now = rule.now.timestamp()
         klass = _class_ids(table, rows)
         priority = table.priority[rows]
-        lower = (priority < rule.priority) & ~table.terminating[rows]
+        lower = _lower(table, rule, rows)
         timed, ends = _timed(classes, klass, table.since[rows], lower, now)
         exempt = lower & (classes.forever[klass] | timed)
         missing = lower & classes.missing[klass]
@@ -96,6 +96,15 @@ class Slots:
     def protection_ends(self) -> float:
         """The first time one of these rows' time-limited tolerations ends (inf: none)."""
         return float(self.ends.min(initial=math.inf))
+
+
+def _lower(table: VictimTable, rule: VictimRule, rows: IndexArray | slice) -> BoolArray:
+    """The slots of `rows` the rule's preemptor outranks (`VictimRule.lower`): lower priority,
+    not terminating, in its queue when the cluster has queues."""
+    lower: BoolArray = (table.priority[rows] < rule.priority) & ~table.terminating[rows]
+    if rule.queue is not None:
+        lower &= table.queue[rows] == table.queue_id(rule.queue)
+    return lower
 
 
 def _class_ids(table: VictimTable, rows: IndexArray | slice) -> npt.NDArray[np.int32]:
@@ -126,7 +135,7 @@ def row_protection_ends(
     """Per row of `rows`, the first time after the rule's `now` that a lower-priority pod
     there stops tolerating the rule's preemptor (inf: none tolerates it for a limited time).
     A row's value holds at any later time before it, while the row does not change."""
-    lower = (table.priority[rows] < rule.priority) & ~table.terminating[rows]
+    lower = _lower(table, rule, rows)
     now = rule.now.timestamp()
     _, ends = _timed(classes, _class_ids(table, rows), table.since[rows], lower, now)
     return np.asarray(ends.min(axis=1, initial=math.inf))

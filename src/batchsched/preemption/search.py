@@ -81,7 +81,7 @@ class PreemptionSearch:
         self.state = state
         self.table = VictimTable(state)
         # Per preemptor key (framework/signature.py: its priority and demand).
-        self._shapes: OrderedDict[PreemptorKey, _Shape] = OrderedDict()
+        self._shapes: OrderedDict[tuple[PreemptorKey, str | None], _Shape] = OrderedDict()
         # Per (priority, class verdicts): the per-row ends behind `protection_ends`.
         self._ends: OrderedDict[tuple[object, ...], _Ends] = OrderedDict()
         # The PDBs' part of the fingerprint, kept while no policy object changed: one tuple
@@ -126,7 +126,7 @@ class PreemptionSearch:
         classes = ClassArrays.of(table, rule)
         if not classes.timed.any():
             return math.inf
-        key = (rule.priority, *_class_fingerprint(classes))
+        key = (rule.priority, rule.queue, table.membership_version, *_class_fingerprint(classes))
         now = rule.now.timestamp()
         kept = self._ends.get(key)
         changed = None if kept is None else state.nodes.rows_changed_since(kept.mark)
@@ -154,11 +154,13 @@ class PreemptionSearch:
         self, rule: VictimRule, demand: Demand, classes: ClassArrays, free: IntArray, plain: bool
     ) -> _Shape:
         state, table = self.state, self.table
-        key = preemptor_key(rule.priority, demand)
+        # Within a queue (docs/queues.md#reclaim) the victims are the queue's: its pods are
+        # found afresh when any pod's queue may have changed (`membership_version`).
+        key = (preemptor_key(rule.priority, demand), rule.queue)
         if self._pdbs_version != state.policy.version:
             self._pdbs = _pdb_fingerprint(state)
             self._pdbs_version = state.policy.version
-        policy = (*_class_fingerprint(classes), self._pdbs)
+        policy = (*_class_fingerprint(classes), self._pdbs, table.membership_version)
         now = rule.now.timestamp()
         rows = free.shape[0]
         cols = demand.cols

@@ -2,9 +2,11 @@
 
 Row r holds the pods bound to node row r in importance order (higher priority first, then
 earlier start, then `namespace/name`), one slot per pod; empty slots have priority INT64 max
-so they are never lower than a preemptor. The table follows ClusterState's log of changed
-rows: each `sync` rebuilds only the rows that changed since the last one, so a preemption
-cycle costs array work over the nodes, not Python work over every pod in the cluster.
+so they are never lower than a preemptor. With Queue objects, each slot also holds its pod's
+leaf queue (interned), which priority preemption stays within (docs/queues.md#reclaim).
+The table follows ClusterState's log of changed rows: each `sync` rebuilds only the rows that
+changed since the last one, so a preemption cycle costs array work over the nodes, not Python
+work over every pod in the cluster.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ FloatArray = npt.NDArray[np.float64]
 AnyArray = npt.NDArray[Any]
 EMPTY_PRIORITY = np.iinfo(np.int64).max
 NO_CLASS = -1  # the pod names no PriorityClass
+NO_QUEUE_ID = -1  # an empty slot, or queues not looked at (the cluster has no Queue objects)
 
 
 def importance_key(pod: Pod) -> tuple[int, float, str]:
@@ -50,6 +53,10 @@ class VictimTable:
         self.terminating_room: IntArray = np.zeros((0, 0), dtype=np.int64)
         self.class_names: list[str] = []
         self._class_ids: dict[str, int] = {}
+        self.queue: npt.NDArray[np.int32] = np.zeros((0, 0), dtype=np.int32)  # leaf queue ids
+        self._queue_ids: dict[str, int] = {}
+        self._membership: tuple[int, int, int] | None = None  # what `queue` was read at
+        self.membership_version = 0  # moves when every row's queues are read anew
         # PDB key -> slots holding pods it covers, for every PDB in the state; `_pdb_any`
         # is their union and `_row_pdbs[r]` the keys covering some pod on row r.
         self._pdb_masks: dict[str, BoolArray] = {}
@@ -67,6 +74,13 @@ class VictimTable:
             self._resize(rows, self.slots, width)
         log = state.nodes.rows_changed_since(self.mark)
         self.mark = state.nodes.change_mark()
+        membership = state.membership_version() if state.queues else None
+        if membership != self._membership:
+            # Which queue a pod is in reads Queues, Namespaces and PodGroups, none of which
+            # the log of changed rows shows: every row's queues are read again.
+            self._membership = membership
+            self.membership_version += 1
+            log = None
         if log is None:
             changed = np.arange(rows)
         elif log or self.rows_built < rows:
@@ -90,6 +104,7 @@ class VictimTable:
         self.start = _grow(self.start, math.inf, (capacity, slots))
         self.since = _grow(self.since, math.nan, (capacity, slots))
         self.klass = _grow(self.klass, NO_CLASS, (capacity, slots))
+        self.queue = _grow(self.queue, NO_QUEUE_ID, (capacity, slots))
         self.terminating = _grow(self.terminating, False, (capacity, slots))
         # New resource columns are zero for every existing pod: a pod's demand interns its
         # resources before it is bound, so no bound pod requests a column added later.
@@ -111,6 +126,10 @@ class VictimTable:
             self.class_names.append(name)
         return cid
 
+    def queue_id(self, name: str) -> int:
+        """The id of leaf queue `name` ("": no queue) in `queue`."""
+        return self._queue_ids.setdefault(name, len(self._queue_ids))
+
     def _build_row(self, r: int) -> None:
         state = self.state
         pods = (
@@ -123,6 +142,7 @@ class VictimTable:
         self.start[r] = math.inf
         self.since[r] = math.nan
         self.klass[r] = NO_CLASS
+        self.queue[r] = NO_QUEUE_ID
         self.terminating[r] = False
         self.request[r] = 0
         self.terminating_room[r] = 0
@@ -134,6 +154,8 @@ class VictimTable:
             if since is not None:
                 self.since[r, s] = since.timestamp()
             self.klass[r, s] = self._class_id(pod.priority_class_name)
+            if self._membership is not None:
+                self.queue[r, s] = self.queue_id(state.queue_of(pod).queue)
             demand = state.pods.demand(pod)
             self.request[r, s, demand.cols] = demand.amounts
             if pod.deletion_timestamp is not None:

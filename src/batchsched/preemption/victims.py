@@ -50,7 +50,11 @@ def single_pod(pod: Pod) -> Collection[Pod]:
 
 @dataclass(slots=True)
 class VictimRule:
-    """Which pods `preemptor` (at `priority`) may take at `now`."""
+    """Which pods `preemptor` (at `priority`) may take at `now`.
+
+    With Queue objects in the cluster, priority preemption stays inside the preemptor's leaf
+    queue (pods in no queue: among pods in no queue): a pod of another queue counts as one it
+    does not outrank. Across queues only reclaim evicts (docs/queues.md#reclaim)."""
 
     state: ClusterState
     preemptor: Pod
@@ -58,6 +62,22 @@ class VictimRule:
     now: datetime
     verdicts: ClassVerdicts
     _memo: dict[str, tuple[bool, int | None]] = field(default_factory=dict)
+    # The preemptor's leaf queue ("": none); None when the cluster has no Queue objects.
+    queue: str | None = field(init=False)
+    _queues: dict[str, str] = field(default_factory=dict)  # pod key -> its leaf queue
+
+    def __post_init__(self) -> None:
+        state = self.state
+        self.queue = state.queue_of(self.preemptor).queue if state.queues else None
+
+    def same_queue(self, pod: Pod) -> bool:
+        """Whether priority preemption may reach `pod`: the preemptor's queue is its own."""
+        if self.queue is None:
+            return True
+        found = self._queues.get(pod.key)
+        if found is None:
+            found = self._queues[pod.key] = self.state.queue_of(pod).queue
+        return found == self.queue
 
     def verdict(self, class_name: str) -> tuple[bool, int | None]:
         found = self._memo.get(class_name)
@@ -66,8 +86,12 @@ class VictimRule:
         return found
 
     def lower(self, pod: Pod) -> bool:
-        """Strictly lower priority and not already going away."""
-        return (pod.priority or 0) < self.priority and pod.deletion_timestamp is None
+        """Strictly lower priority, not already going away, and in the preemptor's queue."""
+        return (
+            (pod.priority or 0) < self.priority
+            and pod.deletion_timestamp is None
+            and self.same_queue(pod)
+        )
 
     def missing_class(self, pod: Pod) -> bool:
         return bool(pod.priority_class_name) and self.verdict(pod.priority_class_name)[0]
@@ -144,7 +168,7 @@ def select_victims_on_node(
         seen.add(names)
         chosen.append(unit)
     free = base_free.copy()
-    rooms = [_room_on(state, unit, row) for unit in chosen]
+    rooms = [room_on(state, unit, row) for unit in chosen]
     for room in rooms:
         free += room
     gone = {m.key for unit in chosen for m in unit}
@@ -167,7 +191,7 @@ def select_victims_on_node(
     return NodeVictims(row, tuple(sorted(victims, key=importance_key)), violations)
 
 
-def _room_on(state: ClusterState, unit: Sequence[Pod], row: int) -> IntArray:
+def room_on(state: ClusterState, unit: Sequence[Pod], row: int) -> IntArray:
     room = np.zeros(len(state.nodes.resources), dtype=np.int64)
     for member in unit:
         if state.pods.bound.get(member.key) == row:

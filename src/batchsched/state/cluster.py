@@ -170,6 +170,10 @@ class ClusterState:
         namespace = self.policy.namespaces.get(pod.namespace)
         return self.queues.member(named_queue(pod, group, namespace))
 
+    def membership_version(self) -> tuple[int, int, int]:
+        """What `queue_of` reads besides the pod: the queues, Namespaces' labels and PodGroups."""
+        return (self.queues.version, self.policy.namespace_version, self.groups.version)
+
     def requests_by_name(self, pod: Pod) -> dict[str, int]:
         """The pod's requests as NodeResourcesFit counts them, by resource name."""
         names = self.nodes.resources.names

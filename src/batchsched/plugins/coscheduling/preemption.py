@@ -273,6 +273,8 @@ def index_key(state: ClusterState, rule: VictimRule) -> tuple[object, ...]:
         state,
         rule.now,
         rule.priority,
+        rule.queue,
+        state.membership_version() if rule.queue is not None else None,
         state.pods.bound_version,
         frozenset(state.groups.by_key),
         state.policy.version,
@@ -287,6 +289,8 @@ def _pdb_violations(rule: VictimRule, candidates: list[tuple[Pod, ...]]) -> dict
 
 
 def _refusal(rule: VictimRule, pod: Pod) -> str:
+    if not rule.same_queue(pod):
+        return "are in another queue (only reclaim takes from other queues)"
     if not rule.lower(pod):
         return "have priority not lower than the group's"
     if rule.missing_class(pod):
