@@ -33,6 +33,7 @@ from batchsched.objects.records import (
     PriorityClass,
 )
 from batchsched.state.devices import DeviceState, DraObject
+from batchsched.state.fair_share import Shares
 from batchsched.state.groups import Groups
 from batchsched.state.mark import ClusterMark
 from batchsched.state.nodes import IntArray, Nodes
@@ -191,6 +192,46 @@ class ClusterState:
             leaf = self.queue_of(pod).queue
             if leaf:
                 yield leaf, self.requests_by_name(pod)
+
+    def queue_fair_shares(self) -> Shares:
+        """Each queue's fair share of each resource in play (docs/queues.md#fair-share): the
+        cluster's allocatable on schedulable nodes, water-filled down the tree by demand."""
+        pods = self.pods
+        at = (
+            self.generation,
+            pods.bound_version,
+            pods.pending_version,
+            self.policy.namespace_version,
+            self.groups.version,
+        )
+        return self.queues.fair_shares(at, self._queue_demand, self._schedulable_allocatable)
+
+    def _queue_demand(self) -> Shares:
+        """Per queue, its subtree's usage plus the requests of its pending pods."""
+        pending = (
+            (leaf, self.requests_by_name(pod))
+            for pod in self.pods.pending.values()
+            if (leaf := self.queue_of(pod).queue)
+        )
+        waiting = self.queues.subtree_totals(pending)
+        demand = {name: dict(amounts) for name, amounts in self.queue_usage().items()}
+        for name, amounts in waiting.items():
+            total = demand.setdefault(name, {})
+            for resource, amount in amounts.items():
+                total[resource] = total.get(resource, 0) + amount
+        return demand
+
+    def _schedulable_allocatable(self) -> dict[str, int]:
+        """The allocatable of the nodes pods may be placed on (not cordoned), by resource."""
+        nodes = self.nodes
+        rows = [
+            idx
+            for idx, node in enumerate(nodes.by_row)
+            if node is not None and not node.unschedulable
+        ]
+        totals = nodes.allocatable[rows].sum(axis=0)
+        names = nodes.resources.names
+        return {names[col]: int(amount) for col, amount in enumerate(totals) if amount}
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         self.groups.upsert(group)

@@ -47,6 +47,7 @@ class Pods:
         self._gaps: dict[str, tuple[int, int]] = {}
         self._with_volumes: set[str] = set()
         self._pending_changed: set[str] = set()
+        self.pending_version = 0  # moves with every `pending_changed`
         self._departed: set[str] = set()  # pods removed since `drain_departed`
         # "namespace/name" of pods that other pods name in an ownerReference, with the
         # number of pods naming each (owner pods, e.g. a Spark driver).
@@ -273,6 +274,7 @@ class Pods:
     def pending_changed(self, key: str) -> None:
         """The pod's pending status, or what orders it in the queue, changed."""
         self._pending_changed.add(key)
+        self.pending_version += 1
 
     def drain_departed(self) -> set[str]:
         """Keys of the pods removed since the last call (for what is kept per pod outside the

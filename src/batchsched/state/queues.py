@@ -7,12 +7,14 @@ Queue objects of every world here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
 from batchsched.objects.queues import Queue
+from batchsched.state.fair_share import Shares, fair_shares
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class QueueTree:
         self.version = 0  # bumped on every change: what caches of the tree compare
         self._usage: Usage = {}
         self._usage_at: Hashable = None
+        self._shares: Shares = {}
+        self._shares_at: Hashable = None
 
     def upsert(self, queue: Queue) -> None:
         self.queues[queue.name] = queue
@@ -92,20 +96,58 @@ class QueueTree:
     def usage(
         self, at: Hashable, members: Callable[[], Iterable[tuple[str, Mapping[str, int]]]]
     ) -> Usage:
-        """Each queue's usage of the resources it names: the requests of the pods of its
-        subtree that `members` gives as (leaf, requests), recounted only when `at` (what the
-        caller's pods are as of) or the tree moves."""
+        """Each queue's usage: the requests of the pods of its subtree that `members` gives
+        as (leaf, requests), recounted only when `at` (what the caller's pods are as of) or
+        the tree moves."""
         if self._usage_at != (at, self.version):
-            usage: dict[str, dict[str, int]] = {}
-            for leaf, requests in members():
-                for queue in self.path(leaf):
-                    used = usage.setdefault(queue.name, {})
-                    for resource in queue.resources:
-                        amount = requests.get(resource, 0)
-                        if amount:
-                            used[resource] = used.get(resource, 0) + amount
-            self._usage, self._usage_at = usage, (at, self.version)
+            self._usage, self._usage_at = self.subtree_totals(members()), (at, self.version)
         return self._usage
+
+    def subtree_totals(self, members: Iterable[tuple[str, Mapping[str, int]]]) -> Usage:
+        """Per queue, the sum of the amounts given as (leaf, amounts) in its subtree."""
+        totals: dict[str, dict[str, int]] = {}
+        for leaf, amounts in members:
+            for queue in self.path(leaf):
+                total = totals.setdefault(queue.name, {})
+                for resource, amount in amounts.items():
+                    if amount:
+                        total[resource] = total.get(resource, 0) + amount
+        return totals
+
+    def fair_shares(
+        self, at: Hashable, demand: Callable[[], Usage], cluster: Callable[[], Mapping[str, int]]
+    ) -> Shares:
+        """Every queue's fair share of every resource in play (state/fair_share.py), from each
+        queue's `demand` (its subtree's usage and pending requests) and the `cluster`'s
+        allocatable; computed again only when `at` (what the caller's pods and nodes are as
+        of) or the tree moves."""
+        if self._shares_at != (at, self.version):
+            self._shares = fair_shares(self.queues, demand(), cluster())
+            self._shares_at = (at, self.version)
+        return self._shares
+
+    def dominant_ratio(
+        self,
+        queue: str,
+        usage: Usage,
+        shares: Mapping[str, Mapping[str, int]],
+        extra: Mapping[str, int],
+    ) -> float:
+        """The largest, over the resources `queue` names, of (usage + extra) / fair share:
+        infinite where its fair share is 0 and it would use some, 0 where it would use none
+        (docs/queues.md#queue-order)."""
+        used = usage.get(queue, {})
+        share = shares.get(queue, {})
+        ratio = 0.0
+        for resource in self.queues[queue].resources:
+            amount = used.get(resource, 0) + extra.get(resource, 0)
+            if amount <= 0:
+                continue
+            fair = share.get(resource, 0)
+            if fair <= 0:
+                return math.inf
+            ratio = max(ratio, amount / fair)
+        return ratio
 
     def blocking(self, leaf: str, usage: Usage, asks: Mapping[str, int]) -> str:
         """Why `asks` more at `leaf` would take it or an ancestor over a limit ("" if it would
