@@ -15,12 +15,12 @@ reads a clock or does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from batchsched.objects.podgroup import group_key_of
-from batchsched.objects.queue_membership import named_queue
+from batchsched.objects.queue_membership import QUEUE_LABEL, named_queue
 from batchsched.objects.queues import Queue
 from batchsched.objects.records import (
     IMPLICIT_DEVICE_CLASS,
@@ -40,6 +40,7 @@ from batchsched.state.nodes import IntArray, Nodes
 from batchsched.state.nominations import Nominations
 from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
+from batchsched.state.queue_ledger import Counted, QueueLedger, merged
 from batchsched.state.queues import Membership, QueueTree, Usage
 from batchsched.state.reservations import Reservation, Reservations
 from batchsched.state.volumes import VolumeObject, VolumeObjects
@@ -61,6 +62,10 @@ class ClusterState:
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
         self.device_class_resources: dict[str, str] = {}
         self.queues = QueueTree()  # Queue objects (state/queues.py)
+        # Each queue's usage and pending requests, told of every pod bound or pending.
+        self.queue_ledger = QueueLedger(self.queues, self._queue_count)
+        self.pods.on_bound = self.queue_ledger.bound_changed
+        self.pods.on_pending = self.queue_ledger.pending_changed
 
         # Moves on every change that could let a waiting pod fit.
         self.generation = 0
@@ -149,12 +154,23 @@ class ClusterState:
         self.generation += 1
 
     def upsert_namespace(self, namespace: Namespace) -> None:
+        self._queue_label_moves(self.policy.namespaces.get(namespace.name), namespace)
         self.policy.upsert_namespace(namespace)
         self.generation += 1
 
     def remove_namespace(self, name: str) -> None:
+        self._queue_label_moves(self.policy.namespaces.get(name), None)
         self.policy.remove_namespace(name)
         self.generation += 1
+
+    def _queue_label_moves(
+        self, old: Namespace | PodGroup | None, new: Namespace | PodGroup | None
+    ) -> None:
+        """A Namespace or PodGroup names another queue for its pods: count them anew."""
+        if (old.labels if old else {}).get(QUEUE_LABEL) != (new.labels if new else {}).get(
+            QUEUE_LABEL
+        ):
+            self.queue_ledger.invalidate()
 
     def upsert_queue(self, queue: Queue) -> None:
         self.queues.upsert(queue)
@@ -182,44 +198,28 @@ class ClusterState:
 
     def queue_usage(self) -> Usage:
         """Each queue's usage: its subtree's bound and assumed pods' requests."""
-        at = (self.pods.bound_version, self.policy.namespace_version, self.groups.version)
-        return self.queues.usage(at, self._queued_requests)
+        return self._counted_queues().usage
 
-    def _queued_requests(self) -> Iterator[tuple[str, dict[str, int]]]:
-        by_key = self.pods.by_key
-        for key in self.pods.bound:
-            pod = by_key[key]
-            leaf = self.queue_of(pod).queue
-            if leaf:
-                yield leaf, self.requests_by_name(pod)
+    def _counted_queues(self) -> QueueLedger:
+        pods = self.pods
+        by_key = pods.by_key
+        self.queue_ledger.ensure((by_key[key] for key in pods.bound), pods.pending.values())
+        return self.queue_ledger
+
+    def _queue_count(self, pod: Pod) -> Counted:
+        """What the ledger counts of a pod: its leaf queue, and its requests if it has one."""
+        leaf = self.queue_of(pod).queue
+        return leaf, self.requests_by_name(pod) if leaf else {}
 
     def queue_fair_shares(self) -> Shares:
         """Each queue's fair share of each resource in play (docs/queues.md#fair-share): the
         cluster's allocatable on schedulable nodes, water-filled down the tree by demand."""
-        pods = self.pods
-        at = (
-            self.generation,
-            pods.bound_version,
-            pods.pending_version,
-            self.policy.namespace_version,
-            self.groups.version,
+        ledger = self._counted_queues()
+        return self.queues.fair_shares(
+            (self.generation, ledger.demand_version()),
+            lambda: merged(ledger.usage, ledger.pending),
+            self._schedulable_allocatable,
         )
-        return self.queues.fair_shares(at, self._queue_demand, self._schedulable_allocatable)
-
-    def _queue_demand(self) -> Shares:
-        """Per queue, its subtree's usage plus the requests of its pending pods."""
-        pending = (
-            (leaf, self.requests_by_name(pod))
-            for pod in self.pods.pending.values()
-            if (leaf := self.queue_of(pod).queue)
-        )
-        waiting = self.queues.subtree_totals(pending)
-        demand = {name: dict(amounts) for name, amounts in self.queue_usage().items()}
-        for name, amounts in waiting.items():
-            total = demand.setdefault(name, {})
-            for resource, amount in amounts.items():
-                total[resource] = total.get(resource, 0) + amount
-        return demand
 
     def _schedulable_allocatable(self) -> dict[str, int]:
         """The allocatable of the nodes pods may be placed on (not cordoned), by resource."""
@@ -234,6 +234,7 @@ class ClusterState:
         return {names[col]: int(amount) for col, amount in enumerate(totals) if amount}
 
     def upsert_pod_group(self, group: PodGroup) -> None:
+        self._queue_label_moves(self.groups.by_key.get(group.key), group)
         self.groups.upsert(group)
         self.generation += 1
         # Its pending members are queued anew: their order reads the group (its creation
@@ -244,6 +245,7 @@ class ClusterState:
                 pods.pending_changed(key)
 
     def remove_pod_group(self, key: str) -> None:
+        self._queue_label_moves(self.groups.by_key.get(key), None)
         self.groups.remove(key)
         self.generation += 1
 

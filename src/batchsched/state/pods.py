@@ -7,7 +7,7 @@ Binding a pod takes its room on its node's row (`Nodes`) and places its volumes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -47,7 +47,10 @@ class Pods:
         self._gaps: dict[str, tuple[int, int]] = {}
         self._with_volumes: set[str] = set()
         self._pending_changed: set[str] = set()
-        self.pending_version = 0  # moves with every `pending_changed`
+        # Told of every pod bound (as it is now) or unbound (None), and of every pod whose
+        # pending status changed (as it is now pending, or None): the queues' ledger.
+        self.on_bound: Callable[[str, Pod | None], None] = _ignore
+        self.on_pending: Callable[[str, Pod | None], None] = _ignore
         self._departed: set[str] = set()  # pods removed since `drain_departed`
         # "namespace/name" of pods that other pods name in an ownerReference, with the
         # number of pods naming each (owner pods, e.g. a Spark driver).
@@ -157,6 +160,7 @@ class Pods:
         self.bound[key] = idx
         nodes.pods_on[idx][key] = pod
         self.bound_version += 1
+        self.on_bound(key, pod)
         self._count_priority(key, pod)
         if pod.deletion_timestamp is not None:
             self.terminating.add(key)
@@ -172,6 +176,7 @@ class Pods:
         pods[key] = pod
         self._nodes.touch(idx, pod)
         self.bound_version += 1
+        self.on_bound(key, pod)
         self._uncount_priority(key)
         self._count_priority(key, pod)
         self.terminating.discard(key)
@@ -189,6 +194,7 @@ class Pods:
         self._count_gap(idx, key, -1)
         nodes.touch(idx, pod)
         self.bound_version += 1
+        self.on_bound(key, None)
         self._uncount_priority(key)
         self.terminating.discard(key)
         if pod.volumes or pod.disks:
@@ -274,7 +280,7 @@ class Pods:
     def pending_changed(self, key: str) -> None:
         """The pod's pending status, or what orders it in the queue, changed."""
         self._pending_changed.add(key)
-        self.pending_version += 1
+        self.on_pending(key, self.pending.get(key))
 
     def drain_departed(self) -> set[str]:
         """Keys of the pods removed since the last call (for what is kept per pod outside the
@@ -288,3 +294,7 @@ class Pods:
         changed = self._pending_changed
         self._pending_changed = set()
         return changed
+
+
+def _ignore(key: str, pod: Pod | None) -> None:
+    """No one listens."""

@@ -8,8 +8,8 @@ Queue objects of every world here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
 
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
@@ -36,14 +36,18 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._usage: Usage = {}
-        self._usage_at: Hashable = None
+        self._paths: dict[str, list[Queue]] = {}
+        self._paths_at = 0
         self._shares: Shares = {}
         self._shares_at: Hashable = None
 
     def upsert(self, queue: Queue) -> None:
+        old = self.queues.get(queue.name)
         self.queues[queue.name] = queue
-        self.version += 1
+        # A new version that differs only in its resourceVersion (its status was written)
+        # changes nothing of the tree: what is kept for the tree stays.
+        if old is None or replace(old, resource_version=queue.resource_version) != queue:
+            self.version += 1
 
     def remove(self, name: str) -> None:
         if self.queues.pop(name, None) is not None:
@@ -65,6 +69,14 @@ class QueueTree:
 
     def path(self, name: str) -> list[Queue]:
         """`name`'s queue, then its parent, up to its root (empty if it is not a queue)."""
+        if self._paths_at != self.version:
+            self._paths, self._paths_at = {}, self.version
+        found = self._paths.get(name)
+        if found is None:
+            found = self._paths[name] = self._walk_up(name)
+        return found
+
+    def _walk_up(self, name: str) -> list[Queue]:
         out: list[Queue] = []
         seen: set[str] = set()
         queue = self.queues.get(name)
@@ -92,27 +104,6 @@ class QueueTree:
                 "only leaf queues hold pods"
             )
         return Membership(named.name)
-
-    def usage(
-        self, at: Hashable, members: Callable[[], Iterable[tuple[str, Mapping[str, int]]]]
-    ) -> Usage:
-        """Each queue's usage: the requests of the pods of its subtree that `members` gives
-        as (leaf, requests), recounted only when `at` (what the caller's pods are as of) or
-        the tree moves."""
-        if self._usage_at != (at, self.version):
-            self._usage, self._usage_at = self.subtree_totals(members()), (at, self.version)
-        return self._usage
-
-    def subtree_totals(self, members: Iterable[tuple[str, Mapping[str, int]]]) -> Usage:
-        """Per queue, the sum of the amounts given as (leaf, amounts) in its subtree."""
-        totals: dict[str, dict[str, int]] = {}
-        for leaf, amounts in members:
-            for queue in self.path(leaf):
-                total = totals.setdefault(queue.name, {})
-                for resource, amount in amounts.items():
-                    if amount:
-                        total[resource] = total.get(resource, 0) + amount
-        return totals
 
     def fair_shares(
         self, at: Hashable, demand: Callable[[], Usage], cluster: Callable[[], Mapping[str, int]]

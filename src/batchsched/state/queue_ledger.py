@@ -1,0 +1,117 @@
+"""What each queue's pods take and ask, kept as pods come and go (docs/queues.md#admission).
+
+Per queue, the requests of its subtree's bound (and assumed) pods, its *usage*, and of its
+subtree's pending pods. A pod is counted once in each, under the leaf it was in when counted,
+and taken off by that same record, so the totals always equal a recount; everything is
+recounted when what decides a pod's queue moves (the tree, a Namespace's or a PodGroup's
+queue label: `invalidate`). Binding a pod costs a walk up its leaf's path, not a recount of
+every pod: the recount was quadratic over a pass that binds thousands of pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from batchsched.objects.records import Pod
+from batchsched.state.queues import QueueTree, Usage
+
+# A pod's leaf queue ("" for none) and its requests by resource name.
+Counted = tuple[str, Mapping[str, int]]
+
+
+class QueueLedger:
+    def __init__(self, tree: QueueTree, count_of: Callable[[Pod], Counted]) -> None:
+        self._tree = tree
+        self._count_of = count_of
+        self.usage: dict[str, dict[str, int]] = {}  # queue -> resource -> its subtree's
+        self.pending: dict[str, dict[str, int]] = {}
+        self._bound: dict[str, Counted] = {}  # pod key -> what it was counted as
+        self._waiting: dict[str, Counted] = {}
+        # Per leaf, how its demand (usage + pending) moved since `demand_version` was read:
+        # binding a pending pod moves it by nothing.
+        self._drift: dict[str, dict[str, int]] = {}
+        self._demand_version = 0
+        self._counted_at = -1  # the tree's version the totals hold for; -1: none
+
+    @property
+    def live(self) -> bool:
+        """Whether the totals are kept (counted for the tree as it is, which has queues)."""
+        return self._counted_at == self._tree.version and bool(self._tree.queues)
+
+    def invalidate(self) -> None:
+        """What decides which queue pods are in moved: count everything again when asked."""
+        self._counted_at = -1
+
+    def ensure(self, bound: Iterable[Pod], pending: Iterable[Pod]) -> None:
+        """Count `bound` and `pending` pods from scratch unless the totals are live (without
+        queues there is nothing to count)."""
+        if self.live:
+            return
+        self.usage, self.pending, self._bound, self._waiting = {}, {}, {}, {}
+        self._drift = {}
+        self._demand_version += 1
+        if not self._tree.queues:
+            return
+        self._counted_at = self._tree.version
+        for pod in bound:
+            self.bound_changed(pod.key, pod)
+        for pod in pending:
+            self.pending_changed(pod.key, pod)
+
+    def demand_version(self) -> int:
+        """A number that moves whenever some queue's demand moved since it was last read."""
+        if any(amount for amounts in self._drift.values() for amount in amounts.values()):
+            self._demand_version += 1
+        self._drift.clear()
+        return self._demand_version
+
+    def bound_changed(self, key: str, pod: Pod | None) -> None:
+        """The pod `key` is bound now as `pod`, or not bound (None)."""
+        self._recount(self._bound, self.usage, key, pod)
+
+    def pending_changed(self, key: str, pod: Pod | None) -> None:
+        """The pod `key` is pending now as `pod`, or not pending (None)."""
+        self._recount(self._waiting, self.pending, key, pod)
+
+    def _recount(
+        self,
+        counted: dict[str, Counted],
+        totals: dict[str, dict[str, int]],
+        key: str,
+        pod: Pod | None,
+    ) -> None:
+        if not self.live:
+            return
+        old = counted.pop(key, None)
+        if old is not None:
+            self._add(totals, old, -1)
+        if pod is not None:
+            new = self._count_of(pod)
+            if new[0]:
+                counted[key] = new
+                self._add(totals, new, 1)
+
+    def _add(self, totals: dict[str, dict[str, int]], counted: Counted, sign: int) -> None:
+        leaf, requests = counted
+        drift = self._drift.setdefault(leaf, {})
+        for resource, amount in requests.items():
+            drift[resource] = drift.get(resource, 0) + sign * amount
+        for queue in self._tree.path(leaf):
+            total = totals.setdefault(queue.name, {})
+            for resource, amount in requests.items():
+                left = total.get(resource, 0) + sign * amount
+                if left:
+                    total[resource] = left
+                else:
+                    total.pop(resource, None)
+
+
+def merged(*parts: Usage) -> dict[str, dict[str, int]]:
+    """Per queue and resource, the sum of the parts' amounts."""
+    out: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for name, amounts in part.items():
+            total = out.setdefault(name, {})
+            for resource, amount in amounts.items():
+                total[resource] = total.get(resource, 0) + amount
+    return out
