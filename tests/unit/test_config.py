@@ -22,11 +22,12 @@ def names(config: Any, point: str) -> list[str]:
 def test_default_profile_is_batchsched_with_every_filter() -> None:
     config = default_config()
     assert config.scheduler_names == ["batchsched"]
-    assert names(config, "filter")[:8] == [
+    assert names(config, "filter")[:9] == [
         "NodeUnschedulable",
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "PodTopology",  # a pod's own topology annotations
         "DynamicResources",  # the last static filter
         "DaemonSetPreemption",  # reserved nodes fail before (and instead of) resources
         "NodePorts",

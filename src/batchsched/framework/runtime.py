@@ -338,6 +338,23 @@ class Framework:
             return self.find_nodes(cycle, allowed)[1]
         return best
 
+    def place_on_rows(self, cycle: Cycle, rows: IndexArray, allowed: BoolArray) -> int | Diagnosis:
+        """`place(cycle, allowed)`, where `allowed` is the mask of `rows` (one topology domain,
+        docs/topology.md). For a pod whose results are row-local, on the state's own room,
+        they come from the shape's kept placement looked at on `rows` alone: a gang is tried
+        in domain after domain, each member a pass over every node otherwise."""
+        state = cycle.state
+        placement = None
+        if state.nodes.is_shared_free(cycle.free) and not any(self._global_for(cycle)):
+            placement = self.placements.kept(cycle)
+        if placement is None or any(
+            self.placements.raw(plugin, cycle) is not None for plugin, _ in self.static_scores
+        ):
+            return self.place(cycle, allowed)  # static scores normalise over every feasible node
+        totals = NodeTotals(placement.feasible, placement.total)
+        found = self.choose(state, cycle.pod, totals, rows)
+        return self.find_nodes(cycle, allowed)[1] if found is None else found
+
     def evaluate(self, cycle: Cycle) -> NodeTotals | None:
         """The pod's feasibility and score on every node of `cycle.free`, for `place_changed`
         to refresh where the room or the pods later differ; None when the pod has no shape or
@@ -371,10 +388,26 @@ class Framework:
         return self.choose(cycle.state, cycle.pod, base)
 
     @staticmethod
-    def choose(state: ClusterState, pod: Pod, totals: NodeTotals) -> int | None:
+    def choose(
+        state: ClusterState, pod: Pod, totals: NodeTotals, among: IndexArray | None = None
+    ) -> int | None:
         """What `place_changed` chooses from results already up to date: the pod's
-        nominated node if it fits, else the best row; None when no node fits."""
+        nominated node if it fits, else the best row; None when no node fits. `among`: the
+        rows it may take, in increasing order (None: any)."""
         nominated = state.nominations.get(pod.key)
+        if among is not None:
+            feasible = totals.feasible[among]
+            if nominated is not None and totals.feasible[nominated]:
+                at = int(np.searchsorted(among, nominated))
+                if at < among.shape[0] and among[at] == nominated:
+                    return nominated
+            if not feasible.any():
+                return None
+            total = np.where(feasible, totals.total[among], -1)
+            best = among[total == total.max()]
+            return int(
+                best[0] if best.shape[0] == 1 else best[np.argmin(state.nodes.name_rank()[best])]
+            )
         if nominated is not None and totals.feasible[nominated]:
             return nominated
         if not totals.feasible.any():

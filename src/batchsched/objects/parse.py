@@ -59,7 +59,12 @@ from batchsched.objects.records import (
 )
 from batchsched.objects.support import refused_field
 from batchsched.objects.system_classes import system_class_error
-from batchsched.objects.topology import read_topology
+from batchsched.objects.topology import (
+    NO_TOPOLOGY,
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+    read_topology,
+)
 from batchsched.objects.volumes import InlineDisk
 
 Json = Mapping[str, Any]
@@ -762,6 +767,7 @@ def read_pod(obj: Json) -> Pod:
     if not isinstance(spec, Mapping):
         raise r.fail("spec", "is required")
     f = _SPECS.fields(r, spec)
+    annotations = r.string_map(obj, "metadata.annotations")
     return Pod(
         namespace=r.namespace,
         name=r.name,
@@ -774,7 +780,7 @@ def read_pod(obj: Json) -> Pod:
         priority_class_name=f.priority_class_name,
         preemption_policy=f.preemption_policy,
         labels=r.string_map(obj, "metadata.labels"),
-        annotations=r.string_map(obj, "metadata.annotations"),
+        annotations=annotations,
         node_selector=dict(f.node_selector),
         required_terms=f.required_terms,
         preferred_terms=f.preferred_terms,
@@ -799,6 +805,9 @@ def read_pod(obj: Json) -> Pod:
         scheduling_group=_scheduling_group(r, obj, spec),
         volumes=pod_volumes(r.label, r.name, spec),
         disks=f.disks,
+        topology=read_topology(r, obj, upstream=False)
+        if REQUIRED_ANNOTATION in annotations or PREFERRED_ANNOTATION in annotations
+        else NO_TOPOLOGY,
     )
 
 

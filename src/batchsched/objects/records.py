@@ -195,6 +195,7 @@ class Pod:
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
     volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
     disks: tuple[InlineDisk, ...] = ()  # inline iSCSI and RBD volumes
+    topology: TopologyRequest = field(default_factory=lambda: TopologyRequest())  # its own
     # "namespace/name", made once: it is read millions of times in a long replay, and a pod
     # is never renamed (a new name is a new Pod).
     key: str = field(init=False, repr=False, compare=False)

@@ -3,11 +3,11 @@
 - upstream's Workload API (`scheduling.k8s.io` v1alpha2 and v1beta1): a PodGroup's
   `spec.schedulingConstraints.topology: [{key: <node label key>}]`, at most one entry (as the
   API server allows), is a required key;
-- any PodGroup (the scheduler-plugins CRD too): the annotations
+- any PodGroup (the scheduler-plugins CRD too), and any pod for itself: the annotations
   `batchsched.io/topology-required: <key>` and
   `batchsched.io/topology-preferred: <key>[,<broader key>...]`.
 
-A group asks for one of required and preferred, not both; a key is a Kubernetes label key
+A group or pod asks for one of required and preferred, not both; a key is a Kubernetes label key
 (an optional DNS subdomain prefix and `/`, then a name of at most 63 characters).
 """
 
@@ -22,6 +22,7 @@ from batchsched.objects.records import TopologyRequest
 if TYPE_CHECKING:  # parse.py reads PodGroups with this module
     from batchsched.objects.parse import _Reader
 
+NO_TOPOLOGY = TopologyRequest()
 REQUIRED_ANNOTATION = "batchsched.io/topology-required"
 PREFERRED_ANNOTATION = "batchsched.io/topology-preferred"
 _CONSTRAINTS = "spec.schedulingConstraints"
@@ -53,7 +54,8 @@ def _key(r: _Reader, field: str, key: str) -> str:
 
 
 def read_topology(r: _Reader, obj: Mapping[str, Any], upstream: bool) -> TopologyRequest:
-    """A PodGroup's topology request from its annotations (and, upstream, its constraints)."""
+    """A PodGroup's or pod's topology request from its annotations (and, for an upstream
+    PodGroup, its constraints)."""
     annotations = r.string_map(obj, "metadata.annotations")
     required = annotations.get(REQUIRED_ANNOTATION, "").strip()
     preferred_raw = annotations.get(PREFERRED_ANNOTATION)
@@ -78,8 +80,8 @@ def read_topology(r: _Reader, obj: Mapping[str, Any], upstream: bool) -> Topolog
         if required:
             raise r.fail(
                 where,
-                f"is set with the required key {required!r}: a group asks for one of "
-                "required and preferred topology",
+                f"is set with the required key {required!r}: ask for one of required "
+                "and preferred topology",
             )
     return TopologyRequest(required=required, preferred=preferred)
 

@@ -17,6 +17,7 @@ from batchsched.plugins.nodename.plugin import NodeName
 from batchsched.plugins.nodeports.plugin import NodePorts
 from batchsched.plugins.noderesources import BalancedAllocation, NodeResourcesFit
 from batchsched.plugins.nodeunschedulable.plugin import NodeUnschedulable
+from batchsched.plugins.podtopology import PodTopology
 from batchsched.plugins.podtopologyspread import PodTopologySpread
 from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
 from batchsched.plugins.queues import Queues
@@ -65,6 +66,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "VolumeBinding": VolumeBinding,
     "VolumeZone": _no_args(VolumeZone),
     "Queues": _no_args(Queues),
+    "PodTopology": _no_args(PodTopology),
 }
 
 EXTENSION_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "score", "reserve", "permit")
@@ -82,6 +84,7 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeName", 0),
         ("TaintToleration", 0),
         ("NodeAffinity", 0),
+        ("PodTopology", 0),  # a pod's own topology annotations (docs/topology.md)
         # Last of the static filters (its shape is None for pods with claims, so the
         # others stay cached for them); earlier than upstream's place in the order.
         ("DynamicResources", 0),
@@ -108,6 +111,7 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
+        ("PodTopology", 2),  # as NodeAffinity's preferred terms
     ],
     "reserve": [("VolumeBinding", 0), ("DynamicResources", 0)],
     "permit": [("Coscheduling", 0)],

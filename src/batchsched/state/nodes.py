@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import islice
 
 import numpy as np
@@ -21,6 +22,26 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 _CHANGE_LOG_LIMIT = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class LabelDomains:
+    """The nodes carrying one label key, per value (a topology domain, docs/topology.md):
+    `rows[value]` in row order, `values` sorted, and every row `flat`, grouped by value in
+    that order (`starts`: where each value's rows begin), so that a column is summed per
+    domain in one step. Shared: not to be changed."""
+
+    rows: dict[str, IntArray]
+    values: list[str]
+    flat: IntArray
+    starts: IntArray
+
+    def totals(self, column: IntArray) -> IntArray:
+        """The sum of `column` (one value per node row) over each domain, in `values` order."""
+        if not self.values:
+            return np.zeros(0, dtype=np.int64)
+        found: IntArray = np.add.reduceat(column[self.flat], self.starts)
+        return found
 
 
 class Nodes:
@@ -41,6 +62,9 @@ class Nodes:
         # Bumped when node labels, taints, schedulability or membership change: masks derived
         # from static node properties are cached against it.
         self.generation = 0
+        # Per label key, the rows of each of its values, made at this generation (topology
+        # domains, docs/topology.md): a gang attempt asks for them, a scan of every node.
+        self._domains: dict[str, tuple[int, LabelDomains]] = {}
         self._name_rank: IntArray | None = None
         self._rank_is_identity: bool | None = None
         # Rows whose free or allocatable room or pods changed, in order: lets cached per-node
@@ -244,6 +268,27 @@ class Nodes:
         for idx, node in enumerate(self.by_row):
             if node is not None:
                 yield idx, node
+
+    def domains(self, key: str) -> LabelDomains:
+        """The nodes with label `key`, per value (kept until node labels or membership
+        change)."""
+        kept = self._domains.get(key)
+        if kept is not None and kept[0] == self.generation:
+            return kept[1]
+        found: dict[str, list[int]] = {}
+        for idx, node in self.live():
+            value = node.labels.get(key)
+            if value is not None:
+                found.setdefault(value, []).append(idx)
+        if len(self._domains) >= 64:
+            self._domains.clear()
+        values = sorted(found)
+        rows = {value: np.asarray(found[value], dtype=np.intp) for value in values}
+        sizes = np.asarray([len(found[value]) for value in values], dtype=np.intp)
+        flat = np.concatenate([rows[v] for v in values]) if values else np.zeros(0, np.intp)
+        domains = LabelDomains(rows, values, flat, np.cumsum(sizes) - sizes)
+        self._domains[key] = (self.generation, domains)
+        return domains
 
     def name_rank(self) -> IntArray:
         """Each node row's position in name order: ties between nodes break on name."""

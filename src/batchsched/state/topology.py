@@ -16,6 +16,7 @@ import numpy as np
 from batchsched.objects.quantity import PODS, format_amount
 from batchsched.objects.records import Pod, TopologyRequest
 from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import LabelDomains
 
 
 @dataclass(slots=True)
@@ -54,14 +55,9 @@ class DomainSearch:
         return message + "."
 
 
-def domains(state: ClusterState, key: str) -> dict[str, list[int]]:
-    """The node rows of each domain of `key`, by label value."""
-    found: dict[str, list[int]] = {}
-    for idx, node in state.nodes.live():
-        value = node.labels.get(key)
-        if value is not None:
-            found.setdefault(value, []).append(idx)
-    return found
+def domains(state: ClusterState, key: str) -> LabelDomains:
+    """The domains of `key`: the node rows of each of its label values."""
+    return state.nodes.domains(key)
 
 
 def dominant_resource(state: ClusterState, pods: Sequence[Pod]) -> tuple[int, int]:

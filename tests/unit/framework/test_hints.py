@@ -40,6 +40,7 @@ WITH_HINTS = {
     "NodeResourcesFit",
     "NodeUnschedulable",
     "NodeVolumeLimits",
+    "PodTopology",
     "PodTopologySpread",
     "PreemptionToleration",
     "Queues",

@@ -47,6 +47,7 @@ def test_default_weights_are_kube_schedulers() -> None:
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
+        "PodTopology": 2,  # batchsched's own: a pod's preferred topology (docs/topology.md)
     }
 
 

@@ -81,6 +81,7 @@ class TentativePlacement:
     ) -> None:
         self.framework = framework
         self.allowed = allowed  # the rows members may take (a topology domain), None: any
+        self._rows = None if allowed is None else np.flatnonzero(allowed)
         self.state = state
         self.now = now
         self.free = free
@@ -104,12 +105,15 @@ class TentativePlacement:
                 state.nodes.count, {}, none, pre_filter_message=pre.reject, rejected_by=pre.by
             )
         allowed = pre.allowed_nodes
+        placed = self._from_base(cycle) if allowed is None else None
         if self.allowed is not None:
             allowed = self.allowed if allowed is None else allowed & self.allowed
-        placed = self._from_base(cycle) if allowed is None else None
         if placed is None:
             self.row_local = False
-            placed = self.framework.place(cycle, allowed)
+            if allowed is not None and allowed is self.allowed and self._rows is not None:
+                placed = self.framework.place_on_rows(cycle, self._rows, allowed)
+            else:
+                placed = self.framework.place(cycle, allowed)
         if not isinstance(placed, Diagnosis):
             state.nodes.take_room(self.free, placed, demand)
             self._taken.append((placed, demand, pod))  # undone with the rest if Reserve raises
@@ -140,6 +144,8 @@ class TentativePlacement:
                 results.total[kept] = unmoved.total[kept]
                 stale = stale[~back]
         placed = self.framework.place_changed(cycle, results, stale)
+        if self._rows is not None and placed is not None:  # refreshed: chosen in the domain
+            placed = self.framework.choose(self.state, cycle.pod, results, self._rows)
         # The rows earlier members took are refreshed with them there; they leave at `undo`.
         base.seen[key], base.taken[key] = len(base.moved), taken
         if placed is None:

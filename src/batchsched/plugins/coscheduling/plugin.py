@@ -52,6 +52,7 @@ from batchsched.plugins.coscheduling.admission import (
     mixed_schedulers,
 )
 from batchsched.plugins.coscheduling.conditions import disruption_targets, scheduled_condition
+from batchsched.plugins.coscheduling.domain_preemption import victims_in_one_domain
 from batchsched.plugins.coscheduling.placement import (
     ADMITTED,
     TentativePlacement,
@@ -342,11 +343,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             f"{done} bound or succeeded, {len(placed)} fit); {reason}"
         )
         preemption = ""
-        if search is not None:
-            # Gang preemption searches the whole cluster and could evict in two domains.
-            preemption = "preemption: not tried for a required topology (docs/topology.md)."
-        elif failures:
-            preemption = self._preempt(attempt, members, pending, need, outcome)
+        if search is not None or failures:
+            preemption = self._preempt(attempt, members, pending, need, outcome, search)
             if self._preemption is not None:
                 outcome.rejected_by |= {self._preemption.name}
         if preemption:
@@ -382,8 +380,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         pending: list[Pod],
         need: int,
         outcome: GroupOutcome,
+        search: DomainSearch | None = None,
     ) -> str:
         """Gang preemption with the profile's preemption plugin; the message part it adds.
+        With the `search` of a required topology, inside one domain of its key only.
 
         Victims and nominations go into `outcome.decisions` only if the whole group gets room.
         """
@@ -399,16 +399,32 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         index, usable = self._victim_units(state, members, pending, now, outcome.decisions)
         lead = pending[0]
         free = _room_for(state, lead, members)
-        fit = GroupFit(attempt.framework, state, now, attempt.group, free, pending, need, index)
-        found = find_victims(fit, usable)
-        if found is None:
-            takeable = sum(len(u.pods) for u, ok in zip(index.units, usable, strict=True) if ok)
-            return refusal_message(index.refused, takeable)
+
+        def fit_for(allowed: BoolArray | None) -> GroupFit:
+            group = attempt.group
+            return GroupFit(
+                attempt.framework, state, now, group, free, pending, need, index, allowed
+            )
+
+        where = ""
+        if search is None:
+            found = find_victims(fit_for(None), usable)
+            if found is None:
+                takeable = sum(len(u.pods) for u, ok in zip(index.units, usable, strict=True) if ok)
+                return refusal_message(index.refused, takeable)
+        else:
+            inside = victims_in_one_domain(
+                state, search.key, members, pending, need, free, index, usable, fit_for
+            )
+            found = inside.found
+            if found is None:
+                return refusal_message(index.refused, inside.takeable, search.key)
+            where = f" in {search.key} {inside.value}"
         outcome.decisions.extend(
             decisions_for(state, found, attempt.group, lead, priority, plugin.name)
         )
         return (
-            f"preemption: evicting {len(found.victims)} pod(s) to make room for "
+            f"preemption: evicting {len(found.victims)} pod(s){where} to make room for "
             f"{len(found.placements)} members."
         )
 

@@ -79,6 +79,11 @@ class Found:
 
     victims: list[Pod]
     placements: list[tuple[Pod, int]]
+    violations: int = 0  # of the victims, those whose eviction violates a PDB
+
+    def cost(self) -> tuple[float | int | str, ...]:
+        """The victims' cost as one unit's (`Unit.cost`): comparable between choices."""
+        return Unit(tuple(self.victims), self.violations).cost()
 
 
 def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Counter[str]]:
@@ -317,8 +322,10 @@ class GroupFit:
         pending: Sequence[Pod],
         need: int,
         index: UnitIndex,
+        allowed: BoolArray | None = None,
     ) -> None:
         self.framework = framework
+        self.allowed = allowed  # the rows members may take (one topology domain), None: any
         self.state = state
         self.now = now
         self.group = group
@@ -392,6 +399,7 @@ class GroupFit:
             self._room,
             self.group,
             self.base,
+            self.allowed,
         )
         # The devices of the claims only the victims hold come free with them.
         state = self.state
@@ -666,8 +674,9 @@ def _search(fit: GroupFit, usable: BoolArray) -> Found | None:
         else:
             placements = found
             spare = fit.spare(chosen, placements)
-    victims = sorted((p for i in np.flatnonzero(chosen) for p in units[i].pods), key=importance_key)
-    return Found(victims, placements)
+    taken = np.flatnonzero(chosen).tolist()
+    victims = sorted((p for i in taken for p in units[i].pods), key=importance_key)
+    return Found(victims, placements, sum(units[i].violations for i in taken))
 
 
 def waiting_for_victims(state: ClusterState, pending: Sequence[Pod], priority: int) -> bool:
@@ -707,9 +716,15 @@ def decisions_for(
     return out
 
 
-def refusal_message(refused: Counter[str], takeable: int) -> str:
+def refusal_message(refused: Counter[str], takeable: int, key: str = "") -> str:
     """Why preemption found no way, e.g. `preemption: 3 pod(s) may be preempted, not enough
-    for minMember; 2 pod(s) tolerate preemption (low-protected).`"""
+    for minMember; 2 pod(s) tolerate preemption (low-protected).` With the `key` of a
+    required topology, `takeable` counts the pods inside single domains of it."""
     parts = [f"{count} pod(s) {why}" for why, count in sorted(refused.items())]
     head = f"{takeable} pod(s) may be preempted, not enough for minMember"
+    if key:
+        head = (
+            f"{takeable} pod(s) inside single {key} domains may be preempted, not enough "
+            f"for minMember in any one"
+        )
     return "preemption: " + "; ".join([head, *parts]) + "."

@@ -57,12 +57,13 @@ def place_preferred(
 
     col, needed = dominant_resource(state, pending[: max(need, 1)])
     found = domains(state, keys[0])
-    roomiest = sorted(found, key=lambda v: (-int(free[found[v], col].sum()), v))
+    sums = found.totals(free[:, col])
+    roomiest = np.argsort(-sums, kind="stable").tolist()  # ties by value: values are sorted
     mask: BoolArray = np.zeros(state.nodes.rows, dtype=np.bool_)
     room = 0
-    for count, value in enumerate(roomiest, start=1):
-        mask[found[value]] = True
-        room += int(free[found[value], col].sum())
+    for count, i in enumerate(roomiest, start=1):
+        mask[found.rows[found.values[i]]] = True
+        room += int(sums[i])
         if count == 1 or room < needed:
             continue  # one domain alone was tried above
         placed, failures = attempt(mask.copy())

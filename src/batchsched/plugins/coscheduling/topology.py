@@ -49,13 +49,16 @@ def place_in_one_domain(
     col, needed = dominant_resource(state, pending[: max(need, 1)])
     search = DomainSearch(key, state.nodes.resources.names[col], needed)
     found = domains(state, key)
+    sums = found.totals(free[:, col])
     pinned = pinned_domain(state, members, key)
     if pinned is not None:
-        found = {pinned: found[pinned]}
-    order = sorted(found, key=lambda v: (int(free[found[v], col].sum()), v))
-    for value in order:
-        rows = found[value]
-        fit = DomainFit(value, int(free[rows, col].sum()))
+        order = [found.values.index(pinned)]
+    else:  # values are sorted: a stable sort breaks ties by value
+        order = np.argsort(sums, kind="stable").tolist()
+    for i in order:
+        value = found.values[i]
+        rows = found.rows[value]
+        fit = DomainFit(value, int(sums[i]))
         search.tried.append(fit)
         if fit.free < needed:
             continue
