@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from batchsched.sim.metrics import JobRecord, Timeline, class_summary, percentile, time_average
-from batchsched.sim.report import binned
+from batchsched.sim.metrics import JobRecord, Timeline, class_summary
+from batchsched.sim.stats import binned, percentile, time_average
 
 
 def record(

@@ -246,6 +246,15 @@ def _parser() -> _Parser:
         metavar="DIR",
         help="look for trace files here too (after the scenario's folder and $BATCHSCHED_TRACES)",
     )
+    sim.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="run every run and seed as a Ray task: on the cluster at ADDRESS (ray://host:10001; "
+        "auto, the default: the one RAY_ADDRESS or `ray start` gives), or `local` (a Ray "
+        "instance started here, --jobs CPUs); needs pip install 'batchsched[ray]'",
+    )
     _add_output(sim)
     parser.commands = dict(cast(dict[str, argparse.ArgumentParser], sub.choices))
     return parser
@@ -429,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seeds=args.seeds,
                 jobs=args.jobs,
                 traces=args.traces,
+                ray=args.ray,
             )
     except InputError as err:
         print(f"batchsched: error: {err}", file=sys.stderr)

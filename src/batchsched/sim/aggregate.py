@@ -77,6 +77,62 @@ def _class_metrics(classes: list[str]) -> list[Metric]:
     ]
 
 
+def _queue_metrics(summaries: list[Summary]) -> list[Metric]:
+    """When the runs measured queues: the run-wide fairness figures, then per leaf queue its
+    share, its deviation from its fair share and its p95 wait."""
+    leaves = sorted(
+        {
+            name
+            for s in summaries
+            if s.get("queues") is not None
+            for name, q in s["queues"]["queues"].items()
+            if q["leaf"]
+        }
+    )
+    if not leaves:
+        return []
+
+    def run(key: str, scale: float = 1.0) -> Callable[[Summary], float | None]:
+        def read(s: Summary) -> float | None:
+            value = s["queues"][key] if s["queues"] is not None else None
+            return None if value is None else value * scale
+
+        return read
+
+    def queue(
+        name: str, read: Callable[[dict[str, Any]], float | None]
+    ) -> Callable[[Summary], float | None]:
+        def get(s: Summary) -> float | None:
+            found = s["queues"]["queues"].get(name) if s["queues"] is not None else None
+            return None if found is None else read(found)
+
+        return get
+
+    return [
+        ("queues: Jain's index (time mean)", run("jain_index_mean"), 1.0),
+        ("queues: mean |share - fair| / fair %", run("deviation_percent_mean"), None),
+        ("queues: reclaims", run("reclaims"), None),
+        ("queues: GPU-hours lost to reclaim", run("reclaim_lost_gpu_hours"), None),
+        *(
+            metric
+            for name in leaves
+            for metric in (
+                (f"queue {name}: share %", queue(name, lambda q: q["share_percent"]), PERCENT),
+                (
+                    f"queue {name}: |share - fair| / fair %",
+                    queue(name, lambda q: q["deviation_percent"]),
+                    None,
+                ),
+                (
+                    f"queue {name}: wait p95 (min)",
+                    queue(name, lambda q: _minutes(q["wait_seconds"]["p95"])),
+                    None,
+                ),
+            )
+        ),
+    ]
+
+
 @dataclass
 class Comparison:
     runs: list[str]  # in order; the first is the baseline
@@ -109,7 +165,8 @@ def compare(results: dict[str, list[RunResult]]) -> Comparison:
     runs = list(results)
     summaries = {r: [run_summary(result) for result in results[r]] for r in runs}
     classes = sorted({c for ss in summaries.values() for s in ss for c in s["classes"]})
-    metrics = [*RUN_METRICS, *_class_metrics(classes)]
+    every = [s for ss in summaries.values() for s in ss]
+    metrics = [*RUN_METRICS, *_class_metrics(classes), *_queue_metrics(every)]
     values: dict[str, dict[str, list[float | None]]] = {}
     for label, read, _ in metrics:
         values[label] = {r: [_number(read(s)) for s in summaries[r]] for r in runs}

@@ -26,6 +26,9 @@ from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.engine import ProgressHook, Simulation
 from batchsched.sim.fields import ScenarioError
 from batchsched.sim.metrics import RunResult, run_summary
+from batchsched.sim.queue_metrics import NO_FAIR_SHARE
+from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows
+from batchsched.sim.ray_runs import run_on_ray
 from batchsched.sim.report import summary_rows, write_reports
 from batchsched.sim.scenario import Scenario, Variant, load_scenario
 from batchsched.sim.stats import few_seeds
@@ -88,6 +91,8 @@ def simulate(run: Run, seed: int | None, until: float | None, console: Console |
         until=horizon,
         storage=scenario.storage,
         devices=scenario.devices,
+        queues=scenario.queue_tree(jobs),
+        queues_on=run.variant.queues,
     )
     total = horizon if horizon is not None else max((j.submit for j in jobs), default=0.0)
     with _progress(console, run.name, total) as hook:
@@ -142,6 +147,12 @@ def comparison_text(results: list[RunResult]) -> str:
     ):
         lines.append(title)
         lines.extend(tables.table(head, rows, keep=keep))
+        lines.append("")
+    queue_title, queue_body, notes = queue_rows(results)
+    if queue_body:
+        lines.append(queue_title)
+        lines.extend(line for note in notes for line in tables.wrap(f"  {note}", indent="  "))
+        lines.extend(tables.table(QUEUE_HEAD, queue_body, keep=2))
         lines.append("")
     for result in results:
         for warning in summarise_warnings(result.warnings):
@@ -201,11 +212,24 @@ def _run_task(task: tuple[Plan, int, int]) -> RunResult:
     return simulate(what.runs()[index], seed, what.until, None)
 
 
+def _run_planned(planned: tuple[list[Run], float | None], index: int, seed: int) -> RunResult:
+    """One run on one seed, as a Ray task: the runs come planned, not as files to read."""
+    runs, until = planned
+    return simulate(runs[index], seed, until, None)
+
+
 def run_all(
-    what: Plan, tasks: list[tuple[int, int]], jobs: int, console: Console | None
+    what: Plan,
+    tasks: list[tuple[int, int]],
+    jobs: int,
+    console: Console | None,
+    ray: str | None = None,
 ) -> list[RunResult]:
-    """Every (run index, seed) task, in parallel worker processes when there are several."""
+    """Every (run index, seed) task: as Ray tasks at the address `ray`, else in parallel
+    worker processes when there are several."""
     runs = what.runs()
+    if ray is not None:
+        return run_on_ray(ray, (runs, what.until), tasks, _run_planned, console, jobs)
     workers = min(jobs, len(tasks))
     if workers <= 1:
         return [simulate(runs[i], seed, what.until, console) for i, seed in tasks]
@@ -227,6 +251,7 @@ def main(
     seeds: int | None = None,
     jobs: int | None = None,
     traces: Path | None = None,
+    ray: str | None = None,
 ) -> int:
     console = Console(stderr=True)  # progress only: results go to stdout
     what = Plan(tuple(scenario_paths), tuple(config_paths), until, traces)
@@ -241,7 +266,7 @@ def main(
     if caveat:
         print(f"warning: {caveat}", file=sys.stderr)
     tasks = [(i, s) for i, run_seeds in enumerate(per_run) for s in run_seeds]
-    results = run_all(what, tasks, jobs or os.cpu_count() or 1, console)
+    results = run_all(what, tasks, jobs or os.cpu_count() or 1, console, ray)
     by_run: dict[str, list[RunResult]] = {run.name: [] for run in runs}
     for (i, _), result in zip(tasks, results, strict=True):
         by_run[runs[i].name].append(result)
@@ -268,7 +293,7 @@ def main(
         body = (
             comparison_text(results)
             if comparison is None
-            else seeds_text(comparison, [w for r in results for w in r.warnings])
+            else seeds_text(comparison, [w for r in results for w in r.warnings], results)
         )
         return body + "".join(f"wrote {path}\n" for path in written)
 
@@ -282,7 +307,7 @@ def main(
     return 0
 
 
-def seeds_text(comparison: Comparison, warnings: list[str]) -> str:
+def seeds_text(comparison: Comparison, warnings: list[str], results: list[RunResult]) -> str:
     seeds = {len(v) for v in comparison.seeds.values()}
     lines = [f"COMPARISON OVER {'/'.join(str(n) for n in sorted(seeds))} SEEDS"]
     lines.extend(
@@ -298,6 +323,8 @@ def seeds_text(comparison: Comparison, warnings: list[str]) -> str:
         lines.extend(f"  ({i}) {run}" for i, run in enumerate(comparison.runs, 1))
     head, body = comparison_rows(comparison, numbered)
     lines.extend(tables.table(head, body))
+    if any(r.queues is not None and not r.queues.fair_known for r in results):
+        lines.extend(tables.wrap(f"  queues: {NO_FAIR_SHARE}", indent="  "))
     lines.append("")
     for warning in summarise_warnings(list(dict.fromkeys(warnings))):
         lines.extend(tables.wrap(f"warning: {warning}", indent="  "))

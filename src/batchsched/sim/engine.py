@@ -33,6 +33,9 @@ from batchsched.decisions import (
     Warn,
     allocated_devices,
 )
+from batchsched.objects.quantity import CPU
+from batchsched.objects.queue_membership import QUEUE_LABEL
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import Node, Pod, PodCondition, PodGroup, PriorityClass
 from batchsched.objects.volumes import PodVolume
 from batchsched.preemption.reasons import HELD_BY_TOLERATION
@@ -46,6 +49,7 @@ from batchsched.sim.metrics import (
     gpu_resource,
     tracked_resources,
 )
+from batchsched.sim.queue_metrics import QueueMeter
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import VolumeObject
@@ -84,6 +88,8 @@ class JobRun:
     units: list[Unit] = field(default_factory=list)
     unfinished: int = 0
     usage: list[tuple[int, int]] = field(default_factory=list)  # see Simulation._usage
+    queue_path: list[int] = field(default_factory=list)  # its queue and ancestors (QueueMeter)
+    queue_amount: float = 0.0  # what each of its pods holds of the queues' share resource
 
 
 ProgressHook = Callable[[float], None]
@@ -102,7 +108,11 @@ class Simulation:
         until: float | None = None,
         storage: Iterable[VolumeObject] = (),
         devices: ScenarioDevices | None = None,
+        queues: Iterable[Queue] = (),
+        queues_on: bool = True,
     ) -> None:
+        """`queues` are measured per queue; with `queues_on` they are also in the cluster and
+        the jobs' pods carry their queue's label (else the scheduler never sees them)."""
         self.name = name
         self.seed = seed
         self.start = start
@@ -115,6 +125,11 @@ class Simulation:
         for obj in storage:
             self.state.upsert_volume_object(obj)  # never changed in place: shared by runs
         self._add_devices(devices or ScenarioDevices())
+        queue_list = list(queues)
+        self._queues_on = queues_on and bool(queue_list)
+        if self._queues_on:
+            for queue in queue_list:
+                self.state.upsert_queue(queue)
         self.scheduler = Scheduler(self.state, config)
         self.controllers = Controllers(self.scheduler)
         on = self.controllers.dispatcher.on
@@ -164,6 +179,8 @@ class Simulation:
         gpu = gpu_resource(self._resources)
         self._gpu_col = self.state.nodes.resources.intern(gpu) if gpu else None
         self._gpu_scale = 1000.0 if gpu == GPU_MILLI else 1.0
+        self._share_scale = 1.0  # GPU thousandths per GPU where GPUs are shared
+        self._meter = self._queue_meter(queue_list, gpu)
         self._fragmented = (-1, 0.0)  # (state change mark, GPUs free on partly used nodes)
         self._partly_free: list[int] = []  # per node row: its GPUs free if partly used
         self._partly_total = 0
@@ -187,6 +204,7 @@ class Simulation:
             warnings=self.warnings(),
             wall_seconds=time.perf_counter() - began,
             node_gpus=self._node_gpus(),
+            queues=self._meter.timeline if self._meter is not None else None,
         )
 
     def warnings(self) -> list[str]:
@@ -291,6 +309,11 @@ class Simulation:
     def _submit(self, job: JobRun) -> None:
         spec = job.spec
         job.usage = self._usage(spec.requests)
+        if self._meter is not None:
+            job.queue_path = self._meter.path(spec.queue)
+            job.queue_amount = spec.requests.get(self._meter.timeline.resource, 0) / (
+                self._share_scale
+            )
         if spec.gang:
             assert spec.min_member is not None
             self.state.upsert_pod_group(
@@ -324,6 +347,9 @@ class Simulation:
         unit.pods = []
         unit.bound = set()
         annotations = {GROUP_ANNOTATION: spec.name} if spec.gang else {}
+        labels = {**spec.labels, JOB_LABEL: spec.name}
+        if spec.queue and self._queues_on:
+            labels[QUEUE_LABEL] = spec.queue
         for i in unit.pod_indices:
             name = f"{spec.name}-{i}" if unit.attempt == 0 else f"{spec.name}-{i}-r{unit.attempt}"
             pod = Pod(
@@ -333,7 +359,7 @@ class Simulation:
                 requests=dict(spec.requests),
                 scheduler_name=spec.scheduler_name,
                 priority_class_name=spec.priority_class,
-                labels={**spec.labels, JOB_LABEL: spec.name},
+                labels=dict(labels),
                 annotations=dict(annotations),
                 node_selector=spec.node_selector,
                 tolerations=spec.tolerations,
@@ -376,6 +402,8 @@ class Simulation:
 
     def _count_pending(self, unit: Unit, change: int) -> None:
         self._pending_by_class[self._class_col[unit.job.record.group]] += change
+        if self._meter is not None:
+            self._meter.waiting(unit.job.queue_path, change)
 
     def _finish(self, unit: Unit) -> None:
         job = unit.job
@@ -408,6 +436,8 @@ class Simulation:
             self._count_pending(unit, -1)
         if key in self.state.pods.bound:
             self._account(self._usage_of(pod, unit), -1)
+            if unit is not None and self._meter is not None:
+                self._meter.bound(unit.job.queue_path, -unit.job.queue_amount)
         pod_gone(self.state, key)
         self._delete_claims(pod)
         self._unit_of.pop(key, None)
@@ -424,8 +454,18 @@ class Simulation:
         self.controllers.dispatcher.dispatch(decisions)
 
     def _evicted(self, decision: Evict) -> None:
-        self._evict(decision.pod)
         preemptor = self._unit_of.get(decision.preemptor)
+        victim = self._unit_of.get(decision.pod)
+        # Taken for another queue's pod: a reclaim (with queues on, priority preemption
+        # stays within a queue).
+        reclaim = (
+            preemptor is not None
+            and victim is not None
+            and bool(victim.job.spec.queue)
+            and bool(preemptor.job.spec.queue)
+            and victim.job.spec.queue != preemptor.job.spec.queue
+        )
+        self._evict(decision.pod, reclaim)
         if preemptor is not None:
             preemptor.job.record.evictions_caused += 1
 
@@ -462,6 +502,8 @@ class Simulation:
         self._account(self._usage_of(pod, unit), 1)
         if unit is None:
             return
+        if self._meter is not None:
+            self._meter.bound(unit.job.queue_path, unit.job.queue_amount)
         self._count_pending(unit, -1)
         unit.bound.add(decision.pod)
         record = unit.job.record
@@ -485,7 +527,7 @@ class Simulation:
         unit.token += 1
         self._push(self.now + job.spec.work - unit.done, Kind.FINISH, (unit, unit.token))
 
-    def _evict(self, key: str) -> None:
+    def _evict(self, key: str, reclaim: bool = False) -> None:
         unit = self._unit_of.get(key)
         if unit is None:
             pod = self.state.pods.by_key.get(key)
@@ -495,8 +537,13 @@ class Simulation:
             return
         if unit.restarting or unit.finished:
             return  # already going (e.g. another member of a gang that restarts whole)
-        unit.job.record.preemptions += 1
+        record = unit.job.record
+        record.preemptions += 1
+        lost_before = record.lost_gpu_seconds
         self._interrupt(unit)
+        if reclaim:
+            record.reclaims += 1
+            record.reclaim_lost_gpu_seconds += record.lost_gpu_seconds - lost_before
         unit.restarting = True
         when = self._clock(self.now)
         for pod_key in unit.pods:
@@ -571,6 +618,24 @@ class Simulation:
 
     def _sample(self) -> None:
         self.timeline.record(self.now, self._used, self._pending_by_class, self._fragmentation())
+        if self._meter is not None:
+            self._meter.sample(self.now, self._fair_shares())
+
+    def _queue_meter(self, queues: list[Queue], gpu: str | None) -> QueueMeter | None:
+        """Per-queue measurement, of the GPUs (else the CPU) of the cluster."""
+        if not queues:
+            return None
+        resource = gpu or CPU
+        self._share_scale = 1000.0 if resource == GPU_MILLI else 1.0
+        rows = self.state.nodes.rows
+        col = self.state.nodes.resources.intern(resource)
+        alloc = self.state.nodes.allocatable[:rows, col][self.state.nodes.valid[:rows]]
+        return QueueMeter(queues, resource, float(alloc.sum()) / self._share_scale)
+
+    def _fair_shares(self) -> list[float] | None:
+        """Each measured queue's fair share of the share resource, as the scheduler computes
+        it; None while it computes none (docs/queues.md)."""
+        return None
 
     def _fragmentation(self) -> float:
         """GPUs free on nodes that are partly used: room no whole-node job can take.
@@ -620,4 +685,5 @@ def _record(spec: JobSpec) -> JobRecord:
         gpus=spec.gpus_per_pod * spec.pods,
         gang=spec.gang,
         submit=spec.submit,
+        queue=spec.queue,
     )

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from batchsched.sim.queue_metrics import QueueTimeline, queue_summary
+from batchsched.sim.stats import spread, time_average
 from batchsched.sim.workload import GPU, GPU_MILLI
 
 
@@ -27,6 +29,9 @@ class JobRecord:
     no_progress_preemptions: int = 0
     lost_gpu_seconds: float = 0.0  # GPU time of work lost since the last checkpoint
     evictions_caused: int = 0  # pods evicted to make room for this job's pods
+    queue: str = ""  # its leaf queue, "" for none
+    reclaims: int = 0  # preemptions for another queue's pod
+    reclaim_lost_gpu_seconds: float = 0.0  # the part of lost_gpu_seconds those cost
     held_by_toleration: bool = False  # told at least once that victims tolerate it
     first_bind: float | None = None
     gang_start_delay: float | None = None  # first member bound -> minMember bound (first run)
@@ -93,38 +98,12 @@ class RunResult:
     wall_seconds: float = 0.0
     node_gpus: float = 0.0  # GPUs of the largest node: a job whose pods each need that many
     # takes whole nodes, which is what GPU fragmentation delays
+    queues: QueueTimeline | None = None  # per-queue shares, when the scenario has queues
 
 
 def tracked_resources(names: list[str]) -> list[str]:
     """The resources worth plotting: cpu, memory, GPUs and any other extended resource."""
     return [n for n in names if n != "pods"]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method="linear"))
-
-
-def time_average(
-    times: list[float], values: np.ndarray[Any, Any], end: float
-) -> np.ndarray[Any, Any]:
-    """The time-weighted mean of a step function from times[0] to `end`, per column."""
-    if not times or end <= times[0]:
-        return np.zeros(values.shape[1] if values.ndim == 2 else 0)
-    t = np.asarray([*times, end], dtype=np.float64)
-    widths = np.clip(np.diff(t), 0.0, None)
-    mean: np.ndarray[Any, Any] = (values * widths[:, None]).sum(axis=0) / (end - times[0])
-    return mean
-
-
-def _stat(values: list[float]) -> dict[str, float | None]:
-    return {
-        "p50": percentile(values, 50),
-        "p95": percentile(values, 95),
-        "p99": percentile(values, 99),
-        "mean": float(np.mean(values)) if values else None,
-    }
 
 
 def class_summary(jobs: list[JobRecord], end: float) -> dict[str, dict[str, Any]]:
@@ -144,8 +123,8 @@ def class_summary(jobs: list[JobRecord], end: float) -> dict[str, dict[str, Any]
             "submitted": sum(1 for j in group if j.submit <= end),
             "started": len(waits),
             "finished": len(completions),
-            "wait_seconds": _stat(waits),
-            "completion_seconds": _stat(completions),
+            "wait_seconds": spread(waits),
+            "completion_seconds": spread(completions),
             "preemptions": sum(j.preemptions for j in group),
             "no_progress_preemptions": sum(j.no_progress_preemptions for j in group),
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in group) / 3600.0,
@@ -165,7 +144,7 @@ def preemptor_summary(jobs: list[JobRecord]) -> dict[str, Any]:
     return {
         "classes": classes,
         "jobs": len(mine),
-        "wait_seconds": _stat(waits),
+        "wait_seconds": spread(waits),
         "held_by_toleration_jobs": sum(1 for j in mine if j.held_by_toleration),
     }
 
@@ -200,9 +179,9 @@ def cluster_summary(result: RunResult) -> dict[str, Any]:
             "max": float(fragmented.max()) if fragmented.size else 0.0,
         },
         "whole_node_gpu_jobs": len(whole_node),
-        "whole_node_gpu_wait_seconds": _stat(whole_node),
+        "whole_node_gpu_wait_seconds": spread(whole_node),
         "gang_jobs": sum(1 for j in result.jobs if j.gang),
-        "gang_start_delay_seconds": _stat(delays),
+        "gang_start_delay_seconds": spread(delays),
     }
 
 
@@ -229,6 +208,9 @@ def run_summary(result: RunResult) -> dict[str, Any]:
         "cluster": cluster_summary(result),
         "decisions": dict(sorted(result.decisions.items())),
         "warnings": result.warnings,
+        "queues": None
+        if result.queues is None
+        else queue_summary(result.queues, jobs, result.end_time),
     }
 
 

@@ -15,6 +15,8 @@ import orjson
 from batchsched.sim.aggregate import INTERVAL_LEGEND, Comparison, verdicts
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows, share_plot
+from batchsched.sim.stats import binned
 
 PLOT_BINS = 400
 
@@ -52,6 +54,7 @@ JOB_COLUMNS = (
     "job",
     "class",
     "workload_class",
+    "queue",
     "pods",
     "gpus",
     "gang",
@@ -84,6 +87,7 @@ def write_jobs_csv(path: Path, results: list[RunResult]) -> None:
                         job.name,
                         job.priority_class,
                         job.group,
+                        job.queue,
                         job.pods,
                         f"{job.gpus:g}",
                         int(job.gang),
@@ -114,22 +118,6 @@ def _devices_cell(allocations: dict[str, tuple[str, ...]]) -> str:
 
 
 # ---- plots -------------------------------------------------------------------------------
-
-
-def binned(
-    times: list[float], values: np.ndarray[Any, Any], end: float, bins: int
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Time-weighted means of a step function over equal bins: (bin centres, means per column)."""
-    t = np.asarray(times, dtype=np.float64)
-    if t.size == 0 or end <= t[0]:
-        return np.zeros(0), np.zeros((0, values.shape[1]))
-    edges = np.linspace(t[0], end, bins + 1)
-    widths = np.diff(np.append(t, end))
-    cumulative = np.vstack([np.zeros(values.shape[1]), np.cumsum(values * widths[:, None], axis=0)])
-    k = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
-    area = cumulative[k] + values[k] * (edges - t[k])[:, None]
-    means = np.diff(area, axis=0) / np.diff(edges)[:, None]
-    return (edges[:-1] + edges[1:]) / 2, means
 
 
 def _figure_png(fig: Any) -> str:
@@ -219,6 +207,11 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
         ax.legend(fontsize="small")
     plots.append(("Preemptions and lost work, per priority class", _figure_png(fig)))
     plt.close(fig)
+
+    shares = share_plot(results, PLOT_BINS)
+    if shares is not None:
+        plots.append(("Each queue's share over time against its fair share", _figure_png(shares)))
+        plt.close(shares)
     return plots
 
 
@@ -452,6 +445,14 @@ def render_html(
             "the interval excludes zero.</p>" + _table(head, body)
         )
     single = "" if comparison is None else " (first seed)"
+    queue_title, queue_body, queue_notes = queue_rows(shown)
+    per_queue = (
+        f"<h2>{html.escape(queue_title.capitalize())}{single}</h2>"
+        + "".join(f"<p>{html.escape(note.capitalize())}.</p>" for note in queue_notes)
+        + _table(QUEUE_HEAD, queue_body)
+        if queue_body
+        else ""
+    )
     verdict = _verdict(comparison, meta.get("caveat") or "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>batchsched simulation report</title>
@@ -473,6 +474,7 @@ that had saved no checkpoint yet (all of that run's work was lost).</p>
 {over_seeds}
 <h2>Runs{single}</h2>{_table(run_head, runs)}
 <h2>Per priority class{single}</h2>{_table(class_head, classes)}
+{per_queue}
 {figures}
 {warning_list}
 </body></html>

@@ -8,6 +8,7 @@ until: 2d                         # optional horizon
 seed: 1                           # default seed (--seed overrides)
 seeds: 5                          # run on seeds seed..seed+4 (default 1; --seeds overrides)
 config: scheduler.yaml            # optional KubeSchedulerConfiguration (relative to this file)
+queues: {objects, table, derive}  # Queue objects and derived quotas: sim/queues.py
 cluster:
   nodes: [Node manifests]
   pools: [{name, count, allocatable, labels, taints, devices}]   # devices: sim/devices.py
@@ -16,10 +17,10 @@ cluster:
 priorityClasses: [PriorityClass manifests]
 work:
   jobs: [{name, submit, pods, requests, class, duration, gang | minMember, volumes,
-          resourceClaims, ...}]
+          resourceClaims, queue, ...}]
   generators: [{name, arrivalsPerHour, from, to | count, duration, pods, requests, class, ...}]
   trace: {format: philly | openb, path, ...importer options}
-variants: [{name, classes: {old: new}, config}]   # the same work, run several ways
+variants: [{name, classes: {old: new}, config, queues}]   # the same work, run several ways
 ```
 
 Every error names the file and the field (`work.generators[0].duration: ...`).
@@ -42,6 +43,7 @@ from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import (
     Node,
     PodAffinity,
@@ -80,6 +82,7 @@ from batchsched.sim.fields import (
     positive_number,
     string,
 )
+from batchsched.sim.queues import ScenarioQueues, read_queues
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.traces.common import Trace
 from batchsched.sim.workload import JobSpec, parse_duration
@@ -98,6 +101,7 @@ _TOP = (
     "config",
     "cluster",
     "priorityClasses",
+    "queues",
     "work",
     "variants",
 )
@@ -121,6 +125,7 @@ _TEMPLATE = (
     "topologySpreadConstraints",
     "volumes",
     "resourceClaims",
+    "queue",
 )
 _JOB = (*_TEMPLATE, "submit")
 _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
@@ -131,6 +136,9 @@ class Variant:
     name: str
     classes: dict[str, str] = field(default_factory=dict)
     config: Path | None = None
+    # False: the scenario's queues are not in this run's cluster (jobs are still measured per
+    # queue, against the same queues' fair shares), to compare a cluster with and without them.
+    queues: bool = True
 
 
 @dataclass
@@ -150,6 +158,11 @@ class Scenario:
     # Unknown fields in the Node and PriorityClass manifests, `FILE: path: unknown field "x"`.
     warnings: list[str] = field(default_factory=list)
     seeds: int = 1
+    queues: ScenarioQueues | None = None
+
+    def queue_tree(self, jobs: list[JobSpec]) -> list[Queue]:
+        """The Queue objects of a workload: the declared ones and those derived from it."""
+        return self.queues.tree(jobs, self.nodes) if self.queues is not None else []
 
     def jobs(self, seed: int) -> list[JobSpec]:
         """The workload for a seed: generated, listed and imported jobs in submit order."""
@@ -204,6 +217,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     nodes, devices = _cluster(path, raw.get("cluster"))
     storage = _storage(path, raw.get("cluster"))
     classes = _priority_classes(path, top.items("priorityClasses"))
+    queues = read_queues(path, raw.get("queues"))
     work = raw.get("work")
     if work is None:
         raise top.fail("work", "is required (jobs, generators or a trace)")
@@ -211,13 +225,14 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     sources: list[Callable[[random.Random], list[JobSpec]]] = []
     for i, job in enumerate(w.items("jobs")):
         job_fields = Fields(path, job, f"work.jobs[{i}]", _JOB)
-        sources.append(_explicit_job(job_fields, storage, devices))
+        sources.append(_explicit_job(job_fields, storage, devices, queues))
     for i, gen in enumerate(w.items("generators")):
         gen_fields = Fields(path, gen, f"work.generators[{i}]", _GENERATOR)
-        sources.append(_generator(gen_fields, storage, devices))
+        sources.append(_generator(gen_fields, storage, devices, queues))
     check_templates(path, devices.templates)
     if w.has("trace"):
         trace = _trace(path, w.raw["trace"], trace_search(traces))
+        _check_trace_queues(path, trace, queues)
         nodes.extend(trace.nodes)
         trace_jobs = trace.jobs
         if start is None:
@@ -258,7 +273,16 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         variants,
         warnings=warnings,
         seeds=seeds,
+        queues=queues,
     )
+
+
+def _check_trace_queues(path: Path, trace: Trace, queues: ScenarioQueues) -> None:
+    """Every queue the trace's queue column names must be one the scenario has."""
+    for name in sorted({job.queue for job in trace.jobs if job.queue}):
+        problem = queues.problem(name)
+        if problem:
+            raise ScenarioError(f"{path}: work.trace.queueColumn: a value {problem}")
 
 
 def _manifests(raw: Any, key: str) -> list[tuple[str, Mapping[str, Any]]]:
@@ -426,9 +450,16 @@ class _Template:
     spread_constraints: tuple[SpreadConstraint, ...]
     claim_templates: tuple[tuple[str, PersistentVolumeClaim], ...]
     device_claims: tuple[PodClaim, ...]
+    queue: Distribution[str]
+    fields: Fields  # where the template was written, for errors about a drawn queue
+    queues: ScenarioQueues
 
     def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
         pods = self.pods.draw(rng)
+        queue = self.queue.draw(rng)
+        problem = self.queues.problem(queue) if queue else ""
+        if problem:
+            raise self.fields.fail("queue", problem)
         requests = {r: d.draw(rng) for r, d in self.requests.items()}
         requests[PODS] = 1
         min_member = (
@@ -456,10 +487,13 @@ class _Template:
             spread_constraints=self.spread_constraints,
             claim_templates=self.claim_templates,
             device_claims=self.device_claims,
+            queue=queue,
         )
 
 
-def _template(f: Fields, storage: list[VolumeObject], devices: ScenarioDevices) -> _Template:
+def _template(
+    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices, queues: ScenarioQueues
+) -> _Template:
     requests_raw = f.raw.get("requests")
     if not isinstance(requests_raw, Mapping) or not requests_raw:
         raise f.fail("requests", "is required: a mapping of resource to quantity (or distribution)")
@@ -502,23 +536,26 @@ def _template(f: Fields, storage: list[VolumeObject], devices: ScenarioDevices) 
         spread_constraints=shape.spread_constraints,
         claim_templates=_claim_templates(f, namespace, storage),
         device_claims=device_claims,
+        queue=f.dist("queue", string, "", numeric=False),
+        fields=f,
+        queues=queues,
     )
 
 
 def _explicit_job(
-    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices
+    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices, queues: ScenarioQueues
 ) -> Callable[[random.Random], list[JobSpec]]:
     name = f.value("name", string, REQUIRED)
-    template = _template(f, storage, devices)
+    template = _template(f, storage, devices, queues)
     submit = f.dist("submit", parse_duration, 0.0)
     return lambda rng: [template.make(rng, name, submit.draw(rng))]
 
 
 def _generator(
-    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices
+    f: Fields, storage: list[VolumeObject], devices: ScenarioDevices, queues: ScenarioQueues
 ) -> Callable[[random.Random], list[JobSpec]]:
     prefix = f.value("name", string, REQUIRED)
-    template = _template(f, storage, devices)
+    template = _template(f, storage, devices, queues)
     rate = f.value("arrivalsPerHour", positive_number, REQUIRED) / 3600.0
     begin = f.value("from", parse_duration, 0.0)
     end = f.value("to", parse_duration, math.inf)
@@ -562,10 +599,11 @@ def _trace(path: Path, raw: Any, search: tuple[tuple[str, Path], ...]) -> Trace:
 def _variants(path: Path, raw: list[Any], base: Path) -> list[Variant]:
     out = []
     for i, item in enumerate(raw):
-        v = Fields(path, item, f"variants[{i}]", ("name", "classes", "config"))
+        v = Fields(path, item, f"variants[{i}]", ("name", "classes", "config", "queues"))
         name = v.value("name", string, REQUIRED)
         classes = v.value("classes", class_table, {})
-        out.append(Variant(name, classes, v.value("config", lambda c: base / string(c))))
+        config = v.value("config", lambda c: base / string(c))
+        out.append(Variant(name, classes, config, v.value("queues", boolean, True)))
     names = [v.name for v in out]
     if len(set(names)) != len(names):
         raise ScenarioError(f"{path}: variants: names must be unique, got {names}")

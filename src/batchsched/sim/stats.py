@@ -1,4 +1,5 @@
-"""Means over seeds with 95% confidence intervals, and paired differences between runs.
+"""Means over seeds with 95% confidence intervals, and paired differences between runs; and
+the statistics of one run (percentiles, time averages of step functions).
 
 Every variant of a scenario runs on the same seeds, so seed s gives every variant the same
 workload: the difference variant - baseline is taken per seed and its interval is that of the
@@ -11,6 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 # Two-sided 95% quantiles of Student's t (t_0.975) by degrees of freedom; between entries the
 # smaller df is used, which makes the interval slightly wider, never narrower.
@@ -127,3 +131,47 @@ def paired_difference(
     return interval(
         [v - b for v, b in zip(variant, baseline, strict=True) if v is not None and b is not None]
     )
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method="linear"))
+
+
+def time_average(
+    times: list[float], values: np.ndarray[Any, Any], end: float
+) -> np.ndarray[Any, Any]:
+    """The time-weighted mean of a step function from times[0] to `end`, per column."""
+    if not times or end <= times[0]:
+        return np.zeros(values.shape[1] if values.ndim == 2 else 0)
+    t = np.asarray([*times, end], dtype=np.float64)
+    widths = np.clip(np.diff(t), 0.0, None)
+    mean: np.ndarray[Any, Any] = (values * widths[:, None]).sum(axis=0) / (end - times[0])
+    return mean
+
+
+def spread(values: list[float]) -> dict[str, float | None]:
+    """p50, p95, p99 and mean of the values (None for each when there are none)."""
+    return {
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "mean": float(np.mean(values)) if values else None,
+    }
+
+
+def binned(
+    times: list[float], values: np.ndarray[Any, Any], end: float, bins: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Time-weighted means of a step function over equal bins: (bin centres, means per column)."""
+    t = np.asarray(times, dtype=np.float64)
+    if t.size == 0 or end <= t[0]:
+        return np.zeros(0), np.zeros((0, values.shape[1]))
+    edges = np.linspace(t[0], end, bins + 1)
+    widths = np.diff(np.append(t, end))
+    cumulative = np.vstack([np.zeros(values.shape[1]), np.cumsum(values * widths[:, None], axis=0)])
+    k = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
+    area = cumulative[k] + values[k] * (edges - t[k])[:, None]
+    means = np.diff(area, axis=0) / np.diff(edges)[:, None]
+    return (edges[:-1] + edges[1:]) / 2, means

@@ -54,6 +54,7 @@ class JobSpec:
     # The class the workload gave the job, when a scenario variant renamed it: results are
     # compared across variants by this name.
     workload_class: str = ""
+    queue: str = ""  # the leaf Queue its pods join (label batchsched.io/queue); "": none
 
     @property
     def gang(self) -> bool:

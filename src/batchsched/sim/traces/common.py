@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -21,8 +21,17 @@ from batchsched.sim.fields import (
 )
 from batchsched.sim.workload import MAX_DURATION, JobSpec, parse_duration
 
-# Options of every format: which file, how many jobs, and how the jobs behave when preempted.
-COMMON_OPTIONS = ("path", "limit", "checkpointInterval", "restartDelay", "namespace")
+# Options of every format: which file, how many jobs, how the jobs behave when preempted, and
+# which column names each job's queue (docs/simulate.md#queues-many-tenants).
+COMMON_OPTIONS = (
+    "path",
+    "limit",
+    "checkpointInterval",
+    "restartDelay",
+    "namespace",
+    "queueColumn",
+    "queueNames",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class JobBehaviour:
     checkpoint_interval: float | None
     restart_delay: float
     namespace: str
+    queues: QueueColumn
 
     @classmethod
     def read(cls, options: Fields) -> JobBehaviour:
@@ -67,15 +77,70 @@ class JobBehaviour:
             checkpoint_interval=options.value("checkpointInterval", positive_duration),
             restart_delay=options.value("restartDelay", parse_duration, 0.0),
             namespace=options.value("namespace", string, "default"),
+            queues=QueueColumn.read(options),
         )
+
+
+@dataclass(frozen=True)
+class QueueColumn:
+    """Which column of the trace names each job's queue (`queueColumn`), and the queue each
+    value stands for (`queueNames`; without it the value itself is the queue's name)."""
+
+    options: Fields
+    column: str | None
+    names: dict[str, str] | None
+
+    @classmethod
+    def read(cls, options: Fields) -> QueueColumn:
+        names = options.value("queueNames", name_table)
+        column = options.value("queueColumn", string)
+        if names is not None and column is None:
+            raise options.fail("queueNames", "needs queueColumn: the column whose values it maps")
+        return cls(options, column, names)
+
+    def check(self, path: Path, header: list[str]) -> None:
+        if self.column is not None and self.column not in header:
+            raise self.options.fail(
+                "queueColumn",
+                f"no column {self.column!r} in {path} (its columns: {', '.join(header)})",
+            )
+
+    def queue(self, rows: CsvRows, row: dict[str, str]) -> str:
+        """The job's queue ("" without `queueColumn`)."""
+        if self.column is None:
+            return ""
+        value = row.get(self.column) or ""
+        if self.names is None:
+            if not value:
+                raise rows.fail(self.column, "is empty: it names the job's queue (queueColumn)")
+            return value
+        if value not in self.names:
+            raise self.options.fail(
+                "queueNames",
+                f"has no queue for {value!r} (column {self.column}, line {rows.line} of "
+                f"{rows.path}); it maps {', '.join(sorted(self.names)) or 'nothing'}",
+            )
+        return self.names[value]
+
+
+def name_table(value: Any) -> dict[str, str]:
+    """A mapping of trace values to queue names."""
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str | int) and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise ValueError(f"must map the column's values to queue names, got {shown(value)}")
+    return {str(k): v for k, v in value.items()}
 
 
 class CsvRows:
     """Rows of a CSV file as dicts; errors name the file, the line and the column."""
 
-    def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
+    def __init__(
+        self, path: Path, columns: tuple[str, ...], queues: QueueColumn | None = None
+    ) -> None:
         self.path = path
         self.columns = columns
+        self.queues = queues  # its column, if the scenario names one, must be there too
         self.line = 1
 
     def __iter__(self) -> Iterator[dict[str, str]]:
@@ -88,6 +153,8 @@ class CsvRows:
                         f"{self.path}: missing column(s) {', '.join(missing)} "
                         f"(expected {', '.join(self.columns)})"
                     )
+                if self.queues is not None:
+                    self.queues.check(self.path, list(reader.fieldnames or []))
                 for row in reader:
                     self.line = reader.line_num
                     yield row

@@ -57,7 +57,7 @@ def load(options: Fields) -> Trace:
 
 
 def read_pods(path: Path, qos_classes: dict[str, str], behaviour: JobBehaviour) -> list[JobSpec]:
-    rows = CsvRows(path, POD_COLUMNS)
+    rows = CsvRows(path, POD_COLUMNS, behaviour.queues)
     jobs: list[JobSpec] = []
     for row in rows:
         if not row["scheduled_time"]:
@@ -90,6 +90,7 @@ def read_pods(path: Path, qos_classes: dict[str, str], behaviour: JobBehaviour) 
                 namespace=behaviour.namespace,
                 checkpoint_interval=behaviour.checkpoint_interval,
                 restart_delay=behaviour.restart_delay,
+                queue=behaviour.queues.queue(rows, row),
             )
         )
         if behaviour.limit is not None and len(jobs) >= behaviour.limit:

@@ -1,6 +1,7 @@
 """Microsoft Philly job trace (2017, as processed for the Pollux paper).
 
-Columns: timestamp, duration (s), num_gpus, gpu_time, cluster. Each job becomes alike pods of
+Columns: timestamp, duration (s), num_gpus, gpu_time, cluster (a hashed tenant: `queueColumn:
+cluster` puts each tenant's jobs in a queue of that name). Each job becomes alike pods of
 at most `gpusPerNode` GPUs each; a job larger than one node is a gang of those pods (a 32-GPU
 job on 8-GPU nodes: 4 pods of 8 GPUs, minMember 4). The trace has no CPU, memory or priority: pods
 request GPUs only and all get `priorityClass`.
@@ -29,8 +30,8 @@ def load(options: Fields) -> Trace:
     per_node = options.value("gpusPerNode", positive_int, 8)
     priority_class = options.value("priorityClass", class_name, "")
     behaviour = JobBehaviour.read(options)
-    rows = CsvRows(path, COLUMNS)
-    raw: list[tuple[float, int, float, int]] = []  # submit, line order, duration, gpus
+    rows = CsvRows(path, COLUMNS, behaviour.queues)
+    raw: list[tuple[float, int, float, int, str]] = []  # submit, line order, duration, gpus, queue
     for row in rows:
         try:
             stamp = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp()
@@ -39,13 +40,14 @@ def load(options: Fields) -> Trace:
         gpus = rows.number(row, "num_gpus", int)
         if gpus < 1:
             raise rows.fail("num_gpus", "must be at least 1")
-        raw.append((stamp, len(raw), rows.number(row, "duration"), gpus))
+        queue = behaviour.queues.queue(rows, row)
+        raw.append((stamp, len(raw), rows.number(row, "duration"), gpus, queue))
     raw.sort()
     if behaviour.limit is not None:
         raw = raw[: behaviour.limit]
     origin = raw[0][0] if raw else 0.0
     jobs = []
-    for i, (stamp, _, duration, gpus) in enumerate(raw):
+    for i, (stamp, _, duration, gpus, queue) in enumerate(raw):
         pods = _pods_for(gpus, per_node)
         jobs.append(
             JobSpec(
@@ -59,6 +61,7 @@ def load(options: Fields) -> Trace:
                 min_member=pods if pods > 1 else None,
                 checkpoint_interval=behaviour.checkpoint_interval,
                 restart_delay=behaviour.restart_delay,
+                queue=queue,
             )
         )
     return Trace(jobs, [], datetime.fromtimestamp(origin, UTC) if raw else None)

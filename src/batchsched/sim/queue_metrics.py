@@ -1,0 +1,248 @@
+"""Per-queue measurement of a run (docs/simulate.md#queues-many-tenants): each queue's share of
+the cluster over time against its fair share, Jain's index of the queues' shares relative to
+their fair shares, waits, and what reclaim cost each queue.
+
+Shares are of one resource: the cluster's GPUs when it has any, else its CPU. A queue's
+allocated amount is what the bound pods of its subtree request of it. The fair share is the
+scheduler's own (the state's water-filling, docs/queues.md), read at every instant; a
+scheduler version that does not compute fair shares leaves the metrics that need one empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from batchsched.objects.queues import Queue
+from batchsched.sim.stats import spread, time_average
+
+if TYPE_CHECKING:
+    from batchsched.sim.metrics import JobRecord
+
+# What the fair-share metrics say when the scheduler gives no fair share to compare with.
+NO_FAIR_SHARE = (
+    "no fair share: this scheduler does not compute one yet (docs/queues.md), so the "
+    "deviation from it and Jain's index are not measured"
+)
+
+
+@dataclass
+class QueueTimeline:
+    """Each queue's allocated amount, fair share and pending pods, sampled when they change.
+
+    `queues` lists every queue, parents before children; `allocated[k][i]` is queue i's
+    (its subtree's) at `times[k]`; `fair[k]` is None while no fair share is known.
+    """
+
+    resource: str
+    queues: list[str]
+    parents: list[str]  # "" for a root
+    leaves: list[bool]
+    capacity: float  # the cluster's allocatable of `resource`
+    times: list[float] = field(default_factory=list)
+    allocated: list[list[float]] = field(default_factory=list)
+    fair: list[list[float] | None] = field(default_factory=list)
+    pending: list[list[int]] = field(default_factory=list)
+
+    @property
+    def fair_known(self) -> bool:
+        """Whether the scheduler gave a fair share at every sample."""
+        return bool(self.times) and all(f is not None for f in self.fair)
+
+    def record(
+        self, t: float, allocated: list[float], pending: list[int], fair: list[float] | None
+    ) -> None:
+        """Sample at `t`; values are copied only when kept, as Timeline.record does."""
+        if (
+            self.times
+            and self.allocated[-1] == allocated
+            and self.pending[-1] == pending
+            and self.fair[-1] == fair
+        ):
+            return
+        if self.times and self.times[-1] == t:
+            self.allocated[-1], self.pending[-1] = list(allocated), list(pending)
+            self.fair[-1] = None if fair is None else list(fair)
+            return
+        self.times.append(t)
+        self.allocated.append(list(allocated))
+        self.pending.append(list(pending))
+        self.fair.append(None if fair is None else list(fair))
+
+
+class QueueMeter:
+    """Keeps each queue's allocated amount and pending pods as the engine binds and removes
+    pods; a job's pods count in its leaf and every ancestor."""
+
+    def __init__(self, queues: list[Queue], resource: str, capacity: float) -> None:
+        by_name = {q.name: q for q in queues}
+        order = _tree_order(queues)
+        self.index = {name: i for i, name in enumerate(order)}
+        parents = [by_name[n].parent if by_name[n].parent in by_name else "" for n in order]
+        self.paths: dict[str, list[int]] = {}
+        for name in order:
+            path, up = [], name
+            while up:
+                path.append(self.index[up])
+                up = parents[self.index[up]]
+            self.paths[name] = path
+        self.allocated = [0.0] * len(order)
+        self.pending = [0] * len(order)
+        self.timeline = QueueTimeline(
+            resource,
+            order,
+            parents,
+            [not any(p == n for p in parents) for n in order],
+            capacity,
+        )
+
+    def path(self, queue: str) -> list[int]:
+        """The indexes of `queue` and its ancestors ([] for no queue or an unknown one)."""
+        return self.paths.get(queue, [])
+
+    def bound(self, path: list[int], amount: float) -> None:
+        for i in path:
+            self.allocated[i] += amount
+
+    def waiting(self, path: list[int], change: int) -> None:
+        for i in path:
+            self.pending[i] += change
+
+    def sample(self, t: float, fair: Sequence[float] | None) -> None:
+        self.timeline.record(t, self.allocated, self.pending, None if fair is None else list(fair))
+
+
+def _tree_order(queues: list[Queue]) -> list[str]:
+    """Queue names, parents before children, siblings by name."""
+    names = {q.name for q in queues}
+    children: dict[str, list[str]] = {}
+    for q in queues:
+        children.setdefault(q.parent if q.parent in names else "", []).append(q.name)
+    out: list[str] = []
+    stack = sorted(children.get("", []), reverse=True)
+    while stack:
+        name = stack.pop()
+        out.append(name)
+        stack.extend(sorted(children.get(name, []), reverse=True))
+    return out
+
+
+def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) -> dict[str, Any]:
+    """Per queue: jobs, time-averaged share and fair share (% of the cluster), the
+    time-averaged |allocated - fair share| / fair share, waits, reclaims and the GPU-hours
+    reclaim lost; for the run: Jain's index over the leaves, time-averaged."""
+    tl = timeline
+    n = len(tl.queues)
+    times = tl.times
+    allocated = np.asarray(tl.allocated, dtype=np.float64).reshape(len(times), n)
+    scale = 100.0 / tl.capacity if tl.capacity else 0.0
+    share = time_average(times, allocated, end) * scale
+    fair_known = tl.fair_known
+    fair = (
+        np.asarray(tl.fair, dtype=np.float64).reshape(len(times), n)
+        if fair_known
+        else np.zeros((len(times), n))
+    )
+    fair_share = time_average(times, fair, end) * scale if fair_known else None
+    deviation = _deviation(times, allocated, fair, end) if fair_known else None
+    leaves = [i for i in range(n) if tl.leaves[i]]
+    jain = _jain(times, allocated[:, leaves], fair[:, leaves], end) if fair_known else None
+    by_queue: dict[str, list[JobRecord]] = {}
+    for job in jobs:
+        by_queue.setdefault(job.queue, []).append(job)
+    subtree = {name: {name} for name in tl.queues}
+    for i in reversed(range(n)):  # children after parents: add each to its ancestors
+        parent = tl.parents[i]
+        if parent:
+            subtree[parent] |= subtree[tl.queues[i]]
+    per_queue: dict[str, dict[str, Any]] = {}
+    for i, name in enumerate(tl.queues):
+        mine = [j for q in sorted(subtree[name]) for j in by_queue.get(q, [])]
+        waits = [w for j in mine if (w := j.wait) is not None]
+        per_queue[name] = {
+            "parent": tl.parents[i] or None,
+            "leaf": tl.leaves[i],
+            "jobs": len(mine),
+            "submitted": sum(1 for j in mine if j.submit <= end),
+            "started": len(waits),
+            "finished": sum(1 for j in mine if j.end is not None),
+            "share_percent": float(share[i]) if times else 0.0,
+            "fair_share_percent": None if fair_share is None else float(fair_share[i]),
+            "deviation_percent": None if deviation is None else _maybe(deviation[i]),
+            "wait_seconds": spread(waits),
+            "reclaims": sum(j.reclaims for j in mine),
+            "reclaim_lost_gpu_hours": sum(j.reclaim_lost_gpu_seconds for j in mine) / 3600.0,
+        }
+    leaf_deviations = [
+        d for i in leaves if (d := per_queue[tl.queues[i]]["deviation_percent"]) is not None
+    ]
+    return {
+        "resource": tl.resource,
+        "fair_share": "the scheduler's" if fair_known else None,
+        "note": "" if fair_known else NO_FAIR_SHARE,
+        "jain_index_mean": jain,
+        "deviation_percent_mean": float(np.mean(leaf_deviations)) if leaf_deviations else None,
+        "reclaims": sum(j.reclaims for j in jobs),
+        "reclaim_lost_gpu_hours": sum(j.reclaim_lost_gpu_seconds for j in jobs) / 3600.0,
+        "queues": per_queue,
+    }
+
+
+def _maybe(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def _deviation(
+    times: list[float],
+    allocated: np.ndarray[Any, Any],
+    fair: np.ndarray[Any, Any],
+    end: float,
+) -> np.ndarray[Any, Any]:
+    """Per queue, the time average of |allocated - fair| / fair (in %) over the time its fair
+    share was above 0 (NaN for a queue whose fair share never was)."""
+    t = np.asarray([*times, end], dtype=np.float64)
+    widths = np.clip(np.diff(t), 0.0, None)[:, None]
+    counted = fair > 0
+    ratio = np.where(counted, np.abs(allocated - fair) / np.where(counted, fair, 1.0), 0.0)
+    weight = (widths * counted).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: np.ndarray[Any, Any] = 100.0 * (ratio * widths).sum(axis=0) / weight
+    return out
+
+
+def jain_series(
+    allocated: np.ndarray[Any, Any], fair: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """Jain's index (sum x)^2 / (n sum x^2) of x = allocated / fair share over the queues
+    whose fair share is above 0, per sample (1: every queue holds its fair share in the same
+    proportion; 1/n: one queue holds everything); NaN where no queue has a fair share."""
+    counted = fair > 0
+    x = np.where(counted, allocated / np.where(counted, fair, 1.0), 0.0)
+    n = counted.sum(axis=1)
+    total = x.sum(axis=1)
+    squares = (x * x).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: np.ndarray[Any, Any] = np.where(
+            squares > 0, total * total / (n * squares), np.where(n > 0, 1.0, np.nan)
+        )
+    return out
+
+
+def _jain(
+    times: list[float],
+    allocated: np.ndarray[Any, Any],
+    fair: np.ndarray[Any, Any],
+    end: float,
+) -> float | None:
+    """Jain's index averaged over the time some queue had a fair share."""
+    if not times or end <= times[0]:
+        return None
+    series = jain_series(allocated, fair)
+    t = np.asarray([*times, end], dtype=np.float64)
+    widths = np.clip(np.diff(t), 0.0, None)
+    known = ~np.isnan(series)
+    total = float(widths[known].sum())
+    return float((series[known] * widths[known]).sum() / total) if total > 0 else None
