@@ -3,6 +3,7 @@ gangs all or nothing, and a cluster without queues schedules as if queues did no
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from batchsched.objects.podgroup import GROUP_LABEL, group_key_of
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API
 from tests.builders import node, pod, pod_group
-from tests.conftest import objects_of, schedule
+from tests.conftest import objects_of, same_decisions_whatever_the_order, schedule
 
 SETTINGS = settings(max_examples=60, deadline=None)
 GPU = "nvidia.com/gpu"
@@ -81,12 +82,19 @@ def test_no_queue_goes_over_a_limit_and_gangs_bind_whole(manifests: list[dict[st
 
 @SETTINGS
 @given(queued_clusters())
-def test_queues_without_limits_change_no_decision(manifests: list[dict[str, Any]]) -> None:
-    unlimited = [
-        queue(m["metadata"]["name"], m["spec"].get("parent", ""), None)
-        if m["kind"] == "Queue"
-        else m
-        for m in manifests
-    ]
-    without = [m for m in manifests if m["kind"] != "Queue"]
-    assert schedule(*unlimited).bindings == schedule(*without).bindings
+def test_one_queue_for_every_pod_changes_no_decision(manifests: list[dict[str, Any]]) -> None:
+    # Within a leaf the profile's queue sort orders the pods: one queue without limits that
+    # holds every pod (the `default` queue) schedules as if there were no queues.
+    without = []
+    for m in manifests:
+        if m["kind"] != "Queue":
+            m = copy.deepcopy(m)
+            m["metadata"].get("labels", {}).pop(QUEUE_LABEL, None)
+            without.append(m)
+    assert schedule(queue("default", "", None), *without).bindings == schedule(*without).bindings
+
+
+@SETTINGS
+@given(queued_clusters(), st.integers(0, 2**16))
+def test_same_input_same_decisions_in_any_order(manifests: list[dict[str, Any]], seed: int) -> None:
+    assert same_decisions_whatever_the_order(manifests, seed)

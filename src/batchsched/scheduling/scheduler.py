@@ -37,6 +37,7 @@ from batchsched.scheduling.admission import Admission, not_ready
 from batchsched.state.cluster import ClusterState
 from batchsched.state.mark import ClusterMark
 from batchsched.state.queue import QueuedPod, SchedulingQueue
+from batchsched.state.queue_order import QueueOrder
 
 # What runs at a pass's end, after the group plugins: the worlds' controllers
 # (controllers/), told the groups whose members changed and the pass's evictions.
@@ -69,6 +70,7 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
         )
+        self.queue.lanes = QueueOrder(state)  # with Queue objects: docs/queues.md#queue-order
         # What the queue asks about changes (framework/hints.py); the failed twins below
         # are kept for the cluster as of its marks.
         self.hints = ClusterHints(state, self._hint_plans_for, self.failed_as_is)

@@ -66,6 +66,8 @@ class ClusterState:
         self.queue_ledger = QueueLedger(self.queues, self._queue_count)
         self.pods.on_bound = self.queue_ledger.bound_changed
         self.pods.on_pending = self.queue_ledger.pending_changed
+        self._queue_labels_version = 0  # moves with a Namespace's or PodGroup's queue label
+        self._memberships: dict[str, tuple[Pod, tuple[int, int], Membership]] = {}
 
         # Moves on every change that could let a waiting pod fit.
         self.generation = 0
@@ -170,6 +172,7 @@ class ClusterState:
         if (old.labels if old else {}).get(QUEUE_LABEL) != (new.labels if new else {}).get(
             QUEUE_LABEL
         ):
+            self._queue_labels_version += 1
             self.queue_ledger.invalidate()
 
     def upsert_queue(self, queue: Queue) -> None:
@@ -181,11 +184,19 @@ class ClusterState:
         self.generation += 1
 
     def queue_of(self, pod: Pod) -> Membership:
-        """The pod's leaf queue, or why it cannot be placed (docs/queues.md)."""
+        """The pod's leaf queue, or why it cannot be placed (docs/queues.md). Kept per pod
+        object until the tree or a Namespace's or PodGroup's queue label moves: the queue
+        order, the ledger and admission each ask several times per attempt."""
+        at = (self.queues.version, self._queue_labels_version)
+        kept = self._memberships.get(pod.key)
+        if kept is not None and kept[0] is pod and kept[1] == at:
+            return kept[2]
         key = group_key_of(pod)
         group = self.groups.by_key.get(key) if key is not None else None
         namespace = self.policy.namespaces.get(pod.namespace)
-        return self.queues.member(named_queue(pod, group, namespace))
+        member = self.queues.member(named_queue(pod, group, namespace))
+        self._memberships[pod.key] = (pod, at, member)
+        return member
 
     def membership_version(self) -> tuple[int, int, int]:
         """What `queue_of` reads besides the pod: the queues, Namespaces' labels and PodGroups."""
@@ -201,10 +212,12 @@ class ClusterState:
         return self._counted_queues().usage
 
     def _counted_queues(self) -> QueueLedger:
-        pods = self.pods
-        by_key = pods.by_key
-        self.queue_ledger.ensure((by_key[key] for key in pods.bound), pods.pending.values())
-        return self.queue_ledger
+        ledger = self.queue_ledger
+        if not ledger.live:
+            pods = self.pods
+            by_key = pods.by_key
+            ledger.ensure((by_key[key] for key in pods.bound), pods.pending.values())
+        return ledger
 
     def _queue_count(self, pod: Pod) -> Counted:
         """What the ledger counts of a pod: its leaf queue, and its requests if it has one."""
@@ -428,6 +441,7 @@ class ClusterState:
         self.devices.revert(key)
         self.nominations.pop(key, None)
         self.policy.forget_pod(key)
+        self._memberships.pop(key, None)
         self.groups.index(key, None)
         if pods.pending.pop(key, None) is not None:
             pods.pending_changed(key)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -29,6 +29,8 @@ from batchsched.state.shape_group import ShapeGroup
 
 SortKeyValue = tuple[Any, ...]
 SortKey = Callable[[Pod, float], SortKeyValue]
+# An active entry: (order, version, pod key, group id or -1).
+Item = tuple[SortKeyValue, int, str, int]
 
 
 def default_sort_key(pod: Pod, enqueued: float) -> tuple[Any, ...]:
@@ -86,6 +88,21 @@ class Hints(Protocol):
         ...
 
 
+class Lanes(Protocol):
+    """Queue order across lanes (state/queue_order.py): each pod is in a lane, "" for none."""
+
+    def lane_of(self, pod: Pod) -> str: ...
+
+    def version(self) -> Hashable:
+        """Moves when pods may belong to other lanes."""
+        ...
+
+    def choose(self, heads: Mapping[str, Pod], moved: Iterable[str]) -> str | None:
+        """The lane whose next pod goes next, of `heads` (lane -> its next pod); `moved`:
+        the lanes whose next pod changed since the last choice."""
+        ...
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -100,8 +117,15 @@ class SchedulingQueue:
         self.max_unschedulable_seconds = max_unschedulable_seconds
         self._entries: dict[str, QueuedPod] = {}
         # (order, version, pod key, group id or -1): pods, and woken groups keyed by the
-        # member to try next.
-        self._active: list[tuple[SortKeyValue, int, str, int]] = []
+        # member to try next. With `lanes` (Queue objects exist: docs/queues.md#queue-order)
+        # this holds the pods in no queue, which go first, and each leaf queue has a heap of
+        # its own in `_lane_heaps`; `lanes` chooses among them by their next pods.
+        self._active: list[Item] = []
+        self.lanes: Lanes | None = None
+        self._lane_heaps: dict[str, list[Item]] = {}
+        self._lanes_at: Hashable = None  # `lanes.version()` the heaps were filed at
+        self._lane_heads: dict[str, Pod] = {}
+        self._lanes_moved: set[str] = set()  # lanes whose next pod may have changed
         self._backoff: list[tuple[float, int, str]] = []
         self._unschedulable: set[str] = set()
         # (time, version, key): unschedulable pods to retry at a time even if nothing changes.
@@ -119,7 +143,7 @@ class SchedulingQueue:
         # order of the last entry popped and the state it left, and the groups parked (their
         # member failed, changing nothing: the rest wait until the state moves).
         self._trying: tuple[ShapeGroup, SortKeyValue, str] | None = None
-        self._last_order: SortKeyValue | None = None
+        self._last_orders: dict[str, SortKeyValue] = {}  # per lane
         self._seen: Hashable = None
         self._parked: list[ShapeGroup] = []
         # Pods entering the active or backoff queue, or leaving for unschedulable, by event
@@ -207,7 +231,17 @@ class SchedulingQueue:
         entry.version += 1
         entry.where = "active"
         order = self._sort_key(entry.pod, entry.enqueued)
-        heapq.heappush(self._active, (order, entry.version, entry.pod.key, -1))
+        heapq.heappush(self._heap_for(entry.pod), (order, entry.version, entry.pod.key, -1))
+
+    def _lane_of(self, pod: Pod) -> str:
+        return "" if self.lanes is None else self.lanes.lane_of(pod)
+
+    def _heap_for(self, pod: Pod) -> list[Item]:
+        lane = self._lane_of(pod)
+        if not lane:
+            return self._active
+        self._lanes_moved.add(lane)
+        return self._lane_heaps.setdefault(lane, [])
 
     def _push_group(self, group: ShapeGroup) -> None:
         """Make the group active from its next member on (dormant again if none is left)."""
@@ -218,7 +252,8 @@ class SchedulingQueue:
             group.after = None
             return
         group.where = "active"
-        heapq.heappush(self._active, (head[0], group.version, head[1], group.id))
+        heap = self._heap_for(self._entries[head[1]].pod)
+        heapq.heappush(heap, (head[0], group.version, head[1], group.id))
 
     def backoff_seconds(self, attempts: int) -> float:
         if attempts <= 0:
@@ -230,28 +265,88 @@ class SchedulingQueue:
 
     def pop(self) -> QueuedPod | None:
         self._follow_state()
+        item = self._next_item()
+        if item is None:
+            self._end_pass()
+            return None
+        order, _, key, group_id = item
+        entry = self._entries[key]
+        if group_id >= 0:
+            group = self._group_ids[group_id]
+            group.where = "trying"
+            self._trying = (group, order, key)
+        entry.where = "in-flight"
+        lane = self._lane_of(entry.pod) if self._lane_heaps else ""
+        self._last_orders[lane] = order
+        return entry
+
+    def _next_item(self) -> Item | None:
+        """The next live entry: of the pods in no queue first, then of the lane `lanes`
+        chooses."""
+        if self.lanes is not None and self.lanes.version() != self._lanes_at:
+            self._refile()
         while self._active:
-            order, version, key, group_id = heapq.heappop(self._active)
+            item = heapq.heappop(self._active)
+            if self._live(item):
+                return item
+        if not self._lane_heaps or self.lanes is None:
+            return None
+        moved = self._clean_heads()
+        lane = self.lanes.choose(self._lane_heads, moved)
+        if lane is None:
+            return None
+        self._lanes_moved.add(lane)
+        return heapq.heappop(self._lane_heaps[lane])  # its head: live, as just cleaned
+
+    def _live(self, item: Item) -> bool:
+        """Whether an entry taken off a heap still stands (a group whose first member left
+        is keyed anew, and this entry is not)."""
+        _, version, key, group_id = item
+        if group_id < 0:
             entry = self._entries.get(key)
-            if group_id >= 0:
-                group = self._group_ids.get(group_id)
-                if group is None or group.version != version or group.where != "active":
-                    continue
-                head = group.head()
-                if head is None or head[1] != key:
-                    self._push_group(group)  # its first member left: key it anew
-                    continue
-                assert entry is not None
-                group.where = "trying"
-                self._trying = (group, order, key)
-            elif entry is None or entry.version != version or entry.where != "active":
-                continue
-            assert entry is not None
-            entry.where = "in-flight"
-            self._last_order = order
-            return entry
-        self._end_pass()
-        return None
+            return entry is not None and entry.version == version and entry.where == "active"
+        group = self._group_ids.get(group_id)
+        if group is None or group.version != version or group.where != "active":
+            return False
+        head = group.head()
+        if head is None or head[1] != key:
+            self._push_group(group)
+            return False
+        return True
+
+    def _clean_heads(self) -> set[str]:
+        """Drop the stale entries atop the lanes that moved and note their next pods; the
+        lanes that moved, returned."""
+        moved: set[str] = set()
+        while self._lanes_moved:
+            lane = self._lanes_moved.pop()
+            moved.add(lane)
+            heap = self._lane_heaps.get(lane, [])
+            while heap:
+                item = heapq.heappop(heap)
+                if self._live(item):
+                    heapq.heappush(heap, item)
+                    break
+            if heap:
+                self._lane_heads[lane] = self._entries[heap[0][2]].pod
+            else:
+                self._lane_heaps.pop(lane, None)
+                self._lane_heads.pop(lane, None)
+        return moved
+
+    def _refile(self) -> None:
+        """Pods may be in other lanes now (the queues changed): file every entry anew."""
+        assert self.lanes is not None
+        self._lanes_at = self.lanes.version()
+        items = [*self._active, *(i for heap in self._lane_heaps.values() for i in heap)]
+        self._active, self._lane_heaps, self._lane_heads = [], {}, {}
+        for item in items:
+            entry = self._entries.get(item[2])
+            if entry is not None:
+                self._heap_for(entry.pod).append(item)
+        for heap in [self._active, *self._lane_heaps.values()]:
+            heapq.heapify(heap)
+        self._lanes_moved = set(self._lane_heaps)
 
     def _follow_state(self) -> None:
         """Between attempts of a pass: wake the parked groups if the state moved, and decide
@@ -266,7 +361,9 @@ class SchedulingQueue:
             # from there on they are tried again.
             for group in self._parked:
                 if group.where == "parked":
-                    group.after = self._last_order
+                    first = next(iter(group.members), None)
+                    lane = self._lane_of(self._entries[first].pod) if first else ""
+                    group.after = self._last_orders.get(lane)
                     self._push_group(group)
             self._parked = []
         if self._trying is None:
@@ -291,7 +388,7 @@ class SchedulingQueue:
                 group.where = "unschedulable"
                 group.after = None
         self._parked = []
-        self._last_order = None
+        self._last_orders = {}
         for group in self._groups.values():
             group.fresh.clear()
 

@@ -31,6 +31,7 @@ class QueueLedger:
         # binding a pending pod moves it by nothing.
         self._drift: dict[str, dict[str, int]] = {}
         self._demand_version = 0
+        self._usage_moved: set[str] = set()  # leaves whose usage moved since drained
         self._counted_at = -1  # the tree's version the totals hold for; -1: none
 
     @property
@@ -60,14 +61,25 @@ class QueueLedger:
 
     def demand_version(self) -> int:
         """A number that moves whenever some queue's demand moved since it was last read."""
-        if any(amount for amounts in self._drift.values() for amount in amounts.values()):
-            self._demand_version += 1
-        self._drift.clear()
+        if self._drift:
+            if any(amount for amounts in self._drift.values() for amount in amounts.values()):
+                self._demand_version += 1
+            self._drift.clear()
         return self._demand_version
 
     def bound_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is bound now as `pod`, or not bound (None)."""
+        old = self._bound.get(key)
         self._recount(self._bound, self.usage, key, pod)
+        new = self._bound.get(key)
+        for counted in (old, new):
+            if counted is not None:
+                self._usage_moved.add(counted[0])
+
+    def drain_usage_moved(self) -> set[str]:
+        """The leaves whose usage moved since the last call (queue order rates them anew)."""
+        moved, self._usage_moved = self._usage_moved, set()
+        return moved
 
     def pending_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is pending now as `pod`, or not pending (None)."""
@@ -93,17 +105,18 @@ class QueueLedger:
 
     def _add(self, totals: dict[str, dict[str, int]], counted: Counted, sign: int) -> None:
         leaf, requests = counted
+        signed = [(resource, sign * amount) for resource, amount in requests.items()]
         drift = self._drift.setdefault(leaf, {})
-        for resource, amount in requests.items():
-            drift[resource] = drift.get(resource, 0) + sign * amount
+        for resource, amount in signed:
+            drift[resource] = drift.get(resource, 0) + amount
         for queue in self._tree.path(leaf):
             total = totals.setdefault(queue.name, {})
-            for resource, amount in requests.items():
-                left = total.get(resource, 0) + sign * amount
+            for resource, amount in signed:
+                left = total.get(resource, 0) + amount
                 if left:
                     total[resource] = left
                 else:
-                    total.pop(resource, None)
+                    del total[resource]
 
 
 def merged(*parts: Usage) -> dict[str, dict[str, int]]:

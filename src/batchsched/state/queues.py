@@ -28,6 +28,13 @@ class Membership:
 Usage = Mapping[str, Mapping[str, int]]  # queue -> resource -> amount in use (its subtree)
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    version: int  # the tree's version it was derived at
+    children: dict[str, list[str]]  # parent ("": none) -> children by name
+    paths: dict[str, list[Queue]]  # filled as asked
+
+
 class QueueTree:
     """Queues by name. A set that is not a tree (an unknown parent, a cycle) is refused before
     it gets here in one-shot commands (objects/queues.check_queue_tree); the walks below stop
@@ -36,8 +43,7 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._paths: dict[str, list[Queue]] = {}
-        self._paths_at = 0
+        self._derived = _Kept(-1, {}, {})
         self._shares: Shares = {}
         self._shares_at: Hashable = None
 
@@ -57,24 +63,34 @@ class QueueTree:
         return len(self.queues)
 
     def children(self, name: str) -> list[str]:
-        """The queues whose parent is `name`, by name."""
-        return sorted(q.name for q in self.queues.values() if q.parent == name)
+        """The queues whose parent is `name`, by name ("": the roots)."""
+        return self._kept().children.get(name, [])
 
     def roots(self) -> list[str]:
         """The queues without a (known) parent, by name."""
-        return sorted(q.name for q in self.queues.values() if q.parent not in self.queues)
+        return self.children("")
 
     def is_leaf(self, name: str) -> bool:
-        return name in self.queues and not any(q.parent == name for q in self.queues.values())
+        return name in self.queues and not self.children(name)
 
     def path(self, name: str) -> list[Queue]:
         """`name`'s queue, then its parent, up to its root (empty if it is not a queue)."""
-        if self._paths_at != self.version:
-            self._paths, self._paths_at = {}, self.version
-        found = self._paths.get(name)
+        kept = self._kept()
+        found = kept.paths.get(name)
         if found is None:
-            found = self._paths[name] = self._walk_up(name)
+            found = kept.paths[name] = self._walk_up(name)
         return found
+
+    def _kept(self) -> _Kept:
+        """What is derived from the tree as it is now (asked per pod: a scan of every queue
+        each time would cost as much as the queues)."""
+        if self._derived.version != self.version:
+            children: dict[str, list[str]] = {}
+            for queue in sorted(self.queues.values(), key=lambda q: q.name):
+                parent = queue.parent if queue.parent in self.queues else ""
+                children.setdefault(parent, []).append(queue.name)
+            self._derived = _Kept(self.version, children, {})
+        return self._derived
 
     def _walk_up(self, name: str) -> list[Queue]:
         out: list[Queue] = []

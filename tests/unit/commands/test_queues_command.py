@@ -39,15 +39,15 @@ def test_json_and_schedule_json_carry_usage_and_borrowing(
     assert before["nlp"]["parent"] == "research" and before["nlp"]["pendingPods"] == 3
     code, out, _ = run(["schedule", EXAMPLE, "-o", "json"], capsys)
     after = {q["name"]: q for q in json.loads(out)["queues"]}
-    assert after["nlp"]["resources"]["nvidia.com/gpu"] == {
+    assert after["vision"]["resources"]["nvidia.com/gpu"] == {
         "guaranteed": "8",
-        "nominal": "8",
-        "limit": "16",
+        "nominal": "16",
+        "limit": "24",
         "inUse": "16",
-        "borrowed": "8",
+        "borrowed": "0",
     }
     assert after["research"]["resources"]["nvidia.com/gpu"]["inUse"] == "24"
-    assert after["nlp"]["pendingPods"] == 1
+    assert after["nlp"]["pendingPods"] == 2
 
 
 def test_no_queue_section_without_queues(

@@ -1,0 +1,100 @@
+"""Queue order (docs/queues.md#queue-order): which leaf queue's next pod the scheduling queue
+hands out next, when there are Queue objects.
+
+At each level of the tree, among the children with pending work, the child with the lowest
+dominant ratio once its next pod is placed goes next (ties by name); within a leaf, the
+profile's queue sort (the scheduling queue keeps one heap per leaf, state/queue.py). Pods in
+no queue (DaemonSet and system-critical pods, pods naming none without a `default` queue, and
+pods whose queue is in error, which are told so at once) go before queued ones.
+
+A choice reads, per queue, its usage and fair share and the requests of the pod its subtree
+would hand out next. These are kept per queue and computed again only for the queues whose
+part moved: the path of a leaf whose next pod or usage changed, or everything when the fair
+shares or the tree did. A pick costs the children with work along one path, not the queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from batchsched.objects.records import Pod
+from batchsched.state.cluster import ClusterState
+from batchsched.state.fair_share import Shares
+
+# (dominant ratio once the next pod is placed, queue name, the leaf whose pod that is)
+Rating = tuple[float, str, str]
+
+
+class QueueOrder:
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        self._shares: Shares | None = None
+        self._tree_version = -1
+        self._rated: dict[str, Rating] = {}  # per queue with work, kept while clean
+        self._with_work: dict[str, set[str]] = {}  # parent ("": the top) -> children with work
+        self._heads: Mapping[str, Pod] = {}
+
+    def lane_of(self, pod: Pod) -> str:
+        """The leaf queue whose heap holds the pod ("": in none, or in error)."""
+        if not self._state.queues:
+            return ""
+        return self._state.queue_of(pod).queue
+
+    def version(self) -> int:
+        """Moves when pods may belong to other lanes: the scheduling queue files them anew."""
+        return self._state.queues.version
+
+    def choose(self, heads: Mapping[str, Pod], moved: Iterable[str]) -> str | None:
+        """The leaf to take the next pod from, of those with a next pod (`heads`: leaf ->
+        its next pod); `moved`: the leaves whose next pod changed since the last choice."""
+        if not heads:
+            return None
+        state = self._state
+        tree = state.queues
+        shares = state.queue_fair_shares()
+        self._heads = heads
+        dirty = set(moved) | state.queue_ledger.drain_usage_moved()
+        if shares is not self._shares or tree.version != self._tree_version:
+            self._shares, self._tree_version = shares, tree.version
+            self._rated.clear()
+            self._with_work = {}
+            dirty = set(heads)
+        for leaf in dirty:
+            self._follow(leaf, leaf in heads)
+        return self._pick("")
+
+    def _follow(self, leaf: str, has_work: bool) -> None:
+        """The leaf's next pod or usage moved: its path is rated again, and joins or leaves
+        the children with work of each level."""
+        path = self._state.queues.path(leaf)
+        for i, queue in enumerate(path):
+            self._rated.pop(queue.name, None)
+            parent = path[i + 1].name if i + 1 < len(path) else ""
+            siblings = self._with_work.setdefault(parent, set())
+            if has_work:
+                siblings.add(queue.name)
+            elif not self._with_work.get(queue.name) and queue.name not in self._heads:
+                siblings.discard(queue.name)
+
+    def _pick(self, parent: str) -> str | None:
+        """The leaf, under `parent`, whose next pod goes next."""
+        best: Rating | None = None
+        for child in self._with_work.get(parent, ()):
+            rating = self._rate(child)
+            if rating is not None and (best is None or rating < best):
+                best = rating
+        return None if best is None else best[2]
+
+    def _rate(self, name: str) -> Rating | None:
+        rating = self._rated.get(name)
+        if rating is None:
+            leaf = name if name in self._heads else self._pick(name)
+            if leaf is None:
+                return None
+            state = self._state
+            extra = state.requests_by_name(self._heads[leaf])
+            ratio = state.queues.dominant_ratio(
+                name, state.queue_usage(), self._shares or {}, extra
+            )
+            rating = self._rated[name] = (ratio, name, leaf)
+        return rating

@@ -1,0 +1,85 @@
+"""Queue order (docs/queues.md#queue-order): among queues with pending work, at each level the
+child with the lowest dominant ratio once its next pod is placed goes next; within a leaf, the
+profile's queue sort; a head that cannot be placed does not block its queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchsched.objects.queue_membership import QUEUE_LABEL
+from batchsched.objects.queues import QUEUE_API
+from tests.builders import node, pod
+from tests.conftest import schedule
+
+GPU = "nvidia.com/gpu"
+
+
+def queue(name: str, parent: str = "", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"resources": {GPU: spec.pop("gpu", {})}, **spec}
+    if parent:
+        body["parent"] = parent
+    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}, "spec": body}
+
+
+def gpu_pods(leaf: str, count: int, gpus: int = 1, first: int = 0) -> list[dict[str, Any]]:
+    return [
+        pod(f"{leaf}-{i}", cpu="100m", labels={QUEUE_LABEL: leaf}, extra_requests={GPU: str(gpus)})
+        for i in range(first, first + count)
+    ]
+
+
+def bound_in_order(*manifests: dict[str, Any], gpus: int = 4) -> list[str]:
+    nodes = [node("n1", cpu="64", nvidia_com__gpu=str(gpus))]
+    return [b.pod.split("/")[1] for b in schedule(*nodes, *manifests).bindings]
+
+
+def test_queues_take_turns_by_dominant_ratio_not_by_name() -> None:
+    # By the queue sort alone all of a's pods (their names sort first) would take the GPUs.
+    order = bound_in_order(queue("a"), queue("b"), *gpu_pods("a", 4), *gpu_pods("b", 4))
+    assert order == ["a-0", "b-0", "a-1", "b-1"]
+
+
+def test_weights_set_the_shares_the_turns_follow() -> None:
+    manifests = [queue("a", weight=3), queue("b"), *gpu_pods("a", 8), *gpu_pods("b", 8)]
+    order = bound_in_order(*manifests, gpus=8)
+    assert sorted(order) == ["a-0", "a-1", "a-2", "a-3", "a-4", "a-5", "b-0", "b-1"]
+
+
+def test_each_level_chooses_among_its_children() -> None:
+    # org's children x and y share org's half; ops has the other half to itself. Each level
+    # compares its children: ops's ratio against org's, then x's against y's.
+    manifests = [
+        queue("org"),
+        queue("x", "org"),
+        queue("y", "org"),
+        queue("ops"),
+        *gpu_pods("x", 4),
+        *gpu_pods("y", 4),
+        *gpu_pods("ops", 4),
+    ]
+    order = bound_in_order(*manifests, gpus=8)
+    assert sorted(order) == ["ops-0", "ops-1", "ops-2", "ops-3", "x-0", "x-1", "y-0", "y-1"]
+    assert order[:3] == ["ops-0", "x-0", "ops-1"]
+
+
+def test_a_head_that_cannot_be_placed_does_not_block_its_queue() -> None:
+    big = pod("a-big", cpu="100m", labels={QUEUE_LABEL: "a"}, extra_requests={GPU: "8"})
+    order = bound_in_order(queue("a"), queue("b"), big, *gpu_pods("a", 2, first=1))
+    assert order == ["a-1", "a-2"]
+
+
+def test_pods_in_no_queue_go_first() -> None:
+    loose = pod("loose", cpu="100m", extra_requests={GPU: "1"})
+    order = bound_in_order(queue("a"), *gpu_pods("a", 2), loose)
+    assert order == ["loose", "a-0", "a-1"]
+
+
+def test_a_queue_over_its_fair_share_waits_for_the_others() -> None:
+    # a runs 2 of the 4 GPUs already, its fair share: b's pods go before a's next ones.
+    running = [
+        pod(f"run-{i}", cpu="100m", labels={QUEUE_LABEL: "a"}, extra_requests={GPU: "1"},
+            node_name="n1", phase="Running")
+        for i in range(2)
+    ]  # fmt: skip
+    manifests = [queue("a"), queue("b"), *running, *gpu_pods("a", 2), *gpu_pods("b", 2)]
+    assert bound_in_order(*manifests) == ["b-0", "b-1"]
