@@ -47,11 +47,9 @@ class QueueOrder:
     def choose(self, heads: Mapping[str, Pod], moved: Iterable[str]) -> str | None:
         """The leaf to take the next pod from, of those with a next pod (`heads`: leaf ->
         its next pod); `moved`: the leaves whose next pod changed since the last choice."""
-        if not heads:
-            return None
         state = self._state
         tree = state.queues
-        shares = state.queue_fair_shares()
+        shares = state.queue_fair_shares()  # (heads or none, the leaves that moved are followed)
         self._heads = heads
         dirty = set(moved) | state.queue_ledger.drain_usage_moved()
         if shares is not self._shares or tree.version != self._tree_version:

@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.objects.queue_membership import QUEUE_LABEL
-from batchsched.objects.queues import QUEUE_API
+from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
+from batchsched.objects.records import Node, Pod
+from batchsched.state.cluster import ClusterState
+from batchsched.state.queue_order import QueueOrder
 from tests.builders import node, pod
 from tests.conftest import schedule
 
@@ -83,3 +86,18 @@ def test_a_queue_over_its_fair_share_waits_for_the_others() -> None:
     ]  # fmt: skip
     manifests = [queue("a"), queue("b"), *running, *gpu_pods("a", 2), *gpu_pods("b", 2)]
     assert bound_in_order(*manifests) == ["b-0", "b-1"]
+
+
+def test_a_leaf_that_ran_out_of_pods_is_not_chosen_later() -> None:
+    state = ClusterState()
+    state.upsert_node(Node("n1", {GPU: 4}))
+    for name, parent in (("a", ""), ("a1", "a"), ("a2", "a")):
+        state.upsert_queue(Queue(name, QUEUE_API, parent, {GPU: QueueQuota()}))
+    p1 = Pod("ml", "p1", labels={QUEUE_LABEL: "a1"}, requests={GPU: 1})
+    p2 = Pod("ml", "p2", labels={QUEUE_LABEL: "a2"}, requests={GPU: 1})
+    state.upsert_pod(p1)
+    state.upsert_pod(p2)
+    order = QueueOrder(state)
+    assert order.choose({"a1": p1}, ["a1"]) == "a1"
+    assert order.choose({}, ["a1"]) is None  # a1's last pod was taken: no lane has work
+    assert order.choose({"a2": p2}, ["a2"]) == "a2"
