@@ -184,6 +184,8 @@ class SchedulingQueue:
         if entry is not None:
             self._set_aside(entry)
             entry.version += 1
+            if self._lane_heaps and (lane := self._lane_of(entry.pod)):
+                self._lanes_moved.add(lane)  # it may have been its lane's next pod
         if not self._entries:  # every timed record is stale: none is kept
             self._failures.clear()
             self._wakeups.clear()
@@ -291,12 +293,16 @@ class SchedulingQueue:
                 return item
         if not self._lane_heaps or self.lanes is None:
             return None
-        moved = self._clean_heads()
-        lane = self.lanes.choose(self._lane_heads, moved)
-        if lane is None:
-            return None
-        self._lanes_moved.add(lane)
-        return heapq.heappop(self._lane_heaps[lane])  # its head: live, as just cleaned
+        while True:
+            lane = self.lanes.choose(self._lane_heads, self._clean_heads())
+            if lane is None:
+                return None
+            self._lanes_moved.add(lane)
+            # Its head was live when its lane last moved; an entry that left since (a gang
+            # member bound with its group, say) is skipped and the lanes chosen among again.
+            item = heapq.heappop(self._lane_heaps[lane])
+            if self._live(item):
+                return item
 
     def _live(self, item: Item) -> bool:
         """Whether an entry taken off a heap still stands (a group whose first member left

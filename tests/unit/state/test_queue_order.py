@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchsched.objects.podgroup import GROUP_LABEL
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
 from batchsched.objects.records import Node, Pod
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue_order import QueueOrder
-from tests.builders import node, pod
-from tests.conftest import schedule
+from tests.builders import node, pod, pod_group
+from tests.conftest import same_decisions_whatever_the_order, schedule
 
 GPU = "nvidia.com/gpu"
 
@@ -101,3 +102,28 @@ def test_a_leaf_that_ran_out_of_pods_is_not_chosen_later() -> None:
     assert order.choose({"a1": p1}, ["a1"]) == "a1"
     assert order.choose({}, ["a1"]) is None  # a1's last pod was taken: no lane has work
     assert order.choose({"a2": p2}, ["a2"]) == "a2"
+
+
+def test_a_lanes_next_pod_bound_with_its_gang_is_skipped() -> None:
+    # g1's two members are a2's next pods; the first one's turn binds both, and a2's next
+    # entry (the second, or its hint group) has left when a2 is chosen again.
+    def member(name: str, group: str, leaf: str, gpus: int) -> dict[str, Any]:
+        labels = {GROUP_LABEL: group, QUEUE_LABEL: leaf}
+        return pod(name, namespace="ml", labels=labels, extra_requests={GPU: str(gpus)})
+
+    manifests = [
+        queue("a", gpu={"limit": 1}),
+        queue("b"),
+        queue("a1", "a"),
+        queue("a2", "a"),
+        queue("b1", "b"),
+        node("n0", cpu="16", memory="32Gi", nvidia_com__gpu="8"),
+        pod_group("g0", 1),
+        member("g0-0", "g0", "a1", 2),
+        pod_group("g1", 2),
+        member("g1-0", "g1", "a2", 1),
+        member("g1-1", "g1", "a2", 1),
+        pod_group("g2", 1),
+        member("g2-0", "g2", "a2", 1),
+    ]
+    assert same_decisions_whatever_the_order(manifests, 0)
