@@ -251,6 +251,7 @@ class ControlPlane:
             "wait",
             "--for=condition=Established",
             "crd/podgroups.scheduling.x-k8s.io",
+            "crd/queues.batchsched.io",
             "--timeout=60s",
         )
         admin = self.admin()

@@ -165,6 +165,8 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
     api.create("nodes", node("n1", cpu="1"))
     api.create("pods", pod("fits"))
     api.create("pods", pod("too-big", cpu="4"))
+    queue = {"apiVersion": "batchsched.io/v1alpha1", "kind": "Queue", "metadata": {"name": "q"}}
+    api.create("queues", queue)  # its status is written
     gpu = device_class()
     gpu["spec"]["extendedResourceName"] = "example.com/gpu"
     api.create("deviceclasses", gpu)
@@ -182,6 +184,7 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
     assert api.wait_for(lambda s: node_of(s, "dra") == "n1")
     assert api.wait_for(lambda s: node_of(s, "extended") == "n1", timeout=20)
     assert api.wait_for(lambda s: s.get("pods", "too-big")["status"].get("conditions"))  # type: ignore[index]
+    assert api.wait_for(lambda s: s.get("queues", "q").get("status"))  # type: ignore[union-attr]
     _scrape_metrics(api, run.scheduler)
     assert run.halt() == 0
     _preempt_and_update_a_group(api)

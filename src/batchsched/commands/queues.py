@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.commands import tables
+from batchsched.controllers.queues import pending_by_queue
 from batchsched.objects.quantity import format_amount
 from batchsched.state.cluster import ClusterState
 
@@ -16,11 +17,7 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
     """One entry per queue, parents before their children, siblings by name."""
     tree = state.queues
     usage = state.queue_usage()
-    pending: dict[str, int] = {}
-    for pod in state.pods.pending.values():
-        leaf = state.queue_of(pod).queue
-        for queue in tree.path(leaf) if leaf else ():
-            pending[queue.name] = pending.get(queue.name, 0) + 1
+    pending = pending_by_queue(state)
     out: list[dict[str, Any]] = []
 
     def visit(name: str, depth: int) -> None:

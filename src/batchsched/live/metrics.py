@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from batchsched.controllers.queues import QueueStatus
 from batchsched.decisions import Bind, Decision, InternalError, Unschedulable
+from batchsched.objects.quantity import CPU
+from batchsched.objects.queues import Queue
 from batchsched.state.cluster import ClusterState
 from batchsched.state.queue import SchedulingQueue
 
@@ -71,6 +76,22 @@ class Metrics:
         self.leader = Gauge(
             "batchsched_leader", "1 while this replica holds the leader lease", registry=r
         )
+        self.queue_amounts = {
+            what: Gauge(
+                f"batchsched_queue_{what}",
+                f"{doc} (docs/queues.md; CPU in cores, memory in bytes)",
+                ["queue", "resource"],
+                registry=r,
+            )
+            for what, doc in _QUEUE_AMOUNTS.items()
+        }
+        self.queue_pending = Gauge(
+            "batchsched_queue_pending_pods",
+            "Pending pods of each Queue's subtree",
+            ["queue"],
+            registry=r,
+        )
+        self._queue_labels: set[tuple[str, str, str]] = set()  # (gauge, queue, resource)
 
     def api_error(self, verb: str, code: int) -> None:
         self.api_errors.labels(verb=verb, code=str(code)).inc()
@@ -102,5 +123,41 @@ class Metrics:
                 self.incoming.labels(event=event).inc(total - seen)
                 self._incoming_seen[event] = total
 
+    def observe_queues(
+        self, queues: Mapping[str, Queue], statuses: Mapping[str, QueueStatus]
+    ) -> None:
+        """Each queue's quotas, allocation and pending pods; a queue or resource that went
+        away leaves the gauges."""
+        labels: set[tuple[str, str, str]] = set()
+        for name, status in statuses.items():
+            self.queue_pending.labels(queue=name).set(status.pending_pods)
+            labels.add(("pending_pods", name, ""))
+            for resource, quota in queues[name].resources.items():
+                values = {
+                    "guaranteed": quota.guaranteed,
+                    "nominal": quota.nominal,
+                    "limit": quota.limit,
+                    "allocated": status.allocated.get(resource, 0),
+                }
+                for what, amount in values.items():
+                    if amount is not None:
+                        gauge = self.queue_amounts[what].labels(queue=name, resource=resource)
+                        gauge.set(amount / 1000 if resource == CPU else amount)
+                        labels.add((what, name, resource))
+        for what, name, resource in self._queue_labels - labels:
+            if what == "pending_pods":
+                self.queue_pending.remove(name)
+            else:
+                self.queue_amounts[what].remove(name, resource)
+        self._queue_labels = labels
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+_QUEUE_AMOUNTS = {
+    "guaranteed": "Each Queue's guaranteed amount of a resource",
+    "nominal": "Each Queue's nominal amount (its entitlement) of a resource",
+    "limit": "Each Queue's limit of a resource (absent: none)",
+    "allocated": "Requests of the bound pods of each Queue's subtree",
+}

@@ -30,6 +30,7 @@ from batchsched.live.kinds import KIND_ORDER, KINDS
 from batchsched.live.leader import LeaderElector
 from batchsched.live.malformed import Malformed
 from batchsched.live.metrics import Metrics
+from batchsched.live.queue_status import QueueStatusWriter
 from batchsched.live.ratelimit import TokenBucket
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.records import Pod
@@ -121,6 +122,9 @@ class LiveScheduler:
             workers=options.write_workers,
             pre_bind_poll=options.pre_bind_poll,
             dispatcher=self.controllers.dispatcher,
+        )
+        self.queue_status = QueueStatusWriter(
+            client, self.events, self.metrics, self.is_leading, clock, dry_run=options.dry_run
         )
         self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
         # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
@@ -220,6 +224,7 @@ class LiveScheduler:
                 self.passes += 1
                 self.metrics.observe_queue(self.scheduler.queue)
                 timeout = self._sleep_for(now)
+            self.queue_status.tick(self.state)
             self._apply(self._take(timeout))
         return 0
 
@@ -269,6 +274,8 @@ class LiveScheduler:
     def _forget(self, gone: Remove) -> None:
         """What the loop's writers keep about a deleted pod or PodGroup goes with it."""
         kind = gone.kind.manifest_kind or gone.kind.name
+        if kind == "Queue":
+            self.queue_status.forget(gone.key)
         if kind not in ("Pod", "PodGroup"):
             return
         namespace, _, name = gone.key.partition("/")
@@ -284,9 +291,11 @@ class LiveScheduler:
             informer.stop()
         self.actuator.stop_waiting()
         self.actuator.wait()
+        self.queue_status.wait()
         if self.elector is not None:
             self.elector.stop()
         self.actuator.shutdown()
+        self.queue_status.shutdown()
         self.events.close()
         for informer in self.informers:
             informer.join(2.0)

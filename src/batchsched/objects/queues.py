@@ -53,6 +53,11 @@ class Queue:
     reclaimable: bool = True  # Volcano's `reclaimable: false`: its pods are never reclaimed
     labels: dict[str, str] = field(default_factory=dict)
     resource_version: str = ""
+    uid: str = ""
+    # What batchsched last wrote to a batchsched.io Queue's status, as the API server has it,
+    # unread: only live mode reads it back, defensively (another writer may have put anything
+    # there). Not part of what the queue is: a status write changes no scheduling.
+    status: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def read_queue(obj: Json) -> Queue:
@@ -96,7 +101,13 @@ def read_batchsched_queue(obj: Json) -> Queue:
         reclaim_min_runtime=_duration(s, spec, "reclaimMinRuntime"),
         labels=r.string_map(obj, "metadata.labels"),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        uid=r.get(obj, "metadata.uid", str, ""),
+        status=_mapping(obj.get("status")),
     )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def read_volcano_queue(obj: Json) -> Queue:
@@ -133,6 +144,7 @@ def read_volcano_queue(obj: Json) -> Queue:
         reclaimable=s.get(spec, "reclaimable", bool, True),
         labels=r.string_map(obj, "metadata.labels"),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        uid=r.get(obj, "metadata.uid", str, ""),
     )
 
 
@@ -172,6 +184,7 @@ def read_kai_queue(obj: Json) -> Queue:
         reclaim_min_runtime=_duration(s, spec, "reclaimMinRuntime"),
         labels=r.string_map(obj, "metadata.labels"),
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
+        uid=r.get(obj, "metadata.uid", str, ""),
     )
 
 
@@ -260,35 +273,48 @@ def _duration(s: _Reader, spec: Any, name: str) -> float:
 
 
 def check_queue_tree(queues: list[Queue]) -> None:
-    """Refuse a set of queues that is not a tree an API server would accept: a parent that is
-    not a queue, a cycle of parents, or children whose guaranteed amounts of a resource add up
-    to more than the parent guarantees (for the resources the parent names)."""
+    """Refuse a set of queues that is not a tree an API server would accept (the first of
+    `queue_tree_errors`)."""
+    errors = queue_tree_errors(queues)
+    if errors:
+        raise errors[0]
+
+
+def queue_tree_errors(queues: list[Queue]) -> list[ManifestError]:
+    """What makes a set of queues not a tree, at most one error per queue: first, by name, a
+    parent that is not a queue and a cycle of parents (on every queue whose parents lead into
+    one); then, by name, children whose guaranteed amounts of a resource add up to more than
+    the parent guarantees (for the resources the parent names), on the parent."""
     by_name = {q.name: q for q in queues}
+    errors: dict[str, ManifestError] = {}
     for queue in sorted(queues, key=lambda q: q.name):
+        parent_field = _field(queue.api_version, "parent", "")
         if queue.parent and queue.parent not in by_name:
-            raise _tree_error(
-                queue,
-                _field(queue.api_version, "parent", ""),
-                f"no Queue {queue.parent!r} (known: {', '.join(sorted(by_name)) or 'none'})",
+            known = ", ".join(sorted(by_name)) or "none"
+            errors[queue.name] = _tree_error(
+                queue, parent_field, f"no Queue {queue.parent!r} (known: {known})"
             )
+            continue
         seen = [queue.name]
         up = queue.parent
-        while up:
+        while up in by_name:
             if up in seen:
                 cycle = " -> ".join([*seen[seen.index(up) :], up])
-                raise _tree_error(
-                    queue,
-                    _field(queue.api_version, "parent", ""),
-                    f"the parents form a cycle: {cycle}",
+                errors[queue.name] = _tree_error(
+                    queue, parent_field, f"the parents form a cycle: {cycle}"
                 )
+                break
             seen.append(up)
             up = by_name[up].parent
+    over: dict[str, ManifestError] = {}
     children: dict[str, list[Queue]] = {}
     for queue in queues:
         if queue.parent:
             children.setdefault(queue.parent, []).append(queue)
     for name in sorted(children):
-        parent = by_name[name]
+        parent = by_name.get(name)
+        if parent is None or name in errors:
+            continue
         for resource, quota in sorted(parent.resources.items()):
             total = sum(
                 c.resources[resource].guaranteed for c in children[name] if resource in c.resources
@@ -299,12 +325,14 @@ def check_queue_tree(queues: list[Queue]) -> None:
                     for c in sorted(children[name], key=lambda c: c.name)
                     if resource in c.resources and c.resources[resource].guaranteed
                 )
-                raise _tree_error(
+                over[name] = _tree_error(
                     parent,
                     _field(parent.api_version, "guaranteed", resource),
                     f"{format_amount(resource, quota.guaranteed)} is less than its children "
                     f"guarantee together ({format_amount(resource, total)}: {kids})",
                 )
+                break
+    return [errors[name] for name in sorted(errors)] + [over[name] for name in sorted(over)]
 
 
 def _tree_error(queue: Queue, field_path: str, what: str) -> ManifestError:

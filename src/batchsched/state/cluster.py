@@ -176,8 +176,8 @@ class ClusterState:
             self.queue_ledger.invalidate()
 
     def upsert_queue(self, queue: Queue) -> None:
-        self.queues.upsert(queue)
-        self.generation += 1
+        if self.queues.upsert(queue):
+            self.generation += 1
 
     def remove_queue(self, name: str) -> None:
         self.queues.remove(name)

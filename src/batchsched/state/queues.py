@@ -11,15 +11,17 @@ import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 
+from batchsched.objects.errors import ManifestError
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
-from batchsched.objects.queues import Queue
+from batchsched.objects.queues import Queue, queue_tree_errors
 from batchsched.state.fair_share import Shares, fair_shares
 
 
 @dataclass(frozen=True, slots=True)
 class Membership:
-    """A pod's leaf queue ("": in none), or why it cannot be placed ("": it can)."""
+    """A pod's leaf queue ("": in none), and why it cannot be placed ("": it can). A pod whose
+    leaf is ignored (its tree breaks the rules) has both: it counts where it is, and waits."""
 
     queue: str = ""
     problem: str = ""
@@ -36,9 +38,11 @@ class _Kept:
 
 
 class QueueTree:
-    """Queues by name. A set that is not a tree (an unknown parent, a cycle) is refused before
-    it gets here in one-shot commands (objects/queues.check_queue_tree); the walks below stop
-    at an unknown parent or a repeat all the same, since live objects arrive one by one."""
+    """Queues by name. A set that is not a tree (an unknown parent, a cycle, children
+    guaranteed more than their parent) is refused before it gets here in one-shot commands
+    (objects/queues.check_queue_tree); live objects arrive one by one, so the tree also says
+    which queues break the rules (`problems`) and holds back the pods below them, and the
+    walks below stop at an unknown parent or a repeat."""
 
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
@@ -46,14 +50,18 @@ class QueueTree:
         self._derived = _Kept(-1, {}, {})
         self._shares: Shares = {}
         self._shares_at: Hashable = None
+        self._problems: dict[str, ManifestError] = {}
+        self._problems_at = -1
 
-    def upsert(self, queue: Queue) -> None:
+    def upsert(self, queue: Queue) -> bool:
+        """Keep `queue`; False if only its status or resourceVersion changed (the tree and
+        everything kept for it stay as they were: a status write is not a change)."""
         old = self.queues.get(queue.name)
         self.queues[queue.name] = queue
-        # A new version that differs only in its resourceVersion (its status was written)
-        # changes nothing of the tree: what is kept for the tree stays.
-        if old is None or replace(old, resource_version=queue.resource_version) != queue:
-            self.version += 1
+        if old is not None and replace(old, resource_version=queue.resource_version) == queue:
+            return False
+        self.version += 1
+        return True
 
     def remove(self, name: str) -> None:
         if self.queues.pop(name, None) is not None:
@@ -102,6 +110,25 @@ class QueueTree:
             queue = self.queues.get(queue.parent) if queue.parent else None
         return out
 
+    def problems(self) -> dict[str, ManifestError]:
+        """The queues that break the tree's rules, by name, with what is wrong (naming the
+        queue and the field)."""
+        if self._problems_at != self.version:
+            errors = queue_tree_errors(list(self.queues.values()))
+            self._problems = {err.obj.removeprefix("Queue "): err for err in errors}
+            self._problems_at = self.version
+        return self._problems
+
+    def ignored(self, name: str) -> ManifestError | None:
+        """Why `name` is ignored for admission: the error of the lowest queue on its path that
+        breaks the rules (itself or an ancestor), None if none does."""
+        problems = self.problems()
+        if problems:
+            for queue in self.path(name):
+                if queue.name in problems:
+                    return problems[queue.name]
+        return None
+
     def member(self, named: NamedQueue) -> Membership:
         """Where a pod naming `named` belongs: a leaf, none, or a problem naming the queue."""
         if named.conflict:
@@ -118,6 +145,12 @@ class QueueTree:
             return Membership(
                 problem=f"queue {named.name!r}{where} has child queues ({', '.join(children)}): "
                 "only leaf queues hold pods"
+            )
+        broken = self.ignored(named.name)
+        if broken is not None:
+            return Membership(
+                named.name,
+                f"queue {named.name!r}{where} is ignored while its tree breaks the rules: {broken}",
             )
         return Membership(named.name)
 

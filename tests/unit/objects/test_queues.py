@@ -17,6 +17,7 @@ from batchsched.objects.queues import (
     VOLCANO_QUEUE_API,
     QueueQuota,
     check_queue_tree,
+    queue_tree_errors,
     read_queue,
 )
 from batchsched.state.cluster import ClusterState
@@ -112,6 +113,34 @@ def test_the_tree_refuses_an_unknown_parent_a_cycle_and_children_guaranteed_over
             read_queue(queue("y", "org", **gpus(guaranteed=4))),
         ]
     )
+
+
+def test_every_queue_that_breaks_the_tree_gets_its_own_error_parents_and_cycles_first() -> None:
+    queues = [
+        read_queue(o)
+        for o in (
+            queue("a", "b"),
+            queue("b", "a"),
+            queue("below", "a"),  # its parents lead into the cycle
+            queue("lost", "nowhere"),
+            queue("org", **gpus(guaranteed=1)),
+            queue("x", "org", **gpus(guaranteed=2)),
+            queue("fine"),
+        )
+    ]
+    errors = queue_tree_errors(queues)
+    assert [(e.obj, e.field) for e in errors] == [
+        ("Queue a", "spec.parent"),
+        ("Queue b", "spec.parent"),
+        ("Queue below", "spec.parent"),
+        ("Queue lost", "spec.parent"),
+        ("Queue org", "spec.resources.nvidia.com/gpu.guaranteed"),
+    ]
+    assert "a -> b -> a" in errors[0].what and "below -> a -> b -> a" not in errors[2].what
+    assert "a -> b -> a" in errors[2].what
+    with pytest.raises(ManifestError) as first:
+        check_queue_tree(queues)
+    assert str(first.value) == str(errors[0])
 
 
 def test_volcano_queue_maps_guarantee_deserved_capability() -> None:

@@ -1,0 +1,64 @@
+"""Queue status (docs/queues.md#live-mode): what each Queue holds, lends and waits for, and
+whether its tree keeps the rules, as the worlds that write status report it.
+
+A queue's *allocated* amounts are the requests of the bound pods of its subtree, for the
+resources it names; *borrowed* what of them is above `nominal`; *pending pods* the pending pods
+of its subtree. A queue that breaks the tree's rules (an unknown parent, a cycle of parents,
+children guaranteed more than it), or sits below one that does, is not valid: its pods wait,
+and the condition names the queue and field at fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from batchsched.state.cluster import ClusterState
+
+VALID = "Valid"  # the condition's type
+VALID_REASON = "Valid"
+INVALID_REASON = "InvalidQueueTree"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    allocated: dict[str, int]  # resource -> amount, in batchsched's units
+    borrowed: dict[str, int]
+    pending_pods: int
+    problem: str = ""  # why the queue is ignored for admission ("": it is valid)
+    own_problem: bool = False  # the problem is this queue's own (not an ancestor's)
+
+
+def pending_by_queue(state: ClusterState) -> dict[str, int]:
+    """Pending pods per queue, each counted at its leaf and at every ancestor."""
+    tree = state.queues
+    pending: dict[str, int] = {}
+    for pod in state.pods.pending.values():
+        leaf = state.queue_of(pod).queue
+        for queue in tree.path(leaf) if leaf else ():
+            pending[queue.name] = pending.get(queue.name, 0) + 1
+    return pending
+
+
+def queue_statuses(state: ClusterState) -> dict[str, QueueStatus]:
+    """Every queue's status, by name."""
+    tree = state.queues
+    usage = state.queue_usage()
+    pending = pending_by_queue(state)
+    problems = tree.problems()
+    out: dict[str, QueueStatus] = {}
+    for name in sorted(tree.queues):
+        queue = tree.queues[name]
+        used = usage.get(name, {})
+        allocated = {r: used.get(r, 0) for r in sorted(queue.resources)}
+        borrowed = {
+            r: max(0, amount - queue.resources[r].nominal) for r, amount in allocated.items()
+        }
+        broken = tree.ignored(name)
+        out[name] = QueueStatus(
+            allocated,
+            borrowed,
+            pending.get(name, 0),
+            problem="" if broken is None else str(broken),
+            own_problem=name in problems,
+        )
+    return out

@@ -1,0 +1,187 @@
+"""Queue status, events and metrics in live mode (docs/queues.md#live-mode).
+
+Once a second at most, on the loop thread, the Queue status controller's view of every queue
+is taken (controllers/queues.py): the metrics follow it on every replica; the leader writes
+what changed to each batchsched.io Queue's status subresource (a merge patch, on worker
+threads, so scheduling never waits for it) and reports a queue that breaks the tree's rules
+with a Warning event. Volcano's and KAI's Queues keep their own status: they get the event
+only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from batchsched.controllers.queues import (
+    INVALID_REASON,
+    VALID,
+    VALID_REASON,
+    QueueStatus,
+    queue_statuses,
+)
+from batchsched.live.client import MERGE_PATCH, ApiError, GuardRefused, KubeClient
+from batchsched.live.events import EventRecorder, ObjectRef
+from batchsched.live.metrics import Metrics
+from batchsched.live.workers import Workers
+from batchsched.objects.parse import format_time
+from batchsched.objects.quantity import format_amount
+from batchsched.objects.queues import QUEUE_API, Queue
+from batchsched.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+QUEUE_STATUS = f"/apis/{QUEUE_API}/queues/{{name}}/status"
+INTERVAL = 1.0  # seconds between two looks at the queues (and so between two writes of one)
+# The status fields this writer owns: one it no longer reports is removed (null in the patch).
+_OWNED = ("allocated", "borrowed", "pendingPods", "conditions")
+
+
+class QueueStatusWriter:
+    def __init__(
+        self,
+        client: KubeClient,
+        events: EventRecorder,
+        metrics: Metrics,
+        is_leading: Callable[[], bool],
+        clock: Callable[[], float],
+        dry_run: bool = False,
+        interval: float = INTERVAL,
+    ) -> None:
+        self.client = client
+        self.events = events
+        self.metrics = metrics
+        self.is_leading = is_leading
+        self.dry_run = dry_run
+        self.interval = interval
+        self._clock = clock
+        self._last: float | None = None
+        self._workers = Workers(2, "queue-status")
+        # Per queue: the status last sent (forgotten when a write fails, so it is sent
+        # again; workers forget, hence the lock) and the rule it was last reported breaking.
+        self._lock = threading.Lock()
+        self._written: dict[str, dict[str, Any]] = {}
+        self._reported: dict[str, str] = {}
+
+    def tick(self, state: ClusterState) -> None:
+        """On the loop thread, after a pass (or a standby's wait)."""
+        now = self._clock()
+        if self._last is not None and now - self._last < self.interval:
+            return
+        self._last = now
+        tree = state.queues
+        statuses = queue_statuses(state)
+        self.metrics.observe_queues(tree.queues, statuses)
+        for gone in set(self._reported) - set(tree.queues):
+            self.forget(gone)
+        if not self.is_leading():
+            return
+        wall = format_time(datetime.now(UTC))
+        for name, status in statuses.items():
+            queue = tree.queues[name]
+            self._report(queue, status)
+            if queue.api_version != QUEUE_API or self.dry_run:
+                continue
+            with self._lock:
+                before: Mapping[str, Any] = self._written.get(name, queue.status)
+                body = status_json(status, before, wall)
+                patch = merge_patch(before, body)
+                if patch:
+                    self._written[name] = body
+            if patch:
+                self._workers.submit(self._write, name, patch)
+
+    def _report(self, queue: Queue, status: QueueStatus) -> None:
+        """A Warning event on the queue whose own fields break the rules, once per fault."""
+        problem = status.problem if status.own_problem else ""
+        if self._reported.get(queue.name, "") == problem:
+            return
+        self._reported[queue.name] = problem
+        if not problem:
+            return
+        log.warning("%s (its subtree's pods wait until it is fixed)", problem)
+        if self.dry_run:
+            return
+        ref = ObjectRef("Queue", "", queue.name, queue.uid, api_version=queue.api_version)
+        note = f"{problem}; the pods of its subtree wait until it is fixed"
+        self.events.record(ref, "Warning", INVALID_REASON, "Admitting", note)
+
+    def forget(self, name: str) -> None:
+        """The Queue was deleted: what was written and reported about it goes with it."""
+        with self._lock:
+            self._written.pop(name, None)
+        self._reported.pop(name, None)
+        self.events.forget("Queue", "", name)
+
+    def wait(self) -> None:
+        self._workers.wait()
+
+    def shutdown(self) -> None:
+        self._workers.shutdown()
+
+    def _write(self, name: str, patch: dict[str, Any]) -> None:
+        try:
+            self.client.request(
+                "PATCH",
+                QUEUE_STATUS.format(name=name),
+                body={"status": patch},
+                content_type=MERGE_PATCH,
+                guard=self.is_leading,
+            )
+        except (GuardRefused, ApiError) as err:
+            with self._lock:
+                self._written.pop(name, None)  # the next look sends it again
+            if not (isinstance(err, ApiError) and err.status == 404):
+                log.warning("status of Queue %s not written: %s", name, err)
+
+
+def status_json(status: QueueStatus, before: Mapping[str, Any], now: str) -> dict[str, Any]:
+    """The status fields this writer owns; the condition keeps its transition time from
+    `before` (the status as last written) when its truth is unchanged."""
+    valid = not status.problem
+    condition = {
+        "type": VALID,
+        "status": "True" if valid else "False",
+        "reason": VALID_REASON if valid else INVALID_REASON,
+        "message": "" if valid else status.problem,
+        "lastTransitionTime": now,
+    }
+    conditions = before.get("conditions")
+    others: list[Any] = []
+    for old in conditions if isinstance(conditions, list) else []:
+        if not isinstance(old, Mapping) or old.get("type") != VALID:
+            others.append(old)
+        elif old.get("status") == condition["status"] and isinstance(
+            old.get("lastTransitionTime"), str
+        ):
+            condition["lastTransitionTime"] = old["lastTransitionTime"]
+    return {
+        "allocated": _amounts(status.allocated),
+        "borrowed": _amounts(status.borrowed),
+        "pendingPods": status.pending_pods,
+        "conditions": [*others, condition],
+    }
+
+
+def _amounts(amounts: Mapping[str, int]) -> dict[str, str]:
+    return {resource: format_amount(resource, amount) for resource, amount in amounts.items()}
+
+
+def merge_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns the owned fields of `before` into `after`:
+    changed fields, and null for what `after` no longer has."""
+    patch: dict[str, Any] = {}
+    for key in _OWNED:
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            patch[key] = {k: v for k, v in new.items() if old.get(k) != v} | {
+                k: None for k in old if k not in new
+            }
+        else:
+            patch[key] = new
+    return patch
