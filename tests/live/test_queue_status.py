@@ -21,7 +21,9 @@ def test_the_patch_carries_changes_and_nulls_what_went_away() -> None:
 
 
 def test_the_condition_keeps_its_transition_time_while_its_truth_holds() -> None:
-    broken = QueueStatus({}, {}, 1, problem="Queue q: spec.parent: no Queue 'p'", own_problem=True)
+    broken = QueueStatus(
+        {}, {}, {}, 1, problem="Queue q: spec.parent: no Queue 'p'", own_problem=True
+    )
     first = status_json(broken, {"conditions": [{"type": "Other", "status": "True"}]}, "T1")
     [other, cond] = first["conditions"]
     assert other == {"type": "Other", "status": "True"}
@@ -31,5 +33,5 @@ def test_the_condition_keeps_its_transition_time_while_its_truth_holds() -> None
         "T1",
     )
     assert status_json(broken, first, "T2")["conditions"][1]["lastTransitionTime"] == "T1"
-    fixed = status_json(QueueStatus({}, {}, 0), first, "T3")["conditions"][1]
+    fixed = status_json(QueueStatus({}, {}, {}, 0), first, "T3")["conditions"][1]
     assert (fixed["status"], fixed["message"], fixed["lastTransitionTime"]) == ("True", "", "T3")

@@ -2,10 +2,12 @@
 whether its tree keeps the rules, as the worlds that write status report it.
 
 A queue's *allocated* amounts are the requests of the bound pods of its subtree, for the
-resources it names; *borrowed* what of them is above `nominal`; *pending pods* the pending pods
-of its subtree. A queue that breaks the tree's rules (an unknown parent, a cycle of parents,
-children guaranteed more than it), or sits below one that does, is not valid: its pods wait,
-and the condition names the queue and field at fault.
+resources it names; *borrowed* what of them is above `nominal`; *fair share* what it is
+entitled to now (docs/queues.md#fair-share); *pending pods* the pending pods of its subtree.
+
+A queue that breaks the tree's rules (an unknown parent, a cycle of parents, children
+guaranteed more than it), or sits below one that does, is not valid: its pods wait, and the
+condition names the queue and field at fault.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ INVALID_REASON = "InvalidQueueTree"
 class QueueStatus:
     allocated: dict[str, int]  # resource -> amount, in batchsched's units
     borrowed: dict[str, int]
+    fair_share: dict[str, int]
     pending_pods: int
     problem: str = ""  # why the queue is ignored for admission ("": it is valid)
     own_problem: bool = False  # the problem is this queue's own (not an ancestor's)
@@ -43,6 +46,7 @@ def queue_statuses(state: ClusterState) -> dict[str, QueueStatus]:
     """Every queue's status, by name."""
     tree = state.queues
     usage = state.queue_usage()
+    shares = state.queue_fair_shares()
     pending = pending_by_queue(state)
     problems = tree.problems()
     out: dict[str, QueueStatus] = {}
@@ -53,10 +57,12 @@ def queue_statuses(state: ClusterState) -> dict[str, QueueStatus]:
         borrowed = {
             r: max(0, amount - queue.resources[r].nominal) for r, amount in allocated.items()
         }
+        share = shares.get(name, {})
         broken = tree.ignored(name)
         out[name] = QueueStatus(
             allocated,
             borrowed,
+            {r: share.get(r, 0) for r in allocated},
             pending.get(name, 0),
             problem="" if broken is None else str(broken),
             own_problem=name in problems,

@@ -138,6 +138,7 @@ class Metrics:
                     "nominal": quota.nominal,
                     "limit": quota.limit,
                     "allocated": status.allocated.get(resource, 0),
+                    "fair_share": status.fair_share.get(resource, 0),
                 }
                 for what, amount in values.items():
                     if amount is not None:
@@ -160,4 +161,5 @@ _QUEUE_AMOUNTS = {
     "nominal": "Each Queue's nominal amount (its entitlement) of a resource",
     "limit": "Each Queue's limit of a resource (absent: none)",
     "allocated": "Requests of the bound pods of each Queue's subtree",
+    "fair_share": "What each Queue is entitled to now (water-filled down the tree)",
 }

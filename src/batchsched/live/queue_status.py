@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 QUEUE_STATUS = f"/apis/{QUEUE_API}/queues/{{name}}/status"
 INTERVAL = 1.0  # seconds between two looks at the queues (and so between two writes of one)
 # The status fields this writer owns: one it no longer reports is removed (null in the patch).
-_OWNED = ("allocated", "borrowed", "pendingPods", "conditions")
+_OWNED = ("allocated", "borrowed", "fairShare", "pendingPods", "conditions")
 
 
 class QueueStatusWriter:
@@ -161,6 +161,7 @@ def status_json(status: QueueStatus, before: Mapping[str, Any], now: str) -> dic
     return {
         "allocated": _amounts(status.allocated),
         "borrowed": _amounts(status.borrowed),
+        "fairShare": _amounts(status.fair_share),
         "pendingPods": status.pending_pods,
         "conditions": [*others, condition],
     }

@@ -16,16 +16,17 @@ def limited(name: str, parent: str = "", nominal: int = 0) -> dict[str, Any]:
     return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
-def test_allocated_borrowed_and_pending_add_up_the_subtree() -> None:
+def test_allocated_borrowed_fair_share_and_pending_add_up_the_subtree() -> None:
     state = state_of(limited("org", nominal=4), limited("a", "org", nominal=1), limited("b", "org"))
     for i in range(3):
         state.apply("Pod", read_pod(in_queue(f"run-{i}", "a", node_name="n1")))
     state.apply("Pod", read_pod(in_queue("wait-a", "a")))
     state.apply("Pod", read_pod(in_queue("wait-b", "b")))
     statuses = queue_statuses(state)
-    assert statuses["a"] == QueueStatus({GPU: 3}, {GPU: 2}, 1)
-    assert statuses["b"] == QueueStatus({GPU: 0}, {GPU: 0}, 1)
-    assert statuses["org"] == QueueStatus({GPU: 3}, {GPU: 0}, 2)
+    # Fair shares: org's demand (5) out of the node's 8; a (4 asked) and b (1) split it.
+    assert statuses["a"] == QueueStatus({GPU: 3}, {GPU: 2}, {GPU: 4}, 1)
+    assert statuses["b"] == QueueStatus({GPU: 0}, {GPU: 0}, {GPU: 1}, 1)
+    assert statuses["org"] == QueueStatus({GPU: 3}, {GPU: 0}, {GPU: 5}, 2)
 
 
 def test_the_faulty_queue_owns_its_problem_and_its_subtree_shares_it() -> None:

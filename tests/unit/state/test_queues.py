@@ -80,7 +80,7 @@ def test_a_cycle_holds_back_the_queues_in_it_and_below_it() -> None:
 def test_bound_pods_of_an_ignored_subtree_still_count_for_its_ancestors() -> None:
     state = state_of(queue("top", guaranteed=5), queue("org", "top", 1), queue("a", "org", 2))
     state.apply("Pod", read_pod(in_queue("running", "a", node_name="n1")))
-    assert state.queue_usage()["top"] == {GPU: 1}
+    assert state.queue_usage()["top"][GPU] == 1
 
 
 def test_a_status_write_does_not_change_the_tree() -> None:
