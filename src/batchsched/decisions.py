@@ -81,6 +81,9 @@ class Evict:
     node: str
     preemptor: str
     reason: str
+    # A reclaim (docs/queues.md#reclaim): the preemptor's queue and the victim's queue. Not
+    # in the repr, which the benchmarks' decision hashes read: the reason names both queues.
+    reclaim: tuple[str, str] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,6 +163,23 @@ def test_eviction_marks_the_victim_then_deletes_it_by_uid(rig: Rig) -> None:
     assert rig.metrics.registry.get_sample_value("batchsched_preemption_victims_total") == 1
 
 
+def test_a_reclaim_tells_victim_and_preemptor_naming_both_queues(rig: Rig) -> None:
+    rig.add_node("n1")
+    rig.add_pod("victim", node_name="n1")
+    rig.add_pod("taker")
+    rig.run(Evict("default/victim", "n1", "default/taker", "reclaimed", ("team-a", "team-b")))
+    events = {e["reason"]: e for e in rig.api.objects("events")}
+    assert events["Reclaimed"]["note"] == (
+        "Reclaimed by default/taker of queue team-a from queue team-b on node n1"
+    )
+    assert events["Reclaimed"]["regarding"]["name"] == "victim"
+    assert events["Reclaiming"]["note"] == (
+        "Reclaimed default/victim of queue team-b for queue team-a on node n1"
+    )
+    assert events["Reclaiming"]["regarding"]["name"] == "taker"
+    assert "Preempted" not in events
+
+
 def test_eviction_never_deletes_a_new_pod_that_took_the_victims_name(rig: Rig) -> None:
     rig.add_node("n1")
     rig.add_pod("victim", node_name="n1")

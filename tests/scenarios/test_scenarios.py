@@ -16,6 +16,7 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
       reservations: {node: ns/pod}      # optional
       volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
       claims: {ns/claim: [driver/pool/device, ...]}  # optional: exactly these allocations
+      reclaims: {ns/victim: "ns/preemptor its-queue <- victim's-queue"}  # optional, exactly
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def test_scenario(path: Path) -> None:
     if "volumeBindings" in expect:
         chosen = {b["claim"]: b["volume"] for b in output["volumeBindings"]}
         assert chosen == expect["volumeBindings"]
+    if "reclaims" in expect:
+        reclaims = {
+            r["victim"]: f"{r['preemptor']} {r['preemptorQueue']} <- {r['victimQueue']}"
+            for r in output["reclaims"]
+        }
+        assert reclaims == expect["reclaims"]
     if "reservations" in expect:
         assert {r["node"]: r["pod"] for r in output["reservations"]} == expect["reservations"]
     if "claims" in expect:

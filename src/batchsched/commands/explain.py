@@ -246,7 +246,7 @@ def _running(
         preemptor = state.pods.by_key.get(eviction.preemptor, pod)
         framework = scheduler.framework_for(preemptor)
         out.status = "evicted"
-        out.eviction = eviction_story(state, framework, eviction, pod, evicted)
+        out.eviction = eviction_story(state, framework, eviction, pod, evicted, now)
     return out
 
 

@@ -1,10 +1,11 @@
 """`batchsched explain` on a pod the plan evicts: by whom, under which rule, and which
 protection it did not have (docs/explain.md#a-pod-the-plan-evicts).
 
-The rule is read from the eviction and the preemptor as the run left them: DaemonSet
-preemption (the preemptor may run only on the victim's node), gang preemption (the
-preemptor's group preempted as one), or the profile's single-pod preemption (DefaultPreemption,
-or PreemptionToleration with the victims' toleration policies). The victim's side: its own
+The rule is read from the eviction and the preemptor as the run left them: reclaim (a queue
+took back room another borrowed, docs/queues.md#reclaim), DaemonSet preemption (the preemptor
+may run only on the victim's node), gang preemption (the preemptor's group preempted as one),
+or the profile's single-pod preemption (DefaultPreemption, or PreemptionToleration with the
+victims' toleration policies). The victim's side: its own
 PodGroup if it went as one, its PriorityClass's toleration (and why it did not hold), and the
 PodDisruptionBudgets covering it with how many pods the plan takes from each.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from batchsched.commands.policy import human_duration
@@ -36,6 +38,7 @@ from batchsched.state.cluster import ClusterState
 DAEMONSET = "DaemonSet preemption"
 GANG = "gang preemption"
 DEFAULT = "default preemption"
+RECLAIM = "reclaim"
 TOLERATION = "preemption with toleration policies"
 _VICTIM_CLASSES = (
     "a regular pod",
@@ -101,18 +104,24 @@ def eviction_story(
     eviction: Evict,
     victim: Pod,
     evicted: Mapping[str, tuple[Pod, Evict]],
+    now: datetime,
 ) -> EvictionStory:
-    """Why `victim` is evicted by `eviction`, in a run that left `state` (without the
+    """Why `victim` is evicted by `eviction` at `now`, in a run that left `state` (without the
     victims) and evicted every pod of `evicted` (key -> the pod as in the files and its
     eviction); `framework` is the preemptor's profile."""
     preemptor = state.pods.by_key.get(eviction.preemptor)
     priority = state.policy.priority_of(preemptor) if preemptor is not None else 0
+    rule = (
+        _reclaim(state, eviction.reclaim, eviction.node)
+        if eviction.reclaim is not None
+        else _rule(state, framework, preemptor, priority, eviction.node)
+    )
     story = EvictionStory(
         eviction.node,
         eviction.preemptor,
         priority,
         eviction.reason.partition(":")[0],
-        *_rule(state, framework, preemptor, priority, eviction.node),
+        *rule,
         reason=eviction.reason,
     )
     group = whole_group_of(state, victim)
@@ -125,7 +134,11 @@ def eviction_story(
             and other.preemptor == eviction.preemptor
             and group_key_of(pod) == group
         )
-    story.toleration = _toleration(state, framework, story, victim)
+    story.toleration = (
+        _reclaim_protection(state, victim, eviction.reclaim[1], now)
+        if eviction.reclaim is not None
+        else _toleration(state, framework, story, victim)
+    )
     if story.rule == DAEMONSET:
         story.toleration += f"; it was {_VICTIM_CLASSES[victim_class(state, victim)]}"
     covering = state.policy.pdb_index.covering
@@ -133,6 +146,41 @@ def eviction_story(
         taken = sum(1 for pod, _ in evicted.values() if key in covering(pod))
         story.budgets.append(BudgetStanding(key, state.policy.pdbs[key].disruptions_allowed, taken))
     return story
+
+
+def _reclaim(state: ClusterState, queues: tuple[str, str], node: str) -> tuple[str, str]:
+    """What allowed the reclaim: the rule's conditions, as they held when it was decided."""
+    mine, theirs = queues
+    return RECLAIM, (
+        f"queue {mine} was within its fair share and queue {theirs} borrowed above its own; "
+        f"taking its pods back made room on node {node} without leaving {theirs} below "
+        f"{mine}'s share or any queue below its guaranteed amounts"
+    )
+
+
+def _reclaim_protection(state: ClusterState, victim: Pod, queue: str, now: datetime) -> str:
+    """Why reclaim's protections did not hold the victim: its queue's reclaimMinRuntime and
+    its PriorityClass's toleration window (docs/queues.md#reclaim)."""
+    record = state.queues.queues.get(queue)
+    runtime = record.reclaim_min_runtime if record is not None else 0.0
+    started = victim.start_time
+    ran = f"it had run {human_duration(int((now - started).total_seconds()))}" if started else ""
+    said = (
+        f"queue {queue} sets no reclaimMinRuntime"
+        if not runtime
+        else f"queue {queue}'s reclaimMinRuntime is {human_duration(int(runtime))}"
+    )
+    said += f" ({ran})" if ran else ""
+    name = victim.priority_class_name
+    pc = state.policy.priority_classes.get(name) if name else None
+    policy = parse_policy(pc) if pc is not None else None
+    if policy is None or not policy.valid or policy.toleration_seconds == 0:
+        return f"{said}; its PriorityClass sets no toleration window"
+    since = scheduled_since(victim)
+    end = toleration_end(since, policy.toleration_seconds) if since is not None else None
+    ended = f", which ended at {format_time(end)}" if end is not None else ""
+    window = human_duration(policy.toleration_seconds)
+    return f"{said}; PriorityClass {name}'s toleration window of {window}{ended}"
 
 
 def _rule(

@@ -185,8 +185,22 @@ class OneShotResult:
             "extendedResourceClaims": [
                 {"pod": pod, "status": status} for pod, status in sorted(self.extended.items())
             ],
-            **({"queues": self.queues} if self.queues else {}),
+            **({"queues": self.queues, "reclaims": self._reclaims_json()} if self.queues else {}),
         }
+
+    def _reclaims_json(self) -> list[dict[str, str]]:
+        """The evictions that were reclaims (docs/queues.md#reclaim), naming both queues."""
+        return [
+            {
+                "victim": e.pod,
+                "victimQueue": e.reclaim[1],
+                "preemptor": e.preemptor,
+                "preemptorQueue": e.reclaim[0],
+                "node": e.node,
+            }
+            for e in sorted(self.evictions, key=lambda e: e.pod)
+            if e.reclaim is not None
+        ]
 
 
 def build_state(objects: Objects) -> ClusterState:

@@ -192,9 +192,12 @@ class Actuator:
         self._pass.statuses.setdefault(decision.pod, {})["nominatedNodeName"] = decision.node
 
     def _on_evict(self, decision: Evict) -> None:
-        victim = self._pass.state.pods.by_key.get(decision.pod)
+        pods = self._pass.state.pods.by_key
+        victim = pods.get(decision.pod)
         if victim is not None:
-            self._start(self._evict, _ref(victim), decision)
+            preemptor = pods.get(decision.preemptor)
+            by = _ref(preemptor) if preemptor is not None else None
+            self._start(self._evict, _ref(victim), decision, by)
 
     def _on_group(self, decision: PodGroupUpdate) -> None:
         group = self._pass.state.groups.by_key.get(decision.group)
@@ -405,12 +408,15 @@ class Actuator:
                 self._conditions.pop(pod.key, None)  # so the next pass writes it again
             log.info("status of %s not written: %s", pod.key, err)
 
-    def _evict(self, victim: _PodRef, decision: Evict) -> None:
+    def _evict(self, victim: _PodRef, decision: Evict, preemptor: _PodRef | None) -> None:
+        why = "preempting to accommodate a higher priority pod"
+        if decision.reclaim is not None:
+            why = f"reclaiming for queue {decision.reclaim[0]} from queue {decision.reclaim[1]}"
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
             "reason": "PreemptionByScheduler",
-            "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": f"{self.scheduler_name}: {why}",
             "lastTransitionTime": _now(),
         }
         try:
@@ -437,9 +443,23 @@ class Actuator:
             log.warning("preemption of %s for %s failed: %s", victim.key, decision.preemptor, err)
             return
         self.metrics.victims.inc()
-        note = f"Preempted by {decision.preemptor} on node {decision.node}"
         ref = victim.object_ref()
-        self.events.record(ref, "Normal", "Preempted", "Preempting", note, once=True)
+        if decision.reclaim is None:
+            note = f"Preempted by {decision.preemptor} on node {decision.node}"
+            self.events.record(ref, "Normal", "Preempted", "Preempting", note, once=True)
+            return
+        # A reclaim (docs/queues.md#reclaim): both sides are told, naming both queues.
+        mine, theirs = decision.reclaim
+        note = (
+            f"Reclaimed by {decision.preemptor} of queue {mine} from queue {theirs} on node "
+            f"{decision.node}"
+        )
+        self.events.record(ref, "Normal", "Reclaimed", "Preempting", note, once=True)
+        if preemptor is not None:
+            note = (
+                f"Reclaimed {victim.key} of queue {theirs} for queue {mine} on node {decision.node}"
+            )
+            self.events.record(preemptor.object_ref(), "Normal", "Reclaiming", "Preempting", note)
 
     def _group(self, path: str, group: str, status: dict[str, Any]) -> None:
         try:

@@ -28,3 +28,18 @@ def go_duration_seconds(raw: str) -> float | None:
         total += float(match[1]) * _UNIT_SECONDS[match[2]]
         pos = match.end()
     return total if raw and pos == len(raw) else None
+
+
+def format_go_duration(seconds: float) -> str:
+    """`seconds` as Go writes a duration, to the second (`90` -> `1m30s`, `600` -> `10m`)."""
+    whole = round(seconds)
+    if whole <= 0:
+        return "0s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{hours}h" if hours else "",
+        f"{minutes}m" if minutes else "",
+        f"{secs}s" if secs else "",
+    ]
+    return "".join(parts)

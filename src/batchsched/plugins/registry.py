@@ -100,7 +100,8 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("InterPodAffinity", 0),
     ],
     # DaemonSetPreemption first: it alone acts on DaemonSet pods (the others skip them).
-    "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0)],
+    # Queues: reclaim across queues, once priority preemption inside the queue found no way.
+    "postFilter": [("DaemonSetPreemption", 0), ("PreemptionToleration", 0), ("Queues", 0)],
     # kube-scheduler's default weights, in its order.
     "score": [
         ("TaintToleration", 3),

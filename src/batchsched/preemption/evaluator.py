@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from batchsched.decisions import Decision
+from batchsched.decisions import Decision, Nominate
 from batchsched.objects.records import Pod
 from batchsched.preemption.gang_victims import running_members, terminating_room
 from batchsched.preemption.toleration_policy import FOREVER, scheduled_since, toleration_end
@@ -52,6 +52,19 @@ class PreemptionStrategy:
         """Victim classes as this strategy sees them (default: none missing, none tolerating
         anything); problems with a class go into `warnings` once."""
         return lambda name: (False, None)
+
+
+def outranked_nominations(
+    state: ClusterState, row: int, preemptor: Pod, priority: int
+) -> list[Nominate]:
+    """The nominations to node `row` of pods below `priority` other than the preemptor's,
+    cleared when a preemption nominates the preemptor there (as upstream does)."""
+    cleared = []
+    for key in state.nominations.on_row(row):
+        other = state.pods.by_key.get(key)
+        if key != preemptor.key and other is not None and (other.priority or 0) < priority:
+            cleared.append(Nominate(key, None))
+    return cleared
 
 
 def strategy_of(plugins: Iterable[object]) -> PreemptionStrategy | None:

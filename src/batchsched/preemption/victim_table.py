@@ -130,6 +130,11 @@ class VictimTable:
         """The id of leaf queue `name` ("": no queue) in `queue`."""
         return self._queue_ids.setdefault(name, len(self._queue_ids))
 
+    @property
+    def queue_count(self) -> int:
+        """How many queue ids `queue` may hold (ids are below this)."""
+        return len(self._queue_ids)
+
     def _build_row(self, r: int) -> None:
         state = self.state
         pods = (

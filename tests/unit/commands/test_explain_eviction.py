@@ -10,7 +10,7 @@ import yaml
 
 from batchsched.commands.cli import main
 from batchsched.commands.explain import explain_pod
-from batchsched.commands.explain_eviction import DAEMONSET, DEFAULT, GANG, TOLERATION
+from batchsched.commands.explain_eviction import DAEMONSET, DEFAULT, GANG, RECLAIM, TOLERATION
 from batchsched.config import default_config, parse_config
 from batchsched.objects.parse import parse_time
 from tests.builders import node, pod, priority_class
@@ -35,6 +35,23 @@ def test_cli_says_a_gang_victim_is_evicted_by_the_preempting_group(
     assert "  toleration: PriorityClass low (10) has no toleration policy\n" in out
     assert "  PodDisruptionBudget: none covers it\n" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_cli_says_a_reclaimed_pod_was_taken_back_naming_both_queues(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = SCENARIOS / "queues" / "reclaim-three-teams.yaml"
+    assert main(["explain", "default/b-4", "-f", str(path), "--now", AT]) == 0
+    out = capsys.readouterr().out
+    assert "  evicted in this plan from n2 by default/a-1 (priority 0)\n" in out
+    assert (
+        "  rule: reclaim (Queues): queue team-a was within its fair share and queue team-b" in out
+    )
+    assert "  protection: queue team-b sets no reclaimMinRuntime (it had run 30m); its" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    text = path.read_text()
+    objects = objects_of(*(d for d in yaml.safe_load_all(text) if d["kind"] != "Scenario"))
+    assert explained(objects, "default/b-2", now=parse_time(AT)).rule == RECLAIM
 
 
 def explained(objects: Any, key: str, config: Any = None, now: Any = NOW) -> Any:

@@ -69,10 +69,12 @@ from batchsched.plugins.coscheduling.preemption import (
     waiting_for_victims,
 )
 from batchsched.plugins.coscheduling.preferred import place_preferred
+from batchsched.plugins.coscheduling.reclaim import reclaim_for_group
 from batchsched.plugins.coscheduling.status import stranded_message
 from batchsched.plugins.coscheduling.topology import place_in_one_domain
 from batchsched.preemption.evaluator import PreemptionStrategy, strategy_of
 from batchsched.preemption.reasons import GROUP_PLACED
+from batchsched.preemption.reclaim import ReclaimStrategy
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
@@ -90,12 +92,14 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         self._events: dict[str, str] = {}  # last event per group, so each is told once
         self._units: UnitIndex | None = None  # victim units, kept while they stay valid
         self._preemption: PreemptionStrategy | None = None  # the profile's (use_post_filters)
+        self._reclaim: ReclaimStrategy | None = None  # the profile's, if any (docs/queues.md)
 
     def attach(self, state: ClusterState) -> None:
         self.state = state
 
     def use_post_filters(self, plugins: Sequence[PostFilterPlugin]) -> None:
         self._preemption = strategy_of(plugins)
+        self._reclaim = next((p for p in plugins if isinstance(p, ReclaimStrategy)), None)
 
     # ---- queueing hints ----------------------------------------------------------------
 
@@ -411,7 +415,15 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             found = find_victims(fit_for(None), usable)
             if found is None:
                 takeable = sum(len(u.pods) for u, ok in zip(index.units, usable, strict=True) if ok)
-                return refusal_message(index.refused, takeable)
+                said = refusal_message(index.refused, takeable)
+                if self._reclaim is None:
+                    return said
+                # Across queues only reclaim evicts (docs/queues.md#reclaim).
+                reclaimed, decisions = reclaim_for_group(
+                    self._reclaim, attempt, members, pending, need, free
+                )
+                outcome.decisions.extend(decisions)
+                return f"{said} {reclaimed}" if reclaimed else said
         else:
             inside = victims_in_one_domain(
                 state, search.key, members, pending, need, free, index, usable, fit_for

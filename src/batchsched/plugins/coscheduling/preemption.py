@@ -86,6 +86,18 @@ class Found:
         return Unit(tuple(self.victims), self.violations).cost()
 
 
+def units_of(rule: VictimRule, members: list[tuple[Pod, ...]]) -> list[Unit]:
+    """Units of these pods, in the order given, with their PDB violations were they all
+    evicted."""
+    violating = _pdb_violations(rule, members)
+    return [_unit(pods, violating) for pods in members]
+
+
+def _unit(members: tuple[Pod, ...], violating: dict[str, bool]) -> Unit:
+    ordered = members if len(members) == 1 else tuple(sorted(members, key=importance_key))
+    return Unit(ordered, sum(violating.get(m.key, False) for m in ordered))
+
+
 def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Counter[str]]:
     """Every unit the rule lets a group take, cheapest first, and why other lower-priority
     pods cannot go."""
@@ -116,8 +128,7 @@ def victim_units(state: ClusterState, rule: VictimRule) -> tuple[list[Unit], Cou
                     members
                 ) - len(blockers)
             continue
-        ordered = members if len(members) == 1 else tuple(sorted(members, key=importance_key))
-        units.append(Unit(ordered, sum(violating.get(m.key, False) for m in ordered)))
+        units.append(_unit(members, violating))
     units.sort(key=Unit.cost)
     return units, refused
 
@@ -131,9 +142,19 @@ class UnitIndex:
     group already evicted.
     """
 
-    def __init__(self, state: ClusterState, rule: VictimRule, key: tuple[object, ...]) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        rule: VictimRule,
+        key: tuple[object, ...],
+        units: list[Unit] | None = None,
+    ) -> None:
+        """The units `rule` lets a group take, or `units` (cheapest first) when given (a
+        reclaim's, docs/queues.md#reclaim)."""
         self.key = key
-        self.units, self.refused = victim_units(state, rule)
+        self.units, self.refused = (
+            victim_units(state, rule) if units is None else (units, Counter())
+        )
         # Joined per pod in unit order, not appended per entry: tens of thousands of pods.
         members = [pod for unit in self.units for pod in unit.pods]
         demands = [state.pods.demand(pod) for pod in members]

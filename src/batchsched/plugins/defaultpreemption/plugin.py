@@ -41,7 +41,7 @@ from batchsched.framework.interface import (
 from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
-from batchsched.preemption.evaluator import PreemptionStrategy
+from batchsched.preemption.evaluator import PreemptionStrategy, outranked_nominations
 from batchsched.preemption.gang_victims import GangSearchMemo, with_gang_victims
 from batchsched.preemption.reasons import NO_VICTIMS
 from batchsched.preemption.search import PreemptionSearch
@@ -141,10 +141,7 @@ class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
         )
         # A victim's group goes with it (gang as victim), its members maybe on other nodes.
         decisions.extend(Evict(v.key, v.node_name, pod.key, reason) for v in found.victims)
-        for key in state.nominations.on_row(found.row):
-            other = state.pods.by_key.get(key)
-            if key != pod.key and other is not None and (other.priority or 0) < priority:
-                decisions.append(Nominate(key, None))
+        decisions.extend(outranked_nominations(state, found.row, pod, priority))
         return PostFilterResult(nominated_node=node, decisions=decisions)
 
     @staticmethod

@@ -1,31 +1,47 @@
-"""Queues. Extension points: PreFilter.
+"""Queues. Extension points: PreFilter, PostFilter.
 
-A pod, or a gang as one unit, is placed only if at its leaf queue and at every ancestor its
-usage plus the request stays within `limit` for each resource the queue names
+PreFilter: a pod, or a gang as one unit, is placed only if at its leaf queue and at every
+ancestor its usage plus the request stays within `limit` for each resource the queue names
 (docs/queues.md#admission). Usage is the requests (as NodeResourcesFit counts them) of the
 bound and assumed pods of the queue's subtree; the tree and its usage are the state's
 (state/queues.py). A pod the limits hold back stays pending with a message naming the level
-that blocks; preemption is not tried for it (reclaim is a separate step, not there yet).
+that blocks; neither preemption nor reclaim is tried for it.
+
+PostFilter: reclaim (docs/queues.md#reclaim, preemption/reclaim.py), after priority
+preemption found no way inside the pod's queue: it evicts pods of queues above their fair
+share and nominates the node, as preemption does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from datetime import datetime
 
+from batchsched.decisions import Decision, Evict
 from batchsched.framework.interface import (
+    PREEMPTION_GUARDS,
     ClusterEvent,
     Cycle,
+    Diagnosis,
+    PostFilterPlugin,
+    PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
 )
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.preemption.evaluator import outranked_nominations
+from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy
 from batchsched.state.cluster import ClusterState
 
 
-class Queues(PreFilterPlugin):
+class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
     name = "Queues"
+
+    def __init__(self) -> None:
+        self._reclaimer: Reclaimer | None = None
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         # A pod leaving frees its queue's usage; a Queue, PodGroup or Namespace changing may
@@ -43,6 +59,57 @@ class Queues(PreFilterPlugin):
             return None
         blocked = state.queues.blocking(member.queue, state.queue_usage(), _asks(state, cycle.pod))
         return PreFilterResult(reject=blocked) if blocked else None
+
+    def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
+        state, pod = cycle.state, cycle.pod
+        if not state.queues:
+            return PostFilterResult()
+        leaf = state.queue_of(pod).queue
+        if not leaf or state.policy.preemption_policy_of(pod) == "Never":
+            return PostFilterResult()  # pods in no queue never reclaim
+        if cycle.scratch.get(PREEMPTION_GUARDS):
+            return PostFilterResult(
+                message="reclaim: not tried for a pod whose required affinity reads other pods."
+            )
+        candidates = diagnosis.resolvable.copy()
+        for nodes, _ in diagnosis.clashes:  # in the way there are pods, not too little room
+            candidates &= ~nodes
+        found = self._reclaimer_for(state).find(
+            pod, leaf, cycle.demand, cycle.free, candidates, cycle.now, state.queue_fair_shares()
+        )
+        cycle.changes_at(found.changes_at)
+        if found.row is None:
+            # A protected pod coming of age may let the pod reclaim with nothing else changed.
+            retry = None
+            if math.isfinite(found.changes_at):
+                retry = datetime.fromtimestamp(found.changes_at, cycle.now.tzinfo)
+            return PostFilterResult(message=found.message, retry_at=retry)
+        node = state.nodes.name(found.row)
+        decisions: list[Decision] = []
+        for victim in found.victims:
+            queue = found.queues[victim.key]
+            reason = (
+                f"{self.name}: reclaimed by {pod.key} of queue {leaf} from queue {queue} "
+                f"to make room on node {node}"
+            )
+            decisions.append(Evict(victim.key, victim.node_name, pod.key, reason, (leaf, queue)))
+        priority = state.policy.priority_of(pod)
+        decisions.extend(outranked_nominations(state, found.row, pod, priority))
+        return PostFilterResult(nominated_node=node, decisions=decisions)
+
+    def group_units(
+        self, state: ClusterState, lead: Pod, asks: Mapping[str, int], now: datetime
+    ) -> tuple[str, list[tuple[Pod, ...]], str]:
+        leaf = state.queue_of(lead).queue if state.queues else ""
+        if not leaf:
+            return "", [], ""
+        reclaimer = self._reclaimer_for(state)
+        return leaf, *reclaimer.group_units(lead, leaf, asks, now, state.queue_fair_shares())
+
+    def _reclaimer_for(self, state: ClusterState) -> Reclaimer:
+        if self._reclaimer is None or self._reclaimer.state is not state:
+            self._reclaimer = Reclaimer(state)
+        return self._reclaimer
 
 
 def _asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:

@@ -1,0 +1,42 @@
+"""Reclaim through the Queues PostFilter (docs/queues.md#reclaim): when it happens, what the
+pending pod is told, and when it is tried again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from batchsched.commands.schedule import build_state, run
+from batchsched.config import default_config
+from batchsched.framework.interface import Cycle
+from batchsched.objects.load import load_text
+from batchsched.objects.parse import parse_time
+from batchsched.scheduling.scheduler import Scheduler
+from tests.paths import ROOT
+
+YOUNG = ROOT / "tests" / "scenarios" / "queues" / "reclaim-min-runtime.yaml"
+AT = parse_time("2026-11-22T10:00:00Z")
+
+
+def test_a_pod_waits_for_the_oldest_victim_to_come_of_age_then_reclaims() -> None:
+    objects = load_text(YOUNG.read_text(), str(YOUNG))
+    early = run(objects, default_config(), AT)
+    assert "younger than its reclaimMinRuntime 10m" in early.unschedulable["default/a-1"]
+    # b-1 started at 09:52: at 10:02 it has run 10 minutes and may be taken back.
+    later = run(
+        load_text(YOUNG.read_text(), str(YOUNG)), default_config(), AT + timedelta(minutes=2)
+    )
+    assert [e.pod for e in later.evictions] == ["default/b-1"]
+    assert [(b.pod, b.node) for b in later.bindings] == [("default/a-1", "n1")]
+
+
+def test_the_post_filter_asks_to_be_tried_again_when_the_oldest_comes_of_age() -> None:
+    scheduler = Scheduler(build_state(load_text(YOUNG.read_text(), str(YOUNG))), default_config())
+    state = scheduler.state
+    pod = state.pods.by_key["default/a-1"]
+    framework = scheduler.framework_for(pod)
+    cycle = Cycle(state, pod, AT, state.pods.demand(pod), state.free_for(pod))
+    diagnosis = framework.place(cycle, None)
+    [queues] = [p for p in framework.post_filters if p.name == "Queues"]
+    result = queues.post_filter(cycle, diagnosis)  # type: ignore[arg-type]
+    assert result.retry_at == parse_time("2026-11-22T10:02:00Z")
+    assert cycle.holds_until == parse_time("2026-11-22T10:02:00Z").timestamp()
