@@ -1,6 +1,6 @@
-"""`batchsched queues`: the queue tree with each queue's quotas, usage, what it borrows and
-its pending pods (docs/queues.md#seeing-the-queues). `schedule -o json` carries the same
-report, as after its decisions, under `queues`.
+"""`batchsched queues`: the queue tree with each queue's quotas, usage, fair share, what it
+borrows and its pending pods (docs/queues.md#seeing-the-queues). `schedule -o json` carries
+the same report, as after its decisions, under `queues`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
     """One entry per queue, parents before their children, siblings by name."""
     tree = state.queues
     usage = state.queue_usage()
+    shares = state.queue_fair_shares()
     pending = pending_by_queue(state)
     out: list[dict[str, Any]] = []
 
     def visit(name: str, depth: int) -> None:
         queue = tree.queues[name]
         used = usage.get(name, {})
+        share = shares.get(name, {})
         resources: dict[str, dict[str, str | None]] = {}
         for resource, quota in sorted(queue.resources.items()):
             in_use = used.get(resource, 0)
@@ -31,6 +33,7 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
                 "nominal": format_amount(resource, quota.nominal),
                 "limit": None if quota.limit is None else format_amount(resource, quota.limit),
                 "inUse": format_amount(resource, in_use),
+                "fairShare": format_amount(resource, share.get(resource, 0)),
                 "borrowed": format_amount(resource, max(0, in_use - quota.nominal)),
             }
         out.append(
@@ -57,20 +60,24 @@ def render_text(report: list[dict[str, Any]]) -> str:
     """The tree as a table: one row per queue and resource it names, children indented."""
     if not report:
         return "no Queue found\n"
-    head = ["queue", "resource", "guaranteed", "nominal", "limit", "in use", "borrowed", "pending"]
+    head = [
+        "queue", "resource", "guaranteed", "nominal", "limit", "in use", "fair share", "borrowed",
+        "pending",
+    ]  # fmt: skip
     rows: list[list[str]] = []
     for entry in report:
         name = "  " * entry["depth"] + entry["name"]
         resources = entry["resources"].items() or [("-", None)]
         for i, (resource, amounts) in enumerate(resources):
             values = (
-                ["-"] * 5
+                ["-"] * 6
                 if amounts is None
                 else [
                     amounts["guaranteed"],
                     amounts["nominal"],
                     amounts["limit"] or "none",
                     amounts["inUse"],
+                    amounts["fairShare"],
                     amounts["borrowed"],
                 ]
             )

@@ -36,8 +36,9 @@ class QueueLedger:
 
     @property
     def live(self) -> bool:
-        """Whether the totals are kept (counted for the tree as it is, which has queues)."""
-        return self._counted_at == self._tree.version and bool(self._tree.queues)
+        """Whether the totals are kept: counted for the tree as it is (only a tree with
+        queues is counted, and emptying it moves its version)."""
+        return self._counted_at == self._tree.version
 
     def invalidate(self) -> None:
         """What decides which queue pods are in moved: count everything again when asked."""
@@ -69,6 +70,8 @@ class QueueLedger:
 
     def bound_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is bound now as `pod`, or not bound (None)."""
+        if not self.live:  # the common case without queues: nothing is kept
+            return
         old = self._bound.get(key)
         self._recount(self._bound, self.usage, key, pod)
         new = self._bound.get(key)

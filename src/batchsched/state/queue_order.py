@@ -36,7 +36,7 @@ class QueueOrder:
 
     def lane_of(self, pod: Pod) -> str:
         """The leaf queue whose heap holds the pod ("": in none, or in error)."""
-        if not self._state.queues:
+        if not self._state.queues.queues:
             return ""
         return self._state.queue_of(pod).queue
 

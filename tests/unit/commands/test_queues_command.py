@@ -23,10 +23,14 @@ def test_the_tree_is_printed_parents_first_with_quotas_usage_and_pending(
     lines = out.splitlines()
     assert lines[0] == "QUEUES (4)"
     assert lines[1].split() == [
-        "QUEUE", "RESOURCE", "GUARANTEED", "NOMINAL", "LIMIT", "IN", "USE", "BORROWED", "PENDING"
+        "QUEUE", "RESOURCE", "GUARANTEED", "NOMINAL", "LIMIT", "IN", "USE", "FAIR", "SHARE",
+        "BORROWED", "PENDING",
     ]  # fmt: skip
-    assert lines[4].split() == ["research", "nvidia.com/gpu", "24", "24", "32", "0", "0", "6"]
-    assert lines[5].startswith("    nlp ")  # a child, indented under its parent
+    # research's fair share is its guarantee (ops, priority 1, takes its own 8 of the 32);
+    # within it vision gets its nominal 16 and nlp 8 (docs/queues.md#fair-share).
+    assert lines[4].split() == ["research", "nvidia.com/gpu", "24", "24", "32", "0", "24", "0", "6"]
+    assert lines[5].split()[-3:] == ["8", "0", "3"] and lines[5].startswith("    nlp ")
+    assert lines[6].split()[-3:] == ["16", "0", "3"]
     assert all(len(line) <= 100 for line in lines)
 
 
@@ -44,6 +48,7 @@ def test_json_and_schedule_json_carry_usage_and_borrowing(
         "nominal": "16",
         "limit": "24",
         "inUse": "16",
+        "fairShare": "16",
         "borrowed": "0",
     }
     assert after["research"]["resources"]["nvidia.com/gpu"]["inUse"] == "24"
