@@ -4,14 +4,18 @@ gangs all or nothing, and a cluster without queues schedules as if queues did no
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.decisions import Bind, Decision
 from batchsched.objects.podgroup import GROUP_LABEL, group_key_of
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API
+from batchsched.state.cluster import ClusterState
+from benchmarks.workloads.queues import build
 from tests.builders import node, pod, pod_group
 from tests.conftest import objects_of, same_decisions_whatever_the_order, schedule
 
@@ -98,3 +102,22 @@ def test_one_queue_for_every_pod_changes_no_decision(manifests: list[dict[str, A
 @given(queued_clusters(), st.integers(0, 2**16))
 def test_same_input_same_decisions_in_any_order(manifests: list[dict[str, Any]], seed: int) -> None:
     assert same_decisions_whatever_the_order(manifests, seed)
+
+
+def test_the_queues_benchmark_keeps_every_level_within_its_limit_and_decides_alike() -> None:
+    # Queues/5000Nodes_1000Queues_20000Pods at a smaller scale: three levels, 40 leaves with
+    # work, department and team limits that bind.
+    def run() -> tuple[ClusterState, list[Decision]]:
+        scheduler = build(120, orgs=2, departments=5, teams=19, busy=40, pods=4000)
+        return scheduler.state, scheduler.schedule_pass(datetime(2026, 11, 22, tzinfo=UTC))
+
+    state, decisions = run()
+    usage = state.queue_usage()
+    limited = 0
+    for queue in state.queues.queues.values():
+        limit = queue.resources["cpu"].limit
+        if limit is not None:
+            limited += 1
+            assert usage.get(queue.name, {}).get("cpu", 0) <= limit, queue.name
+    assert limited and 0 < sum(isinstance(d, Bind) for d in decisions) < 4000
+    assert run()[1] == decisions
