@@ -67,6 +67,7 @@ class ClusterState:
         self.pods.on_bound = self.queue_ledger.bound_changed
         self.pods.on_pending = self.queue_ledger.pending_changed
         self._queue_labels_version = 0  # moves with a Namespace's or PodGroup's queue label
+        self._allocatable: dict[str, int] | None = None  # kept by `_schedulable_allocatable`
         self._memberships: dict[str, tuple[Pod, tuple[int, int], Membership]] = {}
 
         # Moves on every change that could let a waiting pod fit.
@@ -103,6 +104,14 @@ class ClusterState:
     # ---- nodes ---------------------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> None:
+        row = self.nodes.row_of.get(node.name)
+        old = self.nodes.by_row[row] if row is not None else None
+        if (
+            old is None
+            or old.allocatable != node.allocatable
+            or old.unschedulable != node.unschedulable
+        ):
+            self._allocatable = None  # what the queues' fair shares divide moved
         if self.nodes.upsert(node):
             self.volumes.node_changed(node.name)
             pods = self.pods
@@ -116,6 +125,7 @@ class ClusterState:
         idx = self.nodes.row_of.pop(name, None)
         if idx is None:
             return
+        self._allocatable = None
         for key in list(self.nodes.pods_on[idx]):
             self.pods.unbind(key)
         self.volumes.node_changed(name)
@@ -228,23 +238,30 @@ class ClusterState:
         """Each queue's fair share of each resource in play (docs/queues.md#fair-share): the
         cluster's allocatable on schedulable nodes, water-filled down the tree by demand."""
         ledger = self._counted_queues()
+        cluster = self._schedulable_allocatable()
         return self.queues.fair_shares(
-            (self.generation, ledger.demand_version()),
+            (cluster, ledger.demand_version()),
             lambda: merged(ledger.usage, ledger.pending),
-            self._schedulable_allocatable,
+            lambda: cluster,
         )
 
     def _schedulable_allocatable(self) -> dict[str, int]:
-        """The allocatable of the nodes pods may be placed on (not cordoned), by resource."""
-        nodes = self.nodes
-        rows = [
-            idx
-            for idx, node in enumerate(nodes.by_row)
-            if node is not None and not node.unschedulable
-        ]
-        totals = nodes.allocatable[rows].sum(axis=0)
-        names = nodes.resources.names
-        return {names[col]: int(amount) for col, amount in enumerate(totals) if amount}
+        """The allocatable of the nodes pods may be placed on (not cordoned), by resource;
+        summed again only when a node comes, goes, or changes its allocatable or cordon (a
+        pod's coming and going, an eviction, leave it as it was)."""
+        if self._allocatable is None:
+            nodes = self.nodes
+            rows = [
+                idx
+                for idx, node in enumerate(nodes.by_row)
+                if node is not None and not node.unschedulable
+            ]
+            totals = nodes.allocatable[rows].sum(axis=0)
+            names = nodes.resources.names
+            self._allocatable = {
+                names[col]: int(amount) for col, amount in enumerate(totals) if amount
+            }
+        return self._allocatable
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         self._queue_label_moves(self.groups.by_key.get(group.key), group)

@@ -197,6 +197,13 @@ def test_the_state_shares_schedulable_nodes_by_usage_and_pending_demand() -> Non
     assert (shares["a"][GPU], shares["b"][GPU]) == (13, 3)
     state.remove_pod("ml/wait")
     assert state.queue_fair_shares()["a"][GPU] == 16
+    # Cordoning a node, or changing what it offers, changes what there is to share.
+    state.upsert_node(Node("n2", {GPU: 8, "cpu": 8000}, unschedulable=True))
+    assert state.queue_fair_shares()["a"][GPU] == 8
+    state.upsert_node(Node("n1", {GPU: 4, "cpu": 8000}))
+    assert state.queue_fair_shares()["a"][GPU] == 4
+    state.remove_node("n1")
+    assert state.queue_fair_shares()["a"][GPU] == 0
 
 
 def test_the_worked_example_of_the_docs() -> None:
