@@ -126,6 +126,15 @@ class Warn:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupPlaced:
+    """A gang with a topology request was placed: where, for a Normal event on its PodGroup
+    (docs/topology.md#seeing-it)."""
+
+    group: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class InternalError:
     """An attempt at `pod` raised: the pass went on without it (it is also Unschedulable).
 
@@ -137,4 +146,14 @@ class InternalError:
     detail: str
 
 
-Decision = Bind | Evict | Nominate | Unschedulable | PodGroupUpdate | Reserve | Warn | InternalError
+Decision = (
+    Bind
+    | Evict
+    | Nominate
+    | Unschedulable
+    | PodGroupUpdate
+    | Reserve
+    | Warn
+    | GroupPlaced
+    | InternalError
+)

@@ -183,9 +183,11 @@ class Cluster:
 
     # ---- objects ---------------------------------------------------------------------
 
-    def node(self, name: str, cpu: str = "2", memory: str = "8Gi") -> None:
+    def node(
+        self, name: str, cpu: str = "2", memory: str = "8Gi", labels: dict[str, str] | None = None
+    ) -> None:
         # Registered as a kubelet registers its node, with its hostname label.
-        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
         self.admin.request(
             "POST", "/api/v1/nodes", body={"metadata": {"name": name, "labels": labels}}
         )

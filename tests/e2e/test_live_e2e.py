@@ -119,6 +119,45 @@ def test_a_gang_binds_whole_or_not_at_all(cluster: Cluster) -> None:
     )
 
 
+def test_a_required_topology_gang_lands_within_one_rack_label(cluster: Cluster) -> None:
+    # Two racks of two 2-CPU nodes; a pod bound by name takes 1 CPU of rack-a's first node,
+    # so rack-a holds one 2-CPU member only: the gang of two takes rack-b whole, and its
+    # PodGroup gets a Normal event naming the rack.
+    suffix = cluster.namespace[-6:]
+    rack = "example.com/rack"
+    for name, value in (("ta1", "a"), ("ta2", "a"), ("tb1", "b"), ("tb2", "b")):
+        cluster.node(f"{name}-{suffix}", cpu="2", labels={rack: f"rack-{value}-{suffix}"})
+    filler = cluster.pod_body("filler", cpu="1")
+    filler["spec"]["nodeName"] = f"ta1-{suffix}"
+    cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", filler)
+    groups = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{cluster.namespace}/podgroups"
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "ring", "annotations": {"batchsched.io/topology-required": rack}},
+        "spec": {"minMember": 2},
+    }
+    cluster.create(groups, group)
+    for i in range(2):
+        cluster.pod(f"ring-{i}", cpu="2", labels={"scheduling.x-k8s.io/pod-group": "ring"})
+    cluster.run_scheduler()
+    wait(lambda: all(cluster.node_of(f"ring-{i}") for i in range(2)), what="gang bound")
+    assert sorted(cluster.node_of(f"ring-{i}") for i in range(2)) == [
+        f"tb1-{suffix}",
+        f"tb2-{suffix}",
+    ]
+    wait(
+        lambda: any(
+            e.get("regarding", {}).get("kind") == "PodGroup" for e in cluster.events("Scheduled")
+        ),
+        what="the group's Scheduled event",
+    )
+    [told] = [e for e in cluster.events("Scheduled") if e["regarding"]["kind"] == "PodGroup"]
+    assert told["type"] == "Normal"
+    assert told["note"] == f"placed 2 member(s) in {rack} rack-b-{suffix}"
+    cluster.stop_schedulers()
+
+
 def test_a_priority_class_tolerating_for_ten_thousand_years_does_not_stop_scheduling(
     cluster: Cluster,
 ) -> None:

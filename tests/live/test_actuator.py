@@ -9,8 +9,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from batchsched.decisions import Bind, Evict, Nominate, PodGroupUpdate, Unschedulable, Warn
-from batchsched.live.actuator import Actuator
+from batchsched.decisions import (
+    Bind,
+    Evict,
+    GroupPlaced,
+    Nominate,
+    PodGroupUpdate,
+    Unschedulable,
+    Warn,
+)
+from batchsched.live.actuator import Actuator, describe
 from batchsched.live.events import EventRecorder
 from batchsched.live.facts import BindFailed, Fact, apply_fact
 from batchsched.live.metrics import Metrics
@@ -212,6 +220,19 @@ def test_warn_becomes_a_warning_event_on_the_object(rig: Rig) -> None:
         "kind": "PriorityClass",
         "name": "low",
     }
+
+
+def test_a_placed_topology_gang_gets_a_normal_event_on_its_pod_group(rig: Rig) -> None:
+    group = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2}}
+    rig.state.upsert_pod_group(read_pod_group(rig.api.create("podgroups", group)))
+    rig.run(GroupPlaced("default/g", "placed 2 member(s) in example.com/rack rack-a"))
+    [event] = rig.api.objects("events")
+    assert (event["type"], event["reason"]) == ("Normal", "Scheduled")
+    assert event["note"] == "placed 2 member(s) in example.com/rack rack-a"
+    assert event["regarding"]["kind"] == "PodGroup" and event["regarding"]["name"] == "g"
+    assert describe(GroupPlaced("default/g", "placed 2 member(s)")) == (
+        "would tell PodGroup default/g: placed 2 member(s)"
+    )
 
 
 def test_a_replica_that_does_not_lead_writes_nothing(rig: Rig) -> None:

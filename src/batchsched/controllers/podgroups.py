@@ -28,6 +28,7 @@ from batchsched.plugins.coscheduling.conditions import (
 )
 from batchsched.plugins.coscheduling.status import stranded_message
 from batchsched.state.cluster import ClusterState
+from batchsched.state.topology import placement_message
 
 TERMINAL = frozenset({"Finished", "Failed"})
 
@@ -49,9 +50,11 @@ class PodGroupStatusController:
             group = state.groups.by_key.get(key)
             if group is None:
                 continue
-            status = compute_status(group, members_of(state, key), now)
+            members = members_of(state, key)
+            status = compute_status(group, members, now)
             if group.upstream:
-                status = upstream_conditions(group, status, disrupted.get(key), now)
+                where = placed_where(state, group, members)
+                status = upstream_conditions(group, status, disrupted.get(key), now, where)
             if status != group.status:
                 group.status = status
                 decisions.append(PodGroupUpdate(group.key, status))
@@ -119,15 +122,30 @@ def occupied_by(members: Sequence[Pod]) -> str:
     return ",".join(sorted(owners))
 
 
+def placed_where(state: ClusterState, group: PodGroup, members: Sequence[Pod]) -> str:
+    """For a group with a topology request, where its members on nodes are (e.g. `4
+    member(s) in example.com/rack rack-a`); "" for any other group or none on a node."""
+    rows = [row for m in members if (row := state.pods.bound.get(m.key)) is not None]
+    if not group.topology or not rows:
+        return ""
+    return f"{len(rows)} member(s) {placement_message(state, group.topology, rows)}"
+
+
 def upstream_conditions(
-    group: PodGroup, status: PodGroupStatus, evicted: Evict | None, now: datetime
+    group: PodGroup,
+    status: PodGroupStatus,
+    evicted: Evict | None,
+    now: datetime,
+    where: str = "",
 ) -> PodGroupStatus:
-    """`status` (counts just computed) with the conditions the members' state implies."""
+    """`status` (counts just computed) with the conditions the members' state implies;
+    `where`: the scheduled condition's message when it turns True (a topology group's
+    domain)."""
     if status.running + status.succeeded >= group.min_member:
         type_ = SCHEDULED_CONDITION[group.api_version]
         old = status.condition(type_)
         if old is None or old.status != "True":
-            status = set_condition(status, type_, True, SCHEDULED, "", now)
+            status = set_condition(status, type_, True, SCHEDULED, where, now)
     if evicted is not None:
         status = set_condition(
             status, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, evicted.reason, now

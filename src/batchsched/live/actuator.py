@@ -27,6 +27,7 @@ from batchsched.decisions import (
     BindVolumes,
     Decision,
     Evict,
+    GroupPlaced,
     InternalError,
     Nominate,
     PodGroupUpdate,
@@ -144,6 +145,7 @@ class Actuator:
         on(Evict, self._on_evict)
         on(PodGroupUpdate, self._on_group)
         on(Warn, self._on_warn)
+        on(GroupPlaced, self._on_placed)
         on(Reserve, self._on_reserve)
 
     # ---- on the loop thread ----------------------------------------------------------
@@ -215,6 +217,10 @@ class Actuator:
         log.warning("%s: %s", decision.obj, decision.message)
         ref = _event_ref(decision.obj, self._pass.state)
         self.events.record(ref, "Warning", "SchedulerWarning", "Scheduling", decision.message)
+
+    def _on_placed(self, decision: GroupPlaced) -> None:
+        ref = _event_ref(f"PodGroup {decision.group}", self._pass.state)
+        self.events.record(ref, "Normal", "Scheduled", "Scheduling", decision.message)
 
     def _on_reserve(self, decision: Reserve) -> None:
         log.info("reserving node %s for %s", decision.node, decision.pod)
@@ -524,4 +530,6 @@ def describe(decision: Decision) -> str:
         return f"would reserve node {decision.node} for {decision.pod}"
     if isinstance(decision, InternalError):
         return f"internal error while scheduling {decision.pod}: {decision.error}"
+    if isinstance(decision, GroupPlaced):
+        return f"would tell PodGroup {decision.group}: {decision.message}"
     return f"warning: {decision.obj}: {decision.message}"

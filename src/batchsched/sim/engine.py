@@ -50,6 +50,7 @@ from batchsched.sim.metrics import (
     tracked_resources,
 )
 from batchsched.sim.queue_metrics import QueueMeter
+from batchsched.sim.topology import domains_spanned
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
 from batchsched.state.volumes import VolumeObject
@@ -79,6 +80,7 @@ class Unit:
     terminating: set[str] = field(default_factory=set)
     restarting: bool = False
     finished: bool = False
+    pace: float = 1.0  # wall seconds per second of work (a gang's topology slowdown)
 
 
 @dataclass(eq=False, slots=True)
@@ -322,6 +324,7 @@ class Simulation:
                     name=spec.name,
                     min_member=spec.min_member,
                     creation_timestamp=self._clock(self.now),
+                    topology=spec.topology.request,
                 )
             )
             job.units = [Unit(job, 0, range(spec.pods), spec.min_member)]
@@ -525,7 +528,21 @@ class Simulation:
             if job.spec.gang and job.record.first_bind is not None:
                 job.record.gang_start_delay = self.now - job.record.first_bind
         unit.token += 1
-        self._push(self.now + job.spec.work - unit.done, Kind.FINISH, (unit, unit.token))
+        topology = job.spec.topology
+        if topology.key:
+            nodes = self.state.nodes
+            spanned = domains_spanned(
+                (
+                    nodes.by_row[nodes.row_of[self.state.pods.by_key[k].node_name]]
+                    for k in unit.bound
+                ),
+                topology.key,
+            )
+            job.record.domains.append(spanned)
+            unit.pace = topology.slowdown ** (spanned - 1)
+        self._push(
+            self.now + (job.spec.work - unit.done) * unit.pace, Kind.FINISH, (unit, unit.token)
+        )
 
     def _evict(self, key: str, reclaim: bool = False) -> None:
         unit = self._unit_of.get(key)
@@ -564,12 +581,12 @@ class Simulation:
         if unit.running_since is None:
             return
         spec = unit.job.spec
-        total = unit.done + (self.now - unit.running_since)
+        total = unit.done + (self.now - unit.running_since) / unit.pace
         interval = spec.checkpoint_interval
         kept = math.floor(total / interval) * interval if interval else 0.0
         kept = min(max(kept, unit.done), spec.work)
         record = unit.job.record
-        record.lost_gpu_seconds += (total - kept) * spec.gpus_per_pod * len(unit.bound)
+        record.lost_gpu_seconds += (total - kept) * unit.pace * spec.gpus_per_pod * len(unit.bound)
         if kept == unit.done:
             record.no_progress_preemptions += 1
         unit.done = kept

@@ -41,6 +41,9 @@ class JobRecord:
     # claim (namespace/name) -> the devices DynamicResources allocated it, for every run of
     # the job (the one-shot `claims`, per job)
     device_allocations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # A gang with a topology key (sim/topology.py): the domains of it its pods spanned at
+    # each start.
+    domains: list[int] = field(default_factory=list)
 
     @property
     def wait(self) -> float | None:
@@ -182,6 +185,26 @@ def cluster_summary(result: RunResult) -> dict[str, Any]:
         "whole_node_gpu_wait_seconds": spread(whole_node),
         "gang_jobs": sum(1 for j in result.jobs if j.gang),
         "gang_start_delay_seconds": spread(delays),
+        **topology_summary(result.jobs),
+    }
+
+
+def topology_summary(jobs: list[JobRecord]) -> dict[str, Any]:
+    """For runs with topology gangs (sim/topology.py): the domains each spanned when it
+    started, how many started inside one, and their waits from submission to start."""
+    placed = [j for j in jobs if j.domains]
+    if not placed:
+        return {}
+    spans = [float(d) for j in placed for d in j.domains]
+    waits = [w for j in placed if (w := j.wait) is not None]
+    return {
+        "topology": {
+            "gangs_started": len(placed),
+            "domains_spanned": {**spread(spans), "max": max(spans)},
+            "starts_in_one_domain": sum(1 for s in spans if s == 1),
+            "starts": len(spans),
+            "wait_seconds": spread(waits),
+        }
     }
 
 

@@ -338,8 +338,11 @@ def summary_rows(
         "max pending pods",
     ]
     runs = []
-    for result in results:
-        s = run_summary(result)
+    summaries = [run_summary(result) for result in results]
+    topology = any("topology" in s["cluster"] for s in summaries)
+    if topology:  # runs with topology gangs (docs/simulate.md#topology)
+        run_head += ["gang domains mean / max", "gangs in one domain"]
+    for result, s in zip(results, summaries, strict=True):
         util = s["cluster"]["utilisation"]
         gpu = gpu_resource(list(util))
         runs.append(
@@ -355,6 +358,8 @@ def summary_rows(
                 str(s["cluster"]["pending_pods_max"]),
             ]
         )
+        if topology:
+            runs[-1] += _topology_cells(s["cluster"].get("topology"))
     class_head = [
         "class",
         "run",
@@ -386,6 +391,16 @@ def summary_rows(
             )
     classes = [row for cls in sorted(per_class) for row in per_class[cls]]
     return run_head, runs, class_head, classes
+
+
+def _topology_cells(found: dict[str, Any] | None) -> list[str]:
+    if found is None:
+        return ["–", "–"]
+    spanned = found["domains_spanned"]
+    return [
+        f"{_fmt(spanned['mean'], digits=2)} / {spanned['max']:.0f}",
+        f"{found['starts_in_one_domain']}/{found['starts']}",
+    ]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

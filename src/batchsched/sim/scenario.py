@@ -11,13 +11,14 @@ config: scheduler.yaml            # optional KubeSchedulerConfiguration (relativ
 queues: {objects, table, derive}  # Queue objects and derived quotas: sim/queues.py
 cluster:
   nodes: [Node manifests]
-  pools: [{name, count, allocatable, labels, taints, devices}]   # devices: sim/devices.py
+  pools: [{name, count, allocatable, labels, taints, devices, topology}]  # sim/devices.py,
+                                  # sim/topology.py
   deviceClasses: [DeviceClass manifests]
   storage: [StorageClass, PersistentVolume, CSINode, ... manifests]
 priorityClasses: [PriorityClass manifests]
 work:
   jobs: [{name, submit, pods, requests, class, duration, gang | minMember, volumes,
-          resourceClaims, queue, ...}]
+          resourceClaims, queue, topology, ...}]
   generators: [{name, arrivalsPerHour, from, to | count, duration, pods, requests, class, ...}]
   trace: {format: philly | openb, path, ...importer options}
 variants: [{name, classes: {old: new}, config, queues}]   # the same work, run several ways
@@ -83,9 +84,10 @@ from batchsched.sim.fields import (
     string,
 )
 from batchsched.sim.queues import ScenarioQueues, read_queues
+from batchsched.sim.topology import job_topology, pool_labels
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.traces.common import Trace
-from batchsched.sim.workload import JobSpec, parse_duration
+from batchsched.sim.workload import JobSpec, JobTopology, parse_duration
 from batchsched.state.volumes import VolumeObject
 
 _CLUSTER = ("nodes", "pools", "storage", "deviceClasses")
@@ -126,6 +128,7 @@ _TEMPLATE = (
     "volumes",
     "resourceClaims",
     "queue",
+    "topology",
 )
 _JOB = (*_TEMPLATE, "submit")
 _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
@@ -332,7 +335,7 @@ def _cluster(path: Path, raw: Any) -> tuple[list[Node], ScenarioDevices]:
             path,
             pool_raw,
             f"cluster.pools[{i}]",
-            ("name", "count", "allocatable", "labels", "taints", "devices"),
+            ("name", "count", "allocatable", "labels", "taints", "devices", "topology"),
         )
         name = pool.value("name", string, REQUIRED)
         count = pool.value("count", positive_int, REQUIRED)
@@ -341,11 +344,12 @@ def _cluster(path: Path, raw: Any) -> tuple[list[Node], ScenarioDevices]:
         width = max(3, len(str(count - 1)))
         names = [f"{name}-{n:0{width}d}" for n in range(count)]
         devices.slices.extend(pool_slices(pool, names))
+        levels = pool_labels(pool, name, count)
         for n in range(count):
             manifest = {
                 "metadata": {
                     "name": f"{name}-{n:0{width}d}",
-                    "labels": pool.raw.get("labels") or {},
+                    "labels": {**(pool.raw.get("labels") or {}), **levels[n]},
                 },
                 "spec": {"taints": pool.raw.get("taints") or []},
                 "status": {"allocatable": {"pods": 110, **pool.raw["allocatable"]}},
@@ -453,6 +457,7 @@ class _Template:
     queue: Distribution[str]
     fields: Fields  # where the template was written, for errors about a drawn queue
     queues: ScenarioQueues
+    topology: JobTopology
 
     def make(self, rng: random.Random, name: str, submit: float) -> JobSpec:
         pods = self.pods.draw(rng)
@@ -488,6 +493,7 @@ class _Template:
             claim_templates=self.claim_templates,
             device_claims=self.device_claims,
             queue=queue,
+            topology=self.topology,
         )
 
 
@@ -517,12 +523,13 @@ def _template(
     name = f.value("name", string, REQUIRED)
     device_claims, templates = job_claims(f, name, namespace, devices.classes)
     devices.templates.extend(templates)
+    gang = f.value("gang", boolean, False) or min_member is not None
     return _Template(
         pods=f.dist("pods", positive_int, 1),
         requests=requests,
         priority_class=f.dist("class", class_name, "", numeric=False),
         duration=f.dist("duration", parse_duration),
-        gang=f.value("gang", boolean, False) or min_member is not None,
+        gang=gang,
         min_member=min_member,
         checkpoint_interval=f.value("checkpointInterval", positive_duration),
         restart_delay=f.value("restartDelay", parse_duration, 0.0),
@@ -539,6 +546,7 @@ def _template(
         queue=f.dist("queue", string, "", numeric=False),
         fields=f,
         queues=queues,
+        topology=job_topology(f, gang),
     )
 
 

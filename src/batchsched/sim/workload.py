@@ -13,7 +13,13 @@ import re
 from dataclasses import dataclass, field, replace
 
 from batchsched.objects.errors import shown
-from batchsched.objects.records import PodAffinity, PodClaim, SpreadConstraint, Toleration
+from batchsched.objects.records import (
+    PodAffinity,
+    PodClaim,
+    SpreadConstraint,
+    Toleration,
+    TopologyRequest,
+)
 from batchsched.objects.volumes import PersistentVolumeClaim
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -25,6 +31,18 @@ GPU_MILLI = "alibaba.com/gpu-milli"
 _DURATION = re.compile(
     r"^(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class JobTopology:
+    """A gang job's topology (sim/topology.py reads it)."""
+
+    request: TopologyRequest  # what the job's PodGroup asks
+    key: str  # the key its span is counted by ("": not counted)
+    slowdown: float  # run time factor per extra domain spanned
+
+
+NO_JOB_TOPOLOGY = JobTopology(TopologyRequest(), "", 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +73,7 @@ class JobSpec:
     # compared across variants by this name.
     workload_class: str = ""
     queue: str = ""  # the leaf Queue its pods join (label batchsched.io/queue); "": none
+    topology: JobTopology = NO_JOB_TOPOLOGY  # a gang's (sim/topology.py)
 
     @property
     def gang(self) -> bool:

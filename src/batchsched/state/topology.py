@@ -96,6 +96,23 @@ def reported_domains(
     return keys[0], sorted(member_domains(state, members, keys[0]))
 
 
+def placement_message(state: ClusterState, request: TopologyRequest, rows: Sequence[int]) -> str:
+    """Where members placed on node `rows` are, by the request's keys: `in example.com/rack
+    rack-a` (the narrowest key with one domain holding them all), else `across 2
+    example.com/rack domains: rack-a, rack-b` (plus those on nodes without the label)."""
+    keys = (request.required,) if request.required else request.preferred
+    nodes = [state.nodes.by_row[row] for row in rows]
+    for key in keys:
+        found = {node.labels.get(key) for node in nodes if node is not None}
+        if len(found) == 1 and (value := found.pop()) is not None:
+            return f"in {key} {value}"
+    key = keys[0]
+    values = sorted({v for node in nodes if node is not None and (v := node.labels.get(key))})
+    outside = sum(1 for node in nodes if node is not None and key not in node.labels)
+    where = f"across {len(values)} {key} domain(s): {', '.join(values)}"
+    return where + (f" and {outside} node(s) without the label" if outside else "")
+
+
 def member_domains(state: ClusterState, members: Sequence[Pod], key: str) -> dict[str, int]:
     """How many of the members on nodes are in each domain of `key`."""
     counts: dict[str, int] = {}

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
+from batchsched.decisions import Decision, Evict, GroupPlaced, PodGroupUpdate, Warn
 from batchsched.framework.interface import (
     ClusterChange,
     ClusterEvent,
@@ -78,7 +78,7 @@ from batchsched.preemption.reclaim import ReclaimStrategy
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
-from batchsched.state.topology import DomainSearch
+from batchsched.state.topology import DomainSearch, placement_message
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
@@ -330,6 +330,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             self._events.pop(key, None)
             outcome.binds = [(pod.key, state.nodes.name(idx)) for pod, idx in placed]
             outcome.unschedulable = {pod.key: diag.message() for pod, diag in failures}
+            if group.topology and placed:
+                where = placement_message(state, group.topology, [row for _, row in placed])
+                outcome.decisions.append(
+                    GroupPlaced(key, f"placed {len(placed)} member(s) {where}")
+                )
             if search is not None and search.chosen is None:
                 # Members beyond minMember, with no room left in the group's domain.
                 why = f"PodGroup {key}: {search.shortfall(need)}"

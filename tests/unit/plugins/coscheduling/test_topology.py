@@ -4,6 +4,7 @@ key, chosen by BestFit on its dominant resource, or stays whole pending saying w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,13 +14,19 @@ from hypothesis import strategies as st
 
 from batchsched.commands.cli import main
 from batchsched.commands.schedule import OneShotResult, build_state
+from batchsched.config import default_config
+from batchsched.controllers import Controllers
+from batchsched.decisions import GroupPlaced, PodGroupUpdate
 from batchsched.framework.interface import ClusterChange, ClusterEvent, PodsHint
+from batchsched.objects.load import load_files
 from batchsched.objects.podgroup import GROUP_LABEL
+from batchsched.objects.records import TopologyRequest
 from batchsched.objects.topology import REQUIRED_ANNOTATION
 from batchsched.plugins.coscheduling import Coscheduling
-from batchsched.state.topology import dominant_resource
+from batchsched.scheduling.scheduler import Scheduler
+from batchsched.state.topology import dominant_resource, placement_message
 from tests.builders import node, pod, pod_group
-from tests.conftest import objects_of, schedule
+from tests.conftest import NOW, objects_of, schedule
 from tests.paths import ROOT
 
 RACK = "example.com/rack"
@@ -112,6 +119,32 @@ def test_a_room_change_wakes_a_waiting_topology_gang() -> None:
         True,
         False,
     ]
+
+
+def test_the_chosen_domain_is_told_in_an_event_and_the_scheduled_condition() -> None:
+    scheduler = Scheduler(build_state(load_files([Path(EXAMPLE)])), default_config())
+    Controllers(scheduler)
+    decisions = scheduler.schedule_pass(NOW)
+    placed = {d.group: d.message for d in decisions if isinstance(d, GroupPlaced)}
+    assert placed == {
+        "ml/allreduce": "placed 2 member(s) in example.com/rack rack-21",
+        "ml/finetune": "placed 2 member(s) in example.com/rack rack-22",
+    }
+    [update] = [d for d in decisions if isinstance(d, PodGroupUpdate) and d.group == "ml/allreduce"]
+    condition = update.status.condition("PodGroupInitiallyScheduled")
+    assert condition is not None and condition.status == "True"
+    assert condition.message == "2 member(s) in example.com/rack rack-21"
+
+
+def test_placement_words_for_a_preference() -> None:
+    nodes = [rack_node("a0", "rack-a"), rack_node("b0", "rack-b"), rack_node("x", None)]
+    state = build_state(objects_of(*nodes))
+    rows = [state.nodes.row_of[n] for n in ("a0", "b0", "x")]
+    asked = TopologyRequest(preferred=(RACK, "example.com/block"))
+    assert placement_message(state, asked, rows[:1]) == "in example.com/rack rack-a"
+    assert placement_message(state, asked, rows) == (
+        "across 2 example.com/rack domain(s): rack-a, rack-b and 1 node(s) without the label"
+    )
 
 
 # ---- property: a required gang never spans two domains --------------------------------
