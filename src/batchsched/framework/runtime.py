@@ -396,18 +396,17 @@ class Framework:
         rows it may take, in increasing order (None: any)."""
         nominated = state.nominations.get(pod.key)
         if among is not None:
-            feasible = totals.feasible[among]
             if nominated is not None and totals.feasible[nominated]:
                 at = int(np.searchsorted(among, nominated))
                 if at < among.shape[0] and among[at] == nominated:
                     return nominated
-            if not feasible.any():
+            total = totals.total[among]  # -1 where infeasible, as `_best` reads it
+            if not total.shape[0] or total.max() < 0:
                 return None
-            total = np.where(feasible, totals.total[among], -1)
+            if state.nodes.names_in_row_order():
+                return int(among[total.argmax()])  # the first maximum is the first name
             best = among[total == total.max()]
-            return int(
-                best[0] if best.shape[0] == 1 else best[np.argmin(state.nodes.name_rank()[best])]
-            )
+            return int(best[np.argmin(state.nodes.name_rank()[best])])
         if nominated is not None and totals.feasible[nominated]:
             return nominated
         if not totals.feasible.any():

@@ -64,6 +64,13 @@ def test_ties_between_equal_domains_break_on_the_domain_value() -> None:
     assert bound(result) == {"ml/w-0": "y1"}
 
 
+def test_within_a_domain_ties_go_to_the_node_first_by_name() -> None:
+    # Rows not in name order (z1 is read first): the tie inside rack-a goes to a1.
+    nodes = [rack_node("z1", "rack-a"), rack_node("a1", "rack-a"), rack_node("m1", None)]
+    result = schedule(gang("g", 1), member("w-0", "g"), *nodes)
+    assert bound(result) == {"ml/w-0": "a1"}
+
+
 def test_without_a_request_the_gang_spreads_as_before() -> None:
     nodes = [rack_node("a1", "rack-a"), rack_node("b1", "rack-b")]
     pods = [member(f"w-{i}", "g") for i in range(2)]
