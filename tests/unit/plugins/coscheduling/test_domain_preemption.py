@@ -3,12 +3,15 @@ victims all inside one domain, the one whose victims cost least; never two domai
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands.cli import main
 from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict, Nominate
@@ -17,6 +20,7 @@ from batchsched.objects.topology import REQUIRED_ANNOTATION
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import pod, pod_group, priority_class
 from tests.conftest import NOW, objects_of
+from tests.paths import ROOT
 from tests.unit.plugins.coscheduling.test_topology import GPU, RACK, member, rack_node
 
 CLASSES = [priority_class("low", 10), priority_class("mid", 100), priority_class("high", 1000)]
@@ -128,6 +132,19 @@ def test_without_topology_the_cheapest_victims_may_span_racks() -> None:
     )
     decisions = sched.schedule_pass(NOW)
     assert sorted(d.pod for d in decisions if isinstance(d, Evict)) == ["ml/la", "ml/lb"]
+
+
+def test_the_example_preempts_in_one_rack(capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(ROOT / "examples" / "topology" / "preemption.yaml")
+    assert main(["schedule", "-f", example, "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(e["pod"] for e in out["evictions"]) == ["ml/infer-a1", "ml/infer-a2"]
+    assert {b["pod"]: b["node"] for b in out["bindings"]} == {
+        "ml/allreduce-0": "a1",
+        "ml/allreduce-1": "a2",
+    }
+    [group] = out["podGroups"]
+    assert group["topology"] == {"key": RACK, "domains": ["rack-a"]}
 
 
 # ---- property: a preemption for a required gang evicts within one domain -----------------
