@@ -85,10 +85,16 @@ class ReclaimStrategy:
     name: ClassVar[str]
 
     def group_units(
-        self, state: ClusterState, lead: Pod, asks: Mapping[str, int], now: datetime
+        self,
+        state: ClusterState,
+        lead: Pod,
+        asks: Mapping[str, int],
+        now: datetime,
+        within: BoolArray | None = None,
     ) -> tuple[str, list[tuple[Pod, ...]], str]:
         """The gang's leaf queue ("": none, no reclaim), the units it may take in victim
-        order, and why none when there are none."""
+        order, and why none when there are none. `within`: only units whose pods all run on
+        these node rows (one topology domain, docs/topology.md); None: anywhere."""
         raise NotImplementedError
 
 
@@ -208,7 +214,13 @@ class Reclaimer:
         return Reclaimed(message=_said(refusals), changes_at=self._protection_ends(open_sides, now))
 
     def group_units(
-        self, lead: Pod, leaf: str, asks: Mapping[str, int], now: datetime, shares: Shares
+        self,
+        lead: Pod,
+        leaf: str,
+        asks: Mapping[str, int],
+        now: datetime,
+        shares: Shares,
+        within: BoolArray | None = None,
     ) -> tuple[list[tuple[Pod, ...]], str]:
         """For a gang of queue `leaf` (its pending members ask `asks` together; `lead` the
         first), every unit reclaim may take in the whole cluster, in victim order, each
@@ -238,6 +250,10 @@ class Reclaimer:
                 continue
             unit = running_members(state, pod)
             seen.update(m.key for m in unit)
+            if within is not None and not all(
+                (row := state.pods.bound.get(m.key)) is not None and within[row] for m in unit
+            ):
+                continue  # a pod outside the domain
             if all(checks.takeable(m, self, at) for m in unit) and checks.take(unit):
                 units.append(unit)
         if units:

@@ -415,28 +415,31 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
                 attempt.framework, state, now, group, free, pending, need, index, allowed
             )
 
-        where = ""
+        where, key, said = "", "", ""
         if search is None:
             found = find_victims(fit_for(None), usable)
             if found is None:
                 takeable = sum(len(u.pods) for u, ok in zip(index.units, usable, strict=True) if ok)
                 said = refusal_message(index.refused, takeable)
-                if self._reclaim is None:
-                    return said
-                # Across queues only reclaim evicts (docs/queues.md#reclaim).
-                reclaimed, decisions = reclaim_for_group(
-                    self._reclaim, attempt, members, pending, need, free
-                )
-                outcome.decisions.extend(decisions)
-                return f"{said} {reclaimed}" if reclaimed else said
         else:
+            key = search.key
             inside = victims_in_one_domain(
-                state, search.key, members, pending, need, free, index, usable, fit_for
+                state, key, members, pending, need, free, index, usable, fit_for
             )
             found = inside.found
             if found is None:
-                return refusal_message(index.refused, inside.takeable, search.key)
-            where = f" in {search.key} {inside.value}"
+                said = refusal_message(index.refused, inside.takeable, key)
+            where = f" in {key} {inside.value}"
+        if found is None:
+            if self._reclaim is None:
+                return said
+            # Across queues only reclaim evicts (docs/queues.md#reclaim), inside one domain
+            # for a required topology.
+            reclaimed, decisions = reclaim_for_group(
+                self._reclaim, attempt, members, pending, need, free, key
+            )
+            outcome.decisions.extend(decisions)
+            return f"{said} {reclaimed}" if reclaimed else said
         outcome.decisions.extend(
             decisions_for(state, found, attempt.group, lead, priority, plugin.name)
         )

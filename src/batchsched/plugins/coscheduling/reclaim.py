@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from batchsched.decisions import Decision, Evict
 from batchsched.objects.records import Pod
 from batchsched.plugins.coscheduling.preemption import (
+    Found,
     GroupFit,
     UnitIndex,
     decisions_for,
@@ -21,7 +24,8 @@ from batchsched.plugins.coscheduling.preemption import (
 )
 from batchsched.preemption.reclaim import ReclaimStrategy
 from batchsched.preemption.victims import VictimRule
-from batchsched.state.nodes import IntArray
+from batchsched.state.nodes import BoolArray, IntArray
+from batchsched.state.topology import domains, pinned_domain
 
 if TYPE_CHECKING:
     from batchsched.framework.interface import GroupAttempt
@@ -34,9 +38,11 @@ def reclaim_for_group(
     pending: list[Pod],
     need: int,
     free: IntArray,
+    key: str = "",
 ) -> tuple[str, list[Decision]]:
     """The message part ("reclaim: ...", "" when the group is in no queue) and, when the
-    group gets room, the evictions (each naming both queues) and nominations."""
+    group gets room, the evictions (each naming both queues) and nominations. With the `key`
+    of a required topology, inside one domain of it only (docs/topology.md)."""
     state, now, group = attempt.state, attempt.now, attempt.group
     lead = pending[0]
     if any(
@@ -50,21 +56,56 @@ def reclaim_for_group(
     for pod in pending:
         for resource, amount in state.requests_by_name(pod).items():
             asks[resource] = asks.get(resource, 0) + amount
-    leaf, chosen, why = strategy.group_units(state, lead, asks, now)
-    if not leaf or not chosen:
-        return why, []
     rule = VictimRule(state, lead, 0, now, lambda name: (False, None))
-    index = UnitIndex(state, rule, (), units_of(rule, chosen))
-    usable = index.usable(state, {m.key for m in members})
-    fit = GroupFit(attempt.framework, state, now, group, free, pending, need, index)
-    found = find_victims(fit, usable)
-    if found is None:
+    own = {m.key for m in members}
+
+    def search(within: BoolArray | None) -> tuple[str, Found | None, str, int]:
+        """Reclaim's units on the rows of `within` (None: anywhere) and the fewest of them
+        that place minMember members there: (leaf, victims or None, why none, their pods)."""
+        leaf, chosen, why = strategy.group_units(state, lead, asks, now, within)
+        if not leaf or not chosen:
+            return leaf, None, why, 0
+        index = UnitIndex(state, rule, (), units_of(rule, chosen))
+        fit = GroupFit(attempt.framework, state, now, group, free, pending, need, index, within)
         takeable = sum(len(unit) for unit in chosen)
-        return (
-            f"reclaim: the {takeable} pod(s) other queues may give back are not enough for "
-            "minMember.",
-            [],
-        )
+        return leaf, find_victims(fit, index.usable(state, own)), "", takeable
+
+    where = ""
+    if key:
+        best: tuple[tuple[object, ...], str, str, Found] | None = None
+        found_rows = domains(state, key)
+        pinned = pinned_domain(state, members, key)  # members running: their domain only
+        takeable, said = 0, ""
+        for value in found_rows.values if pinned is None else [pinned]:
+            within: BoolArray = np.zeros(state.nodes.rows, dtype=np.bool_)
+            within[found_rows.rows[value]] = True
+            leaf, victims, why, count = search(within)
+            if not leaf:
+                return why, []  # in no queue: no reclaim anywhere
+            takeable, said = max(takeable, count), said or why
+            if victims is not None and (best is None or (*victims.cost(), value) < best[0]):
+                best = ((*victims.cost(), value), leaf, value, victims)
+        if best is None and not takeable:
+            return said, []
+        if best is None:
+            return (
+                f"reclaim: the pod(s) other queues may give back inside any one {key} domain "
+                f"(at most {takeable}) are not enough for minMember.",
+                [],
+            )
+        _, leaf, value, found = best
+        where = f" in {key} {value}"
+    else:
+        leaf, maybe, why, takeable = search(None)
+        if not leaf or (maybe is None and not takeable):
+            return why, []
+        if maybe is None:
+            return (
+                f"reclaim: the {takeable} pod(s) other queues may give back are not enough "
+                "for minMember.",
+                [],
+            )
+        found = maybe
     priority = min(p.priority or 0 for p in pending)
     decisions = decisions_for(state, found, group, lead, priority, strategy.name)
     placed = len(found.placements)
@@ -79,7 +120,7 @@ def reclaim_for_group(
             decision = replace(decision, reason=reason, reclaim=(leaf, theirs))
         out.append(decision)
     message = (
-        f"reclaim: evicting {len(found.victims)} pod(s) of other queues to make room for "
-        f"{placed} members."
+        f"reclaim: evicting {len(found.victims)} pod(s) of other queues{where} to make room "
+        f"for {placed} members."
     )
     return message, out

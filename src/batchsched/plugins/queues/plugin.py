@@ -35,6 +35,7 @@ from batchsched.objects.records import Pod
 from batchsched.preemption.evaluator import outranked_nominations
 from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy
 from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 
 class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
@@ -98,13 +99,19 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
         return PostFilterResult(nominated_node=node, decisions=decisions)
 
     def group_units(
-        self, state: ClusterState, lead: Pod, asks: Mapping[str, int], now: datetime
+        self,
+        state: ClusterState,
+        lead: Pod,
+        asks: Mapping[str, int],
+        now: datetime,
+        within: BoolArray | None = None,
     ) -> tuple[str, list[tuple[Pod, ...]], str]:
         leaf = state.queue_of(lead).queue if state.queues else ""
         if not leaf:
             return "", [], ""
         reclaimer = self._reclaimer_for(state)
-        return leaf, *reclaimer.group_units(lead, leaf, asks, now, state.queue_fair_shares())
+        shares = state.queue_fair_shares()
+        return leaf, *reclaimer.group_units(lead, leaf, asks, now, shares, within)
 
     def _reclaimer_for(self, state: ClusterState) -> Reclaimer:
         if self._reclaimer is None or self._reclaimer.state is not state:
