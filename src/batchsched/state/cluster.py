@@ -68,6 +68,7 @@ class ClusterState:
         self.pods.on_pending = self.queue_ledger.pending_changed
         self._queue_labels_version = 0  # moves with a Namespace's or PodGroup's queue label
         self._allocatable: dict[str, int] | None = None  # kept by `_schedulable_allocatable`
+        self._requests_by_name: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
         self._memberships: dict[str, tuple[Pod, tuple[int, int], Membership]] = {}
 
         # Moves on every change that could let a waiting pod fit.
@@ -213,9 +214,17 @@ class ClusterState:
         return (self.queues.version, self.policy.namespace_version, self.groups.version)
 
     def requests_by_name(self, pod: Pod) -> dict[str, int]:
-        """The pod's requests as NodeResourcesFit counts them, by resource name."""
-        names = self.nodes.resources.names
-        return {names[col]: amount for col, amount in self.pods.demand(pod).key}
+        """The pod's requests as NodeResourcesFit counts them, by resource name: one dict
+        shared by the pods of equal requests, not to be changed (the queues ask for it per
+        pod, several times an attempt)."""
+        key = self.pods.demand(pod).key
+        found = self._requests_by_name.get(key)
+        if found is None:
+            if len(self._requests_by_name) >= 4096:  # as many as distinct demands are kept
+                self._requests_by_name.clear()
+            names = self.nodes.resources.names
+            found = self._requests_by_name[key] = {names[col]: amount for col, amount in key}
+        return found
 
     def queue_usage(self) -> Usage:
         """Each queue's usage: its subtree's bound and assumed pods' requests."""
