@@ -24,6 +24,7 @@ NOT_PER_POD = (
     "Scheduler.queue.incoming",  # counts by event
     "Scheduler.state.nodes._changed_rows",  # the log of node rows changed: numbers, at most 65,536
     "Scheduler.state.pods._demand_of",  # demands by request set, at most 4096
+    "Scheduler.state._requests_by_name",  # requests by name per demand, at most 4096
     "Scheduler.state.devices._index",  # the index of ResourceSlices, made when first asked
 )
 
