@@ -1,18 +1,23 @@
 """Queues against a real control plane: the CRD from deploy/ takes the status batchsched
-writes (through the status subresource, as deploy/'s ServiceAccount), two queues borrow, and a
-queue whose parent does not exist is reported on the Queue while the rest is scheduled."""
+writes (through the status subresource, as deploy/'s ServiceAccount), two queues borrow, a
+queue whose parent does not exist is reported on the Queue while the rest is scheduled, and
+with a usage half-life the leader killed, the new leader continues from the stored usage."""
 
 from __future__ import annotations
 
 import contextlib
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from batchsched.live.client import ApiError
 from batchsched.objects.queue_membership import QUEUE_LABEL
-from tests.e2e.cluster import Cluster, wait
+from tests.e2e.cluster import Cluster, Process, shipped_raw_config, wait
+from tests.e2e.test_faults_e2e import _holder
 
 pytestmark = pytest.mark.e2e
 
@@ -95,3 +100,47 @@ def test_two_queues_borrow_and_their_status_is_written(cluster: Cluster, queues:
     wait(lambda: cluster.node_of("lost-0") != "", what="lost's pod bound once fixed")
     wait(lambda: queues.valid(lost).get("status") == "True", what="lost valid again")
     cluster.stop_schedulers()  # checks that no request was refused (queues/status in RBAC)
+
+
+def test_the_new_leader_continues_from_the_stored_usage(
+    cluster: Cluster, queues: Queues, tmp_path: Path
+) -> None:
+    cluster.node(f"u-{queues.suffix}", cpu="4")
+    team = queues.create("team", nominal="1")
+    config = tmp_path / "config.yaml"
+    decay = {"name": "Queues", "args": {"usageHalfLife": "1h"}}
+    config.write_text(yaml.safe_dump(shipped_raw_config(decay)))
+    kubeconfig = cluster.plane.deploy()
+    wait(lambda: _holder(cluster) == "", timeout=20, what="lease free")
+    leader = Process(tmp_path, kubeconfig, config, f"a-{queues.suffix}")
+    standby: Process | None = None
+    try:
+        wait(lambda: _holder(cluster) == leader.identity, timeout=60, what="a leads")
+        standby = Process(tmp_path, kubeconfig, config, f"b-{queues.suffix}")
+        cluster.pod("busy", cpu="2", labels={QUEUE_LABEL: team})
+        wait(lambda: cluster.node_of("busy") != "", what="bound")
+        # Two usage writes by the leader (10 s apart): the second counts the busy pod.
+        wait(lambda: _stored(queues, team) > 0, timeout=40, what="usage written")
+        wait(lambda: "caches synced" in standby.log(), what="standby synced")  # type: ignore[union-attr]
+        written = _stored(queues, team)
+        leader.stop(signal.SIGKILL)
+        wait(lambda: _holder(cluster) == standby.identity, timeout=60, what="b leads")  # type: ignore[union-attr]
+        # The new leader's first write continues from the stored value: more, not from 0.
+        before = queues.status(team)["usage"]["lastUpdateTime"]
+        wait(
+            lambda: queues.status(team)["usage"]["lastUpdateTime"] != before,
+            timeout=40,
+            what="b writes usage",
+        )
+        assert _stored(queues, team) >= written
+        assert " 403 " not in standby.log()
+    finally:
+        leader.stop(signal.SIGKILL)
+        if standby is not None:
+            standby.stop()
+
+
+def _stored(queues: Queues, name: str) -> float:
+    """The queue's decayed CPU usage as stored (core-seconds; 0 before the first write)."""
+    usage = queues.status(name).get("usage") or {}
+    return float(usage.get("cpu", 0))

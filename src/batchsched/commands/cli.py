@@ -205,6 +205,15 @@ def _parser() -> _Parser:
         "batchsched queues -f examples/queues/three-teams.yaml",
     )
     _add_sources(queues)
+    queues.add_argument(
+        "--config",
+        type=Path,
+        help="KubeSchedulerConfiguration YAML (the Queues plugin's usageHalfLife shows decayed "
+        "usage and effective weights)",
+    )
+    queues.add_argument(
+        "--now", type=_now_arg, help="the time decayed usage is read at (default: now)"
+    )
     _add_output(queues)
     add_run_parser(sub)
     sim = _command(
@@ -386,8 +395,16 @@ def _objects(args: argparse.Namespace) -> Objects:
 def _queues(args: argparse.Namespace) -> int:
     from batchsched.commands.queues import queue_report, render_text
     from batchsched.commands.schedule import build_state
+    from batchsched.config import load_config
+    from batchsched.controllers.queues import restore_usage
+    from batchsched.scheduling.scheduler import Scheduler
 
-    report = queue_report(build_state(_objects(args)))
+    state = build_state(_objects(args))
+    Scheduler(state, load_config(args.config))  # the profiles' Queues args (decay)
+    now = (args.now or datetime.now(UTC)).timestamp()
+    for err in restore_usage(state, now).values():
+        print(f"warning: {err}; ignored: its decayed usage starts from 0", file=sys.stderr)
+    report = queue_report(state)
     emit({"queues": report}, args.output, lambda: render_text(report))
     return 0
 

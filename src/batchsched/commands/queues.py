@@ -10,6 +10,7 @@ from typing import Any
 from batchsched.commands import tables
 from batchsched.controllers.queues import pending_by_queue
 from batchsched.objects.quantity import format_amount
+from batchsched.objects.queues import usage_unit
 from batchsched.state.cluster import ClusterState
 
 
@@ -19,6 +20,8 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
     usage = state.queue_usage()
     shares = state.queue_fair_shares()
     pending = pending_by_queue(state)
+    decayed = tree.decayed
+    weights = decayed.effective_weights(tree.queues) if decayed is not None else {}
     out: list[dict[str, Any]] = []
 
     def visit(name: str, depth: int) -> None:
@@ -36,6 +39,11 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
                 "fairShare": format_amount(resource, share.get(resource, 0)),
                 "borrowed": format_amount(resource, max(0, in_use - quota.nominal)),
             }
+            if decayed is not None:
+                past = decayed.usage.get(name, {}).get(resource, 0.0)
+                weight = weights.get(name, {}).get(resource, queue.weight)
+                resources[resource]["decayedUsage"] = f"{past / usage_unit(resource):.3f}"
+                resources[resource]["effectiveWeight"] = f"{weight:.4g}"
         out.append(
             {
                 "name": name,
@@ -64,6 +72,10 @@ def render_text(report: list[dict[str, Any]]) -> str:
         "queue", "resource", "guaranteed", "nominal", "limit", "in use", "fair share", "borrowed",
         "pending",
     ]  # fmt: skip
+    # With decay on: past usage in the resource's hours (GPU-hours, core-hours).
+    decay = any("decayedUsage" in a for e in report for a in e["resources"].values())
+    if decay:
+        head += ["used(h)", "eff.w"]
     rows: list[list[str]] = []
     for entry in report:
         name = "  " * entry["depth"] + entry["name"]
@@ -83,5 +95,15 @@ def render_text(report: list[dict[str, Any]]) -> str:
             )
             first = i == 0
             pending = str(entry["pendingPods"]) if first else ""
-            rows.append([name if first else "", resource, *values, pending])
+            row = [name if first else "", resource, *values, pending]
+            if decay:
+                row += (
+                    ["-", "-"]
+                    if amounts is None
+                    else [
+                        f"{float(amounts['decayedUsage']) / 3600:.1f}",
+                        amounts["effectiveWeight"],
+                    ]
+                )
+            rows.append(row)
     return "\n".join([f"QUEUES ({len(report)})", *tables.table(head, rows), ""]) + "\n"

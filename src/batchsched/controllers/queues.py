@@ -12,8 +12,10 @@ condition names the queue and field at fault.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from batchsched.objects.errors import ManifestError
+from batchsched.objects.queues import QUEUE_API, stored_usage
 from batchsched.state.cluster import ClusterState
 
 VALID = "Valid"  # the condition's type
@@ -29,6 +31,10 @@ class QueueStatus:
     pending_pods: int
     problem: str = ""  # why the queue is ignored for admission ("": it is valid)
     own_problem: bool = False  # the problem is this queue's own (not an ancestor's)
+    # With decay on (docs/queues.md#fairness-over-time), per resource the queue names: its
+    # decayed usage (batchsched's units x seconds) and its effective weight.
+    decayed_usage: dict[str, float] | None = None
+    effective_weight: dict[str, float] | None = None
 
 
 def pending_by_queue(state: ClusterState) -> dict[str, int]:
@@ -49,6 +55,8 @@ def queue_statuses(state: ClusterState) -> dict[str, QueueStatus]:
     shares = state.queue_fair_shares()
     pending = pending_by_queue(state)
     problems = tree.problems()
+    decayed = tree.decayed
+    weights = decayed.effective_weights(tree.queues) if decayed is not None else {}
     out: dict[str, QueueStatus] = {}
     for name in sorted(tree.queues):
         queue = tree.queues[name]
@@ -67,4 +75,33 @@ def queue_statuses(state: ClusterState) -> dict[str, QueueStatus]:
             problem="" if broken is None else str(broken),
             own_problem=name in problems,
         )
+        if decayed is not None:
+            past = decayed.usage.get(name, {})
+            weight = weights.get(name, {})
+            out[name] = replace(
+                out[name],
+                decayed_usage={r: past.get(r, 0.0) for r in allocated},
+                effective_weight={r: weight.get(r, queue.weight) for r in allocated},
+            )
     return out
+
+
+def restore_usage(state: ClusterState, now: float) -> dict[str, ManifestError]:
+    """Each batchsched Queue's decayed usage as its status.usage stores it, decayed to `now`
+    (docs/queues.md#fairness-over-time); what cannot be read is left out (its usage starts
+    from 0) and returned by queue, each error naming the field. Nothing when decay is off."""
+    decayed = state.queues.decayed
+    if decayed is None:
+        return {}
+    errors: dict[str, ManifestError] = {}
+    for name, queue in sorted(state.queues.queues.items()):
+        if queue.api_version != QUEUE_API:
+            continue
+        try:
+            stored = stored_usage(queue)
+        except ManifestError as err:
+            errors[name] = err
+            continue
+        if stored is not None:
+            decayed.restore(name, stored.amounts, stored.at.timestamp(), now)
+    return errors

@@ -11,6 +11,7 @@ only.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -22,22 +23,33 @@ from batchsched.controllers.queues import (
     VALID_REASON,
     QueueStatus,
     queue_statuses,
+    restore_usage,
 )
 from batchsched.live.client import MERGE_PATCH, ApiError, GuardRefused, KubeClient
-from batchsched.live.events import EventRecorder, ObjectRef
+from batchsched.live.events import EventRecorder, ObjectRef, micro_time
 from batchsched.live.metrics import Metrics
 from batchsched.live.workers import Workers
 from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
-from batchsched.objects.queues import QUEUE_API, Queue
+from batchsched.objects.queues import QUEUE_API, USAGE_TIME, Queue, usage_unit
 from batchsched.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
 
 QUEUE_STATUS = f"/apis/{QUEUE_API}/queues/{{name}}/status"
 INTERVAL = 1.0  # seconds between two looks at the queues (and so between two writes of one)
+USAGE_INTERVAL = 10.0  # seconds between two writes of a queue's decayed usage
+USAGE_REASON = "InvalidStatusUsage"  # the Warning event on a status.usage that cannot be read
 # The status fields this writer owns: one it no longer reports is removed (null in the patch).
-_OWNED = ("allocated", "borrowed", "fairShare", "pendingPods", "conditions")
+_OWNED = (
+    "allocated",
+    "borrowed",
+    "fairShare",
+    "pendingPods",
+    "conditions",
+    "usage",
+    "effectiveWeight",
+)
 
 
 class QueueStatusWriter:
@@ -65,6 +77,7 @@ class QueueStatusWriter:
         self._lock = threading.Lock()
         self._written: dict[str, dict[str, Any]] = {}
         self._reported: dict[str, str] = {}
+        self._usage_written: dict[str, float] = {}  # queue -> clock() of its last usage write
 
     def tick(self, state: ClusterState) -> None:
         """On the loop thread, after a pass (or a standby's wait)."""
@@ -80,17 +93,24 @@ class QueueStatusWriter:
         if not self.is_leading():
             return
         wall = format_time(datetime.now(UTC))
+        decayed = tree.decayed
+        usage_at = None if decayed is None or decayed.at is None else decayed.at
         for name, status in statuses.items():
             queue = tree.queues[name]
             self._report(queue, status)
             if queue.api_version != QUEUE_API or self.dry_run:
                 continue
+            usage_due = usage_at is not None and (
+                now - self._usage_written.get(name, -math.inf) >= USAGE_INTERVAL
+            )
             with self._lock:
                 before: Mapping[str, Any] = self._written.get(name, queue.status)
-                body = status_json(status, before, wall)
+                body = status_json(status, before, wall, usage_at if usage_due else None)
                 patch = merge_patch(before, body)
                 if patch:
                     self._written[name] = body
+            if "usage" in patch:
+                self._usage_written[name] = now
             if patch:
                 self._workers.submit(self._write, name, patch)
 
@@ -109,11 +129,25 @@ class QueueStatusWriter:
         note = f"{problem}; the pods of its subtree wait until it is fixed"
         self.events.record(ref, "Warning", INVALID_REASON, "Admitting", note)
 
+    def restore_usage(self, state: ClusterState, now: float) -> None:
+        """On taking the lead (at start or from another replica): each batchsched Queue's
+        decayed usage read back from its status (docs/queues.md#fairness-over-time), so a
+        restart or failover shifts no share. What cannot be read is ignored with a Warning
+        event on the queue: its usage starts from 0."""
+        for name, err in restore_usage(state, now).items():
+            log.warning("%s; ignored: its decayed usage starts from 0", err)
+            if not self.dry_run:
+                queue = state.queues.queues[name]
+                ref = ObjectRef("Queue", "", name, queue.uid, api_version=QUEUE_API)
+                note = f"{err}; ignored: its decayed usage starts from 0"
+                self.events.record(ref, "Warning", USAGE_REASON, "Reading", note)
+
     def forget(self, name: str) -> None:
         """The Queue was deleted: what was written and reported about it goes with it."""
         with self._lock:
             self._written.pop(name, None)
         self._reported.pop(name, None)
+        self._usage_written.pop(name, None)
         self.events.forget("Queue", "", name)
 
     def wait(self) -> None:
@@ -138,9 +172,13 @@ class QueueStatusWriter:
                 log.warning("status of Queue %s not written: %s", name, err)
 
 
-def status_json(status: QueueStatus, before: Mapping[str, Any], now: str) -> dict[str, Any]:
+def status_json(
+    status: QueueStatus, before: Mapping[str, Any], now: str, usage_at: float | None = None
+) -> dict[str, Any]:
     """The status fields this writer owns; the condition keeps its transition time from
-    `before` (the status as last written) when its truth is unchanged."""
+    `before` (the status as last written) when its truth is unchanged. Decayed usage and
+    effective weights are new only when `usage_at` (the time they are as of) is given; else
+    they stay as `before` has them."""
     valid = not status.problem
     condition = {
         "type": VALID,
@@ -158,13 +196,23 @@ def status_json(status: QueueStatus, before: Mapping[str, Any], now: str) -> dic
             old.get("lastTransitionTime"), str
         ):
             condition["lastTransitionTime"] = old["lastTransitionTime"]
-    return {
+    body = {
         "allocated": _amounts(status.allocated),
         "borrowed": _amounts(status.borrowed),
         "fairShare": _amounts(status.fair_share),
         "pendingPods": status.pending_pods,
         "conditions": [*others, condition],
     }
+    for key in ("usage", "effectiveWeight"):
+        if key in before:
+            body[key] = before[key]
+    if usage_at is not None and status.decayed_usage is not None:
+        usage = {r: f"{v / usage_unit(r):.3f}" for r, v in status.decayed_usage.items()}
+        body["usage"] = {**usage, USAGE_TIME: micro_time(datetime.fromtimestamp(usage_at, UTC))}
+        body["effectiveWeight"] = {
+            r: f"{w:.4g}" for r, w in (status.effective_weight or {}).items()
+        }
+    return body
 
 
 def _amounts(amounts: Mapping[str, int]) -> dict[str, str]:

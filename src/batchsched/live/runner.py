@@ -131,6 +131,7 @@ class LiveScheduler:
         self._malformed: dict[tuple[str, str], Malformed] = {}
         self.synced = threading.Event()
         self.passes = 0
+        self._led = False  # whether this replica has led yet
         self._pending_since: dict[str, float] = {}
         self._heartbeat = clock()
 
@@ -209,6 +210,11 @@ class LiveScheduler:
                     return 1
             timeout = _STANDBY_SLEEP
             if self.is_leading():
+                if not self._led:
+                    # Taking the lead: the decayed usage the last leader wrote, before the
+                    # first pass (docs/queues.md#fairness-over-time).
+                    self.queue_status.restore_usage(self.state, datetime.now(UTC).timestamp())
+                    self._led = True
                 for report in self._malformed.values():
                     self.actuator.report_malformed(report, self.scheduler_names)
                 self._malformed.clear()

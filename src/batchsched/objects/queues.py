@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.go_duration import go_duration_seconds
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN
-from batchsched.objects.parse import Json, _Reader
+from batchsched.objects.parse import Json, _Reader, parse_time
 from batchsched.objects.quantity import CPU, MEMORY, QuantityError, format_amount, resource_amount
 
 QUEUE_API = "batchsched.io/v1alpha1"
@@ -108,6 +109,55 @@ def read_batchsched_queue(obj: Json) -> Queue:
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+USAGE_TIME = "lastUpdateTime"  # the key of status.usage that says when it was written
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUsage:
+    """A queue's decayed usage as batchsched wrote it to status.usage."""
+
+    amounts: dict[str, float]  # resource -> amount x seconds, in batchsched's units
+    at: datetime
+
+
+def usage_unit(resource: str) -> int:
+    """batchsched's units in one unit of `resource` as status.usage writes it (CPU in
+    core-seconds, the rest in their own units times seconds)."""
+    return 1000 if resource == CPU else 1
+
+
+def stored_usage(queue: Queue) -> StoredUsage | None:
+    """The decayed usage in a batchsched Queue's `status.usage` (None if there is none); an
+    error naming the field when it is not what batchsched writes (another writer's)."""
+    raw = queue.status.get("usage")
+    if raw is None:
+        return None
+    where = f"Queue {queue.name}"
+    if not isinstance(raw, Mapping):
+        what = f"must be a mapping of resource to amount and {USAGE_TIME}, got {shown(raw)}"
+        raise ManifestError(what, obj=where, field="status.usage")
+    stamp = raw.get(USAGE_TIME)
+    try:
+        if not isinstance(stamp, str):
+            raise ValueError(f"{shown(stamp)} is not an RFC 3339 time")
+        at = parse_time(stamp)
+    except ValueError as err:
+        raise ManifestError(str(err), obj=where, field=f"status.usage.{USAGE_TIME}") from None
+    amounts: dict[str, float] = {}
+    for resource, value in raw.items():
+        if resource == USAGE_TIME:
+            continue
+        try:
+            amount = float(value) if isinstance(value, str | int | float) else math.nan
+        except ValueError:
+            amount = math.nan
+        if isinstance(value, bool) or not 0 <= amount < math.inf:
+            what = f"must be a number >= 0 (the resource times seconds), got {shown(value)}"
+            raise ManifestError(what, obj=where, field=f"status.usage.{resource}")
+        amounts[str(resource)] = amount * usage_unit(str(resource))
+    return StoredUsage(amounts, at)
 
 
 def read_volcano_queue(obj: Json) -> Queue:

@@ -65,7 +65,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
     "VolumeBinding": VolumeBinding,
     "VolumeZone": _no_args(VolumeZone),
-    "Queues": _no_args(Queues),
+    "Queues": Queues,
     "PodTopology": _no_args(PodTopology),
 }
 

@@ -151,6 +151,7 @@ class Scheduler:
         made, so a live caller can write a binding before the rest of the pass is decided.
         The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
+        self.state.advance_queue_usage(now.timestamp())
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._instant = now.timestamp()
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions

@@ -254,6 +254,16 @@ class ClusterState:
             lambda: cluster,
         )
 
+    def advance_queue_usage(self, now: float) -> None:
+        """The world's clock reads `now` (seconds): each queue's decayed usage steps forward
+        with the usage that held since the last step (docs/queues.md#fairness-over-time)."""
+        decayed = self.queues.decayed
+        if decayed is None:
+            return
+        decayed.forget([name for name in decayed.usage if name not in self.queues.queues])
+        if self.queues.queues:
+            decayed.advance(now, self.queue_usage())
+
     def _schedulable_allocatable(self) -> dict[str, int]:
         """The allocatable of the nodes pods may be placed on (not cordoned), by resource;
         summed again only when a node comes, goes, or changes its allocatable or cordon (a

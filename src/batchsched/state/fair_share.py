@@ -43,11 +43,12 @@ def fair_shares(
     queues: Mapping[str, Queue],
     demand: Mapping[str, Mapping[str, int]],
     cluster: Mapping[str, int],
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Shares:
     """Every queue's fair share of every resource in play (the cluster's, those any queue
     names, those any queue demands). `demand` is per queue, of its whole subtree; `weights`
-    replaces queues' own `weight` where given (e.g. weights lowered by past usage)."""
+    (queue -> resource -> weight) replaces queues' own `weight` where given (weights moved
+    by past usage, state/queue_decay.py)."""
     resources = sorted(
         {*cluster, *(r for q in queues.values() for r in q.resources)}
         | {r for amounts in demand.values() for r in amounts}
@@ -77,13 +78,15 @@ def _claim(
     queue: Queue,
     resource: str,
     demand: Mapping[str, Mapping[str, int]],
-    weights: Mapping[str, float] | None,
+    weights: Mapping[str, Mapping[str, float]] | None,
 ) -> Claim:
     quota = queue.resources.get(resource, _UNNAMED)
     cap = max(0, demand.get(queue.name, {}).get(resource, 0))
     if quota.limit is not None:
         cap = min(cap, quota.limit)
-    weight = queue.weight if weights is None else weights.get(queue.name, queue.weight)
+    weight = (
+        queue.weight if weights is None else weights.get(queue.name, {}).get(resource, queue.weight)
+    )
     return Claim(queue.name, cap, quota.guaranteed, quota.nominal, queue.priority, Fraction(weight))
 
 

@@ -16,6 +16,7 @@ from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
 from batchsched.objects.queues import Queue, queue_tree_errors
 from batchsched.state.fair_share import Shares, fair_shares
+from batchsched.state.queue_decay import Decay, DecayedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,8 @@ class QueueTree:
         self._shares_at: Hashable = None
         self._problems: dict[str, ManifestError] = {}
         self._problems_at = -1
+        # Each queue's usage over time, when a profile's Queues plugin asks for it.
+        self.decayed: DecayedUsage | None = None
 
     def upsert(self, queue: Queue) -> bool:
         """Keep `queue`; False if only its status or resourceVersion changed (the tree and
@@ -160,11 +163,20 @@ class QueueTree:
         """Every queue's fair share of every resource in play (state/fair_share.py), from each
         queue's `demand` (its subtree's usage and pending requests) and the `cluster`'s
         allocatable; computed again only when `at` (what the caller's pods and nodes are as
-        of) or the tree moves."""
-        if self._shares_at != (at, self.version):
-            self._shares = fair_shares(self.queues, demand(), cluster())
-            self._shares_at = (at, self.version)
+        of), the tree or the decayed usage (its effective weights) moves."""
+        decayed = self.decayed
+        key = (at, self.version, None if decayed is None else decayed.version)
+        if self._shares_at != key:
+            weights = None if decayed is None else decayed.effective_weights(self.queues)
+            self._shares = fair_shares(self.queues, demand(), cluster(), weights)
+            self._shares_at = key
         return self._shares
+
+    def use_decay(self, decay: Decay) -> None:
+        """Keep decayed usage with this half-life and k (docs/queues.md#fairness-over-time);
+        the tree is the cluster's, so one decay holds for every profile."""
+        if self.decayed is None or self.decayed.decay != decay:
+            self.decayed = DecayedUsage(decay)
 
     def dominant_ratio(
         self,

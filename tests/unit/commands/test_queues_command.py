@@ -64,3 +64,59 @@ def test_no_queue_section_without_queues(
     assert code == 0 and "queues" not in json.loads(out)
     code, out, _ = run(["queues", str(path)], capsys)
     assert code == 0 and out == "no Queue found\n"
+
+
+def _with_stored_usage(tmp_path: Path, usage: dict[str, object]) -> str:
+    docs = [d for d in yaml.safe_load_all(Path(EXAMPLE).read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "Queue" and doc["metadata"]["name"] == "nlp":
+            doc["status"] = {"usage": usage}
+    path = tmp_path / "queues.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def _decay_config(tmp_path: Path) -> str:
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"pluginConfig": [{"name": "Queues", "args": {"usageHalfLife": "1h"}}]}],
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_with_decay_the_stored_usage_and_effective_weights_are_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = {"nvidia.com/gpu": "7200", "lastUpdateTime": "2026-11-27T09:00:00Z"}
+    source = _with_stored_usage(tmp_path, usage)
+    args = ["queues", source, "--config", _decay_config(tmp_path), "--now", "2026-11-27T10:00:00Z"]
+    code, out, _ = run([*args, "-o", "json"], capsys)
+    assert code == 0
+    queues = {q["name"]: q["resources"]["nvidia.com/gpu"] for q in json.loads(out)["queues"]}
+    assert queues["nlp"]["decayedUsage"] == "3600.000"  # halved over one half-life
+    assert queues["vision"]["decayedUsage"] == "0.000"
+    # nlp used it all: its weight share goes to vision (weights renormalised to their sum).
+    assert (queues["nlp"]["effectiveWeight"], queues["vision"]["effectiveWeight"]) == ("0", "3")
+    code, out, _ = run(args, capsys)
+    lines = out.splitlines()
+    assert lines[1].split()[-2:] == ["USED(H)", "EFF.W"]
+    assert [line.split()[-2:] for line in lines if line.strip().startswith("nlp")] == [["1.0", "0"]]
+    assert all(len(line) <= 100 for line in lines)
+    # Without decay the columns are not there.
+    code, out, _ = run(["queues", source, "-o", "json"], capsys)
+    assert "decayedUsage" not in out
+
+
+def test_garbage_in_the_stored_usage_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _with_stored_usage(tmp_path, {"nvidia.com/gpu": "lots", "lastUpdateTime": "x"})
+    code, out, err = run(["queues", source, "--config", _decay_config(tmp_path)], capsys)
+    assert code == 0 and "QUEUES (4)" in out
+    assert err == (
+        "warning: Queue nlp: status.usage.lastUpdateTime: 'x' is not an RFC 3339 time; "
+        "ignored: its decayed usage starts from 0\n"
+    )

@@ -104,7 +104,7 @@ def test_a_resource_no_queue_names_is_shared_by_weight() -> None:
 def test_effective_weights_replace_the_queues_own() -> None:
     queues = {x.name: x for x in [q("a"), q("b")]}
     demand = {"a": {GPU: 100}, "b": {GPU: 100}}
-    shares = fair_shares(queues, demand, {GPU: 12}, weights={"a": 2.0})
+    shares = fair_shares(queues, demand, {GPU: 12}, weights={"a": {GPU: 2.0}})
     assert (shares["a"][GPU], shares["b"][GPU]) == (8, 4)
 
 

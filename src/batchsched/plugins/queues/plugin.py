@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from batchsched.decisions import Decision, Evict
 from batchsched.framework.interface import (
@@ -30,19 +31,50 @@ from batchsched.framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from batchsched.objects.errors import shown
+from batchsched.objects.go_duration import go_duration_seconds
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader, ConfigError
 from batchsched.preemption.evaluator import outranked_nominations
 from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
+from batchsched.state.queue_decay import Decay
+
+ARGS = ("usageHalfLife", "usageWeightK")
 
 
 class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
     name = "Queues"
 
-    def __init__(self) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        """Args: `usageHalfLife` (a duration; unset: fair share forgets past usage) and
+        `usageWeightK` (>= 0, default 1): docs/queues.md#fairness-over-time."""
+        r = ArgsReader(self.name, args, ARGS)
+        raw = r.get("usageHalfLife", str, "")
+        seconds = go_duration_seconds(raw) if raw else None
+        if raw and (seconds is None or not 0 < seconds < math.inf):
+            raise r.fail(
+                "usageHalfLife", f"{shown(raw)} is not a positive duration (such as 30m or 168h)"
+            )
+        k = r.get("usageWeightK", float, 1.0)
+        if not 0 <= k < math.inf:
+            raise r.fail("usageWeightK", f"must be a number >= 0, got {shown(k)}")
+        self.decay = Decay(seconds, k) if seconds else None
         self._reclaimer: Reclaimer | None = None
+
+    def attach(self, state: ClusterState) -> None:
+        if self.decay is None:
+            return
+        kept = state.queues.decayed
+        if kept is not None and kept.decay != self.decay:
+            raise ConfigError(
+                f"pluginConfig {self.name} args.usageHalfLife: profiles ask for different "
+                f"decays ({_said(kept.decay)} and {_said(self.decay)}); the queue tree is the "
+                "cluster's, so every profile must ask for the same"
+            )
+        state.queues.use_decay(self.decay)
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         # A pod leaving frees its queue's usage; a Queue, PodGroup or Namespace changing may
@@ -133,3 +165,7 @@ def _asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:
             for resource, amount in state.requests_by_name(pending[member]).items():
                 total[resource] = total.get(resource, 0) + amount
     return total
+
+
+def _said(decay: Decay) -> str:
+    return f"half-life {decay.half_life:g}s, k {decay.k:g}"
