@@ -144,3 +144,30 @@ def _stored(queues: Queues, name: str) -> float:
     """The queue's decayed CPU usage as stored (core-seconds; 0 before the first write)."""
     usage = queues.status(name).get("usage") or {}
     return float(usage.get("cpu", 0))
+
+
+def test_a_queue_within_its_fair_share_reclaims_what_another_borrowed(
+    cluster: Cluster, queues: Queues
+) -> None:
+    cluster.node(f"r-{queues.suffix}", cpu="4")
+    lender = queues.create("lender", nominal="2")
+    borrower = queues.create("borrower", nominal="2")
+    cluster.run_scheduler()
+    for i in range(4):
+        cluster.pod(f"borrow-{i}", cpu="1", labels={QUEUE_LABEL: borrower})
+    wait(lambda: all(cluster.node_of(f"borrow-{i}") for i in range(4)), what="all 4 borrowed")
+    wait(lambda: queues.status(borrower).get("borrowed") == {"cpu": "2"}, what="2 borrowed")
+    # The lender wants its nominal back: two of the borrower's pods are reclaimed.
+    for i in range(2):
+        cluster.pod(f"lend-{i}", cpu="1", labels={QUEUE_LABEL: lender})
+    wait(lambda: all(cluster.node_of(f"lend-{i}") for i in range(2)), timeout=60, what="reclaimed")
+    gone = [i for i in range(4) if cluster.get_pod(f"borrow-{i}") is None]
+    assert len(gone) == 2
+    reclaimed = cluster.events("Reclaimed")
+    assert sorted(e["regarding"]["name"] for e in reclaimed) == [f"borrow-{i}" for i in gone]
+    assert all(f"from queue {borrower}" in e["note"] for e in reclaimed)
+    wait(lambda: queues.status(borrower).get("borrowed") == {"cpu": "0"}, what="nothing borrowed")
+    assert queues.status(borrower)["allocated"] == {"cpu": "2"}
+    wait(lambda: queues.status(lender).get("allocated") == {"cpu": "2"}, what="lender's status")
+    assert queues.status(lender)["fairShare"] == {"cpu": "2"}
+    cluster.stop_schedulers()
