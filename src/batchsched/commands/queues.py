@@ -72,10 +72,6 @@ def render_text(report: list[dict[str, Any]]) -> str:
         "queue", "resource", "guaranteed", "nominal", "limit", "in use", "fair share", "borrowed",
         "pending",
     ]  # fmt: skip
-    # With decay on: past usage in the resource's hours (GPU-hours, core-hours).
-    decay = any("decayedUsage" in a for e in report for a in e["resources"].values())
-    if decay:
-        head += ["used(h)", "eff.w"]
     rows: list[list[str]] = []
     for entry in report:
         name = "  " * entry["depth"] + entry["name"]
@@ -95,15 +91,27 @@ def render_text(report: list[dict[str, Any]]) -> str:
             )
             first = i == 0
             pending = str(entry["pendingPods"]) if first else ""
-            row = [name if first else "", resource, *values, pending]
-            if decay:
-                row += (
-                    ["-", "-"]
-                    if amounts is None
-                    else [
-                        f"{float(amounts['decayedUsage']) / 3600:.1f}",
-                        amounts["effectiveWeight"],
-                    ]
-                )
-            rows.append(row)
-    return "\n".join([f"QUEUES ({len(report)})", *tables.table(head, rows), ""]) + "\n"
+            rows.append([name if first else "", resource, *values, pending])
+    lines = [f"QUEUES ({len(report)})", *tables.table(head, rows), ""]
+    return "\n".join([*lines, *_decay_lines(report)]) + "\n"
+
+
+def _decay_lines(report: list[dict[str, Any]]) -> list[str]:
+    """With decay on (docs/queues.md#fairness-over-time): each queue's past usage, in the
+    resource's hours (GPU-hours, core-hours), and the effective weight it gives the queue."""
+    rows = [
+        [
+            "  " * entry["depth"] + entry["name"],
+            resource,
+            f"{float(amounts['decayedUsage']) / 3600:.1f}",
+            amounts["effectiveWeight"],
+            f"{entry['weight']:g}",
+        ]
+        for entry in report
+        for resource, amounts in entry["resources"].items()
+        if "decayedUsage" in amounts
+    ]
+    if not rows:
+        return []
+    head = ["queue", "resource", "decayed usage (h)", "effective weight", "weight"]
+    return ["FAIRNESS OVER TIME", *tables.table(head, rows), ""]

@@ -102,12 +102,17 @@ def test_with_decay_the_stored_usage_and_effective_weights_are_shown(
     assert (queues["nlp"]["effectiveWeight"], queues["vision"]["effectiveWeight"]) == ("0", "3")
     code, out, _ = run(args, capsys)
     lines = out.splitlines()
-    assert lines[1].split()[-2:] == ["USED(H)", "EFF.W"]
-    assert [line.split()[-2:] for line in lines if line.strip().startswith("nlp")] == [["1.0", "0"]]
+    below = lines[lines.index("FAIRNESS OVER TIME") + 1 :]
+    assert below[0] == "  QUEUE     RESOURCE        DECAYED USAGE (H)  EFFECTIVE WEIGHT  WEIGHT"
+    assert [line.split() for line in below if line.strip().startswith("nlp")] == [
+        ["nlp", "nvidia.com/gpu", "1.0", "0", "1"]
+    ]
     assert all(len(line) <= 100 for line in lines)
-    # Without decay the columns are not there.
+    # Without decay neither is there.
     code, out, _ = run(["queues", source, "-o", "json"], capsys)
     assert "decayedUsage" not in out
+    code, out, _ = run(["queues", source], capsys)
+    assert "FAIRNESS OVER TIME" not in out
 
 
 def test_garbage_in_the_stored_usage_is_a_warning(
