@@ -4,7 +4,14 @@ condition's transition time kept while its truth holds, other writers' condition
 from __future__ import annotations
 
 from batchsched.controllers.queues import QueueStatus
-from batchsched.live.queue_status import merge_patch, status_json
+from batchsched.live.events import EventRecorder
+from batchsched.live.metrics import Metrics
+from batchsched.live.queue_status import QueueStatusWriter, merge_patch, status_json
+from batchsched.objects.queues import QUEUE_API, read_queue
+from batchsched.state.cluster import ClusterState
+from tests.live.conftest import client_for
+from tests.live.fake_apiserver import FakeApiServer
+from tests.live.test_loop_queues import status_writes
 
 
 def test_the_patch_carries_changes_and_nulls_what_went_away() -> None:
@@ -35,3 +42,27 @@ def test_the_condition_keeps_its_transition_time_while_its_truth_holds() -> None
     assert status_json(broken, first, "T2")["conditions"][1]["lastTransitionTime"] == "T1"
     fixed = status_json(QueueStatus({}, {}, {}, 0), first, "T3")["conditions"][1]
     assert (fixed["status"], fixed["message"], fixed["lastTransitionTime"]) == ("True", "", "T3")
+
+
+def test_a_replica_that_takes_the_lead_writes_at_once(api: FakeApiServer) -> None:
+    """Its last look as a standby (a moment ago) does not hold back its first write."""
+    api.create("queues", {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": "a"}})
+    state = ClusterState()
+    state.apply("Queue", read_queue(api.get("queues", "a") or {}))
+    client = client_for(api)
+    leading = [False]
+    writer = QueueStatusWriter(
+        client,
+        EventRecorder(client, "batchsched", "test"),
+        Metrics(),
+        lambda: leading[0],
+        lambda: 5.0,
+    )
+    writer.tick(state)  # a standby: metrics only
+    writer.wait()
+    assert status_writes(api, "a") == 0
+    leading[0] = True
+    writer.tick(state)  # the same instant, now leading
+    writer.wait()
+    assert status_writes(api, "a") == 1
+    writer.shutdown()

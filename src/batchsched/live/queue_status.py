@@ -71,6 +71,7 @@ class QueueStatusWriter:
         self.interval = interval
         self._clock = clock
         self._last: float | None = None
+        self._leading = False  # whether it led at the last look
         self._workers = Workers(2, "queue-status")
         # Per queue: the status last sent (forgotten when a write fails, so it is sent
         # again; workers forget, hence the lock) and the rule it was last reported breaking.
@@ -82,15 +83,18 @@ class QueueStatusWriter:
     def tick(self, state: ClusterState) -> None:
         """On the loop thread, after a pass (or a standby's wait)."""
         now = self._clock()
-        if self._last is not None and now - self._last < self.interval:
+        leading = self.is_leading()
+        # A replica that has just taken the lead looks at once.
+        fresh = leading != self._leading
+        if self._last is not None and now - self._last < self.interval and not fresh:
             return
-        self._last = now
+        self._last, self._leading = now, leading
         tree = state.queues
         statuses = queue_statuses(state)
         self.metrics.observe_queues(tree.queues, statuses)
         for gone in set(self._reported) - set(tree.queues):
             self.forget(gone)
-        if not self.is_leading():
+        if not leading:
             return
         wall = format_time(datetime.now(UTC))
         decayed = tree.decayed
