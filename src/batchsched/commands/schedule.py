@@ -22,6 +22,7 @@ from batchsched.collector import fewer_collections
 from batchsched.commands.queues import queue_report
 from batchsched.config import SchedulerConfig
 from batchsched.controllers import Controllers, Dispatcher, current_warnings, pod_gone
+from batchsched.controllers.queues import restore_usage
 from batchsched.decisions import (
     Bind,
     Evict,
@@ -238,6 +239,10 @@ def _settle(
     scheduler = Scheduler(state, config, queueing_hints)
     controllers = Controllers(scheduler)
     result = OneShotResult()
+    # With decay on, the usage the Queues store (docs/queues.md#fairness-over-time).
+    for name, err in restore_usage(state, now.timestamp()).items():
+        note = f"{err}; ignored: its decayed usage starts from 0"
+        result.warnings.append(Warn(f"Queue {name}", note))
     plan = _Plan(state, result, controllers.dispatcher)
     while result.passes < _MAX_PASSES:
         result.passes += 1

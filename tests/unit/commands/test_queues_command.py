@@ -125,3 +125,23 @@ def test_garbage_in_the_stored_usage_is_a_warning(
         "warning: Queue nlp: status.usage.lastUpdateTime: 'x' is not an RFC 3339 time; "
         "ignored: its decayed usage starts from 0\n"
     )
+
+
+def test_schedule_reads_the_stored_usage_and_warns_of_garbage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = {"nvidia.com/gpu": "7200", "lastUpdateTime": "2026-11-27T09:00:00Z"}
+    config = ["--config", _decay_config(tmp_path), "--now", "2026-11-27T10:00:00Z"]
+    source = _with_stored_usage(tmp_path, usage)
+    code, out, _ = run(["schedule", source, *config, "-o", "json"], capsys)
+    assert code == 0
+    queues = {q["name"]: q["resources"]["nvidia.com/gpu"] for q in json.loads(out)["queues"]}
+    assert queues["nlp"]["decayedUsage"] == "3600.000"
+    garbage = _with_stored_usage(tmp_path, {"nvidia.com/gpu": "-1", "lastUpdateTime": "x"})
+    code, out, _ = run(["schedule", garbage, *config, "-o", "json"], capsys)
+    assert code == 0
+    warnings = [w for w in json.loads(out)["warnings"] if w["object"] == "Queue nlp"]
+    assert [w["message"] for w in warnings] == [
+        "Queue nlp: status.usage.lastUpdateTime: 'x' is not an RFC 3339 time; ignored: its "
+        "decayed usage starts from 0"
+    ]
