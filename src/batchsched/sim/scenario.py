@@ -344,12 +344,15 @@ def _cluster(path: Path, raw: Any) -> tuple[list[Node], ScenarioDevices]:
         width = max(3, len(str(count - 1)))
         names = [f"{name}-{n:0{width}d}" for n in range(count)]
         devices.slices.extend(pool_slices(pool, names))
+        labels = pool.raw.get("labels") or {}
+        if not isinstance(labels, Mapping):
+            raise pool.fail("labels", "must be a mapping of label keys to values")
         levels = pool_labels(pool, name, count)
         for n in range(count):
             manifest = {
                 "metadata": {
                     "name": f"{name}-{n:0{width}d}",
-                    "labels": {**(pool.raw.get("labels") or {}), **levels[n]},
+                    "labels": {**labels, **levels[n]},
                 },
                 "spec": {"taints": pool.raw.get("taints") or []},
                 "status": {"allocatable": {"pods": 110, **pool.raw["allocatable"]}},

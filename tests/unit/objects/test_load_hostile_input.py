@@ -249,6 +249,10 @@ def write_scenario(tmp_path: Path, change: Any) -> Path:
             "cluster.pools[0].allocatable: is required: a mapping",
         ),
         (
+            lambda s: s["cluster"]["pools"][0].update(labels=float("nan")),
+            "cluster.pools[0].labels: must be a mapping of label keys to values",
+        ),
+        (
             lambda s: s["cluster"]["pools"][0].update(count=float("inf")),
             "cluster.pools[0].count: must be a finite number",
         ),
