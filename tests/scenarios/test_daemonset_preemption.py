@@ -437,7 +437,14 @@ def test_default_delay_in_one_shot_only_reserves() -> None:
     )
     assert evicted(result) == []
     assert result.to_json()["reservations"] == [
-        {"node": "n1", "pod": "default/agent-n1", "since": "2026-11-22T10:00:00Z"}
+        {
+            "kind": "DaemonSet",
+            "holder": "Pod default/agent-n1",
+            "nodes": ["n1"],
+            "node": "n1",
+            "pod": "default/agent-n1",
+            "since": "2026-11-22T10:00:00Z",
+        }
     ]
 
 

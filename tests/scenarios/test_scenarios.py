@@ -14,6 +14,7 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
       podGroups: {ns/group: {phase: Running, running: 3}}  # optional, fields compared
                                         # conditions: {Type: Status/Reason} (upstream groups)
       reservations: {node: ns/pod}      # optional
+      backfillReservations: {"PodGroup ns/g": {nodes: [n1], expectedStart: T}}  # optional
       volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
       claims: {ns/claim: [driver/pool/device, ...]}  # optional: exactly these allocations
       reclaims: {ns/victim: "ns/preemptor its-queue <- victim's-queue"}  # optional, exactly
@@ -80,7 +81,15 @@ def test_scenario(path: Path) -> None:
         }
         assert reclaims == expect["reclaims"]
     if "reservations" in expect:
-        assert {r["node"]: r["pod"] for r in output["reservations"]} == expect["reservations"]
+        daemons = [r for r in output["reservations"] if r["kind"] == "DaemonSet"]
+        assert {r["node"]: r["pod"] for r in daemons} == expect["reservations"]
+    if "backfillReservations" in expect:
+        held = {
+            r["holder"]: {"nodes": r["nodes"], "expectedStart": r["expectedStart"]}
+            for r in output["reservations"]
+            if r["kind"] == "Backfill"
+        }
+        assert held == expect["backfillReservations"]
     if "claims" in expect:
         allocated = {
             c["claim"]: [

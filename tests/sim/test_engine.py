@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -107,13 +108,13 @@ def test_one_pass_sees_every_event_of_its_instant() -> None:
     ]
     sim = simulation([gpu_node("n1")], jobs)
     passes: list[float] = []
-    schedule_pass = sim.scheduler.schedule_pass
+    pass_steps = sim.scheduler.pass_steps
 
-    def counted(now: datetime) -> list[Decision]:
+    def counted(now: datetime) -> Iterator[list[Decision]]:
         passes.append((now - START).total_seconds())
-        return schedule_pass(now)
+        return pass_steps(now)
 
-    sim.scheduler.schedule_pass = counted  # type: ignore[method-assign]
+    sim.scheduler.pass_steps = counted  # type: ignore[method-assign]
     result = sim.run()
     urgent, ends = result.jobs
     assert (ends.end, ends.preemptions) == (100, 0)

@@ -75,6 +75,12 @@ class _Seed(dict):  # type: ignore[type-arg]
             lost_gpu_hours=0.0,
             preemptors={"wait_seconds": {"mean": None, "p95": None}, "held_by_toleration_jobs": 0},
             classes={},
+            backfill={
+                "jobs_by_size": {},  # no GPU job of any size: no per-size metric
+                "backfilled_jobs": 0,
+                "reserved_jobs": 0,
+                "start_error_abs_seconds": {"mean": None},
+            },
         )
         self.seed = seed
 

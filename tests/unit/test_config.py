@@ -22,7 +22,7 @@ def names(config: Any, point: str) -> list[str]:
 def test_default_profile_is_batchsched_with_every_filter() -> None:
     config = default_config()
     assert config.scheduler_names == ["batchsched"]
-    assert names(config, "filter")[:9] == [
+    assert names(config, "filter")[:10] == [
         "NodeUnschedulable",
         "NodeName",
         "TaintToleration",
@@ -30,6 +30,7 @@ def test_default_profile_is_batchsched_with_every_filter() -> None:
         "PodTopology",  # a pod's own topology annotations
         "DynamicResources",  # the last static filter
         "DaemonSetPreemption",  # reserved nodes fail before (and instead of) resources
+        "Backfill",  # so do nodes reserved for a waiting pod or gang (docs/backfill.md)
         "NodePorts",
         "NodeResourcesFit",
     ]

@@ -284,7 +284,11 @@ def _text(result: OneShotResult) -> str:
     section("UNSCHEDULABLE", data["unschedulable"], ["pod", "message"])
     section("POD GROUPS", [_group_row(g) for g in data["podGroups"]], ["name", "api", "status"])
     if data["reservations"]:
-        section("RESERVATIONS", data["reservations"], ["node", "pod", "since"])
+        rows = [
+            {**r, "nodes": ",".join(r["nodes"]), "until": r.get("expectedStart") or ""}
+            for r in data["reservations"]
+        ]
+        section("RESERVATIONS", rows, ["kind", "holder", "nodes", "until"])
     if data["volumeBindings"]:
         section("VOLUME BINDINGS", data["volumeBindings"], ["claim", "pod", "node", "volume"])
     if data["claims"]:

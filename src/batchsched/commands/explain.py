@@ -30,12 +30,14 @@ from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.objects.runtime_bound import stated_runtime
 from batchsched.preemption.evaluator import Evaluator, strategy_of
 from batchsched.preemption.reasons import preemption_said
 from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
+from batchsched.state.reservations import StartReservation
 from batchsched.state.topology import DomainSearch
 
 
@@ -136,6 +138,22 @@ class Explanation:
     evicted_for_it: list[str] = field(default_factory=list)
     gang: GangStory | None = None
     eviction: EvictionStory | None = None  # for an evicted pod
+    runtime: int | None = None  # its stated runtime in seconds (docs/backfill.md)
+    reservation: StartReservation | None = None  # what it (or its gang) holds
+
+    def _backfill_json(self) -> dict[str, Any]:
+        held = self.reservation
+        return {
+            "statedRuntimeSeconds": self.runtime,
+            "reservation": None
+            if held is None
+            else {
+                "holder": held.holder,
+                "nodes": list(held.nodes),
+                "expectedStart": None if held.start is None else format_time(held.start),
+                "waitsFor": list(held.waits_for),
+            },
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +174,7 @@ class Explanation:
             },
             "gang": self.gang.to_json() if self.gang is not None else None,
             "eviction": self.eviction.to_json() if self.eviction is not None else None,
+            "backfill": self._backfill_json(),
         }
 
 
@@ -198,6 +217,12 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
         message=result.unschedulable.get(key, ""),
     )
     out.gang = _gang(state, pod)
+    group = state.groups.by_key.get(out.gang.group) if out.gang is not None else None
+    out.runtime = stated_runtime(pod, group)
+    held = state.start_reservations.by_holder
+    out.reservation = held.get(f"Pod {key}") or (
+        held.get(f"PodGroup {out.gang.group}") if out.gang is not None else None
+    )
     # A gang preempts as one: its victims are evicted in one member's name.
     preemptors = set(out.gang.members) if out.gang is not None else {key}
     evicted = {e.pod for e in result.evictions if e.preemptor in preemptors}

@@ -29,6 +29,7 @@ def render_explanation(e: Explanation) -> str:
         )
     if e.pre_filter:
         lines.extend(tables.wrap(f"  pre-filter: {e.pre_filter}", indent="    "))
+    lines.extend(_backfill(e))
     lines.append("")
     lines.extend(_nodes(e.nodes))
     if e.chosen:
@@ -63,6 +64,21 @@ def render_explanation(e: Explanation) -> str:
     if e.gang is not None and e.gang.domains is not None:
         lines.extend(_domains(e.gang.domains))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _backfill(e: Explanation) -> list[str]:
+    """Its stated runtime and the reservation it (or its gang) holds (docs/backfill.md)."""
+    held = e.reservation
+    if e.runtime is None and held is None:
+        return []
+    runtime = "none" if e.runtime is None else f"{e.runtime}s"
+    lines = [f"  stated runtime: {runtime}"]
+    if held is not None:
+        lines.extend(tables.wrap(f"  reservation ({held.holder}): {held.message()}", "    "))
+        if held.waits_for and held.start is not None:
+            waits = ", ".join(held.waits_for)
+            lines.extend(tables.wrap(f"  waits for: {waits}", indent="    "))
+    return lines
 
 
 def _domains(search: DomainSearch) -> list[str]:

@@ -39,6 +39,7 @@ from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.records import PodGroup
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.reservations import StartReservation
 from batchsched.state.topology import reported_domains
 from batchsched.state.volumes import ClaimBinding
 
@@ -82,6 +83,8 @@ class OneShotResult:
     topology_keys: dict[str, str] = field(default_factory=dict)
     domains: dict[str, list[str]] = field(default_factory=dict)
     reservations: dict[str, Reserve] = field(default_factory=dict)
+    # Backfill's reservations at the end of the run.
+    start_reservations: list[StartReservation] = field(default_factory=list)
     warnings: list[Warn] = field(default_factory=list)
     volume_bindings: list[ClaimBinding] = field(default_factory=list)
     # Claims allocated by this run, with their status as the API would have it.
@@ -169,9 +172,27 @@ class OneShotResult:
                 }
                 for name, update in sorted(self.pod_groups.items())
             ],
+            # Both kinds of node reservation, told apart by `kind` (docs/schedule.md).
             "reservations": [
-                {"node": r.node, "pod": r.pod, "since": format_time(r.since)}
+                {
+                    "kind": "DaemonSet",
+                    "holder": f"Pod {r.pod}",
+                    "nodes": [r.node],
+                    "node": r.node,
+                    "pod": r.pod,
+                    "since": format_time(r.since),
+                }
                 for _, r in sorted(self.reservations.items())
+            ]
+            + [
+                {
+                    "kind": "Backfill",
+                    "holder": r.holder,
+                    "nodes": list(r.nodes),
+                    "expectedStart": None if r.start is None else format_time(r.start),
+                    "waitsFor": list(r.waits_for),
+                }
+                for r in sorted(self.start_reservations, key=lambda r: r.holder)
             ],
             "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
             # Which volume each unbound WaitForFirstConsumer claim got (null: provisioned on
@@ -257,6 +278,7 @@ def _settle(
         for key, pod in state.pods.pending.items()
         if scheduler.owns(pod)
     }
+    result.start_reservations = list(state.start_reservations.by_holder.values())
     result.volume_bindings = state.volumes.assumed()
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.

@@ -28,6 +28,7 @@ from batchsched.plugins.coscheduling.conditions import (
 )
 from batchsched.plugins.coscheduling.status import stranded_message
 from batchsched.state.cluster import ClusterState
+from batchsched.state.reservations import StartReservation
 from batchsched.state.topology import placement_message
 
 TERMINAL = frozenset({"Finished", "Failed"})
@@ -39,6 +40,8 @@ class PodGroupStatusController:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
+        # Upstream groups whose Reserved condition is True (docs/backfill.md).
+        self._reserved: set[str] = set()
 
     def after_pass(
         self, changed: set[str], evicted: Sequence[Evict], now: datetime
@@ -46,15 +49,22 @@ class PodGroupStatusController:
         state = self.state
         decisions: list[Decision] = []
         disrupted = disruption_targets(state, evicted)
-        for key in sorted(changed | set(disrupted)):
+        held = {
+            holder.removeprefix("PodGroup "): reservation
+            for holder, reservation in state.start_reservations.by_holder.items()
+            if holder.startswith("PodGroup ")
+        }
+        for key in sorted(changed | set(disrupted) | set(held) | self._reserved):
             group = state.groups.by_key.get(key)
             if group is None:
+                self._reserved.discard(key)
                 continue
             members = members_of(state, key)
             status = compute_status(group, members, now)
             if group.upstream:
                 where = placed_where(state, group, members)
                 status = upstream_conditions(group, status, disrupted.get(key), now, where)
+                status = self._reservation(group, status, held.get(key), now)
             if status != group.status:
                 group.status = status
                 decisions.append(PodGroupUpdate(group.key, status))
@@ -76,6 +86,31 @@ class PodGroupStatusController:
             if group is not None:
                 out[key] = PodGroupUpdate(key, group.status)
         return out
+
+    def _reservation(
+        self,
+        group: PodGroup,
+        status: PodGroupStatus,
+        held: StartReservation | None,
+        now: datetime,
+    ) -> PodGroupStatus:
+        """The `Reserved` condition: True with the reservation's nodes and expected start
+        while the group holds one; False once it started (reason `Started`) or gave it back
+        (`Released`)."""
+        if held is not None:
+            self._reserved.add(group.key)
+            return set_condition(status, RESERVED_CONDITION, True, "Reserved", held.message(), now)
+        self._reserved.discard(group.key)
+        old = status.condition(RESERVED_CONDITION)
+        if old is None or old.status != "True":
+            return status
+        started = status.running + status.succeeded >= group.min_member
+        reason = "Started" if started else "Released"
+        return set_condition(status, RESERVED_CONDITION, False, reason, "", now)
+
+
+# batchsched's own condition on upstream PodGroups: the expected start of its reservation.
+RESERVED_CONDITION = "Reserved"
 
 
 def members_of(state: ClusterState, key: str) -> list[Pod]:

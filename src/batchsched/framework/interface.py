@@ -395,6 +395,32 @@ class PlacementFramework(Protocol):
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None: ...
 
+    def static_passing(self, cycle: Cycle) -> BoolArray: ...
+
+
+class WaitPlugin(Plugin):
+    """Told, in the scheduler's order, how each attempt of a pod or gang ended; it may hold
+    something for one left pending with no way found (preemption included) and add to its
+    message (Backfill's reservations, docs/backfill.md). `holder` is "Pod ns/name" or
+    "PodGroup ns/name"."""
+
+    def before_pass(self, state: ClusterState, now: datetime) -> None:
+        """A pass begins: refresh or drop what is held."""
+
+    def after_attempt(
+        self,
+        framework: PlacementFramework,
+        state: ClusterState,
+        holder: str,
+        waiting: Sequence[Pod],
+        rejected_by: frozenset[str] | None,
+        now: datetime,
+    ) -> str:
+        """The holder's pods left pending with no way found (none: it was placed, or
+        preemption found a way), and the plugins that rejected them (None: not known); what
+        to add to their pending message ("" for nothing)."""
+        raise NotImplementedError
+
 
 @dataclass(slots=True)
 class GroupAttempt:

@@ -133,6 +133,11 @@ class Framework:
         for plugin in self._per_pod:
             plugin.forget_pods(keys)
 
+    def static_passing(self, cycle: Cycle) -> BoolArray:
+        """The nodes whose static properties (cordon, taints, affinity, name) admit the pod,
+        whatever room they have: where it could run once pods there end."""
+        return self._static_verdict(cycle.state, cycle, None).passing
+
     def find_nodes(
         self, cycle: Cycle, allowed: BoolArray | None = None, local_only: bool = False
     ) -> tuple[BoolArray, Diagnosis]:

@@ -73,6 +73,11 @@ class Metrics:
             "Scheduling attempts that raised (a bug): the pod backs off, the loop goes on",
             registry=r,
         )
+        self.reservations = Gauge(
+            "batchsched_reservations",
+            "Pods and gangs holding nodes for their expected start (Backfill, docs/backfill.md)",
+            registry=r,
+        )
         self.leader = Gauge(
             "batchsched_leader", "1 while this replica holds the leader lease", registry=r
         )

@@ -32,6 +32,7 @@ from batchsched.live.malformed import Malformed
 from batchsched.live.metrics import Metrics
 from batchsched.live.queue_status import QueueStatusWriter
 from batchsched.live.ratelimit import TokenBucket
+from batchsched.live.reservations import ReservationEvents
 from batchsched.live.settings import LiveSettings
 from batchsched.objects.records import Pod
 from batchsched.scheduling.scheduler import Scheduler
@@ -126,6 +127,7 @@ class LiveScheduler:
         self.queue_status = QueueStatusWriter(
             client, self.events, self.metrics, self.is_leading, clock, dry_run=options.dry_run
         )
+        self.reservations = ReservationEvents(self.events, self.metrics)
         self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
         # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
         self._malformed: dict[tuple[str, str], Malformed] = {}
@@ -229,6 +231,8 @@ class LiveScheduler:
                         self.actuator.apply(step, self.state, self._pending_since)
                 self.passes += 1
                 self.metrics.observe_queue(self.scheduler.queue)
+                if not self.options.dry_run:
+                    self.reservations.after_pass(self.state)
                 timeout = self._sleep_for(now)
             self.queue_status.tick(self.state)
             self._apply(self._take(timeout))

@@ -57,6 +57,13 @@ from batchsched.objects.records import (
     Toleration,
     may_be_device_backed,
 )
+from batchsched.objects.runtime_bound import (
+    KUEUE_LABEL,
+    RUNTIME_ANNOTATION,
+    BoundError,
+    duration_seconds,
+    label_seconds,
+)
 from batchsched.objects.support import refused_field
 from batchsched.objects.system_classes import system_class_error
 from batchsched.objects.topology import (
@@ -679,6 +686,7 @@ class _SpecFields:
     extended_containers: tuple[ContainerDevices, ...]
     refused: str
     disks: tuple[InlineDisk, ...]
+    active_deadline_seconds: int | None
 
 
 def _read_spec(r: _Reader, spec: Any) -> _SpecFields:
@@ -724,7 +732,31 @@ def _read_spec(r: _Reader, spec: Any) -> _SpecFields:
         extended_containers=_extended_containers(inits, regular),
         refused=refused_field(spec),
         disks=pod_disks(r.label, spec),
+        active_deadline_seconds=_active_deadline(sp, spec),
     )
+
+
+def _active_deadline(sp: _Reader, spec: Any) -> int | None:
+    seconds = sp.integer(spec, "activeDeadlineSeconds", 0, 1, INT64_MAX)
+    return seconds or None
+
+
+def _stated_runtime(r: _Reader, labels: dict[str, str], annotations: dict[str, str]) -> int | None:
+    """The Kueue label's bound, else the annotation's (docs/backfill.md); None if neither."""
+    for where, raw, read in (
+        (f"metadata.labels.{KUEUE_LABEL}", labels.get(KUEUE_LABEL), label_seconds),
+        (
+            f"metadata.annotations.{RUNTIME_ANNOTATION}",
+            annotations.get(RUNTIME_ANNOTATION),
+            duration_seconds,
+        ),
+    ):
+        if raw is not None:
+            try:
+                return read(raw)
+            except BoundError as err:
+                raise r.fail(where, str(err)) from None
+    return None
 
 
 class _SpecMemo:
@@ -767,7 +799,9 @@ def read_pod(obj: Json) -> Pod:
     if not isinstance(spec, Mapping):
         raise r.fail("spec", "is required")
     f = _SPECS.fields(r, spec)
+    labels = r.string_map(obj, "metadata.labels")
     annotations = r.string_map(obj, "metadata.annotations")
+    stated = _stated_runtime(r, labels, annotations)
     return Pod(
         namespace=r.namespace,
         name=r.name,
@@ -779,7 +813,7 @@ def read_pod(obj: Json) -> Pod:
         priority=f.priority,
         priority_class_name=f.priority_class_name,
         preemption_policy=f.preemption_policy,
-        labels=r.string_map(obj, "metadata.labels"),
+        labels=labels,
         annotations=annotations,
         node_selector=dict(f.node_selector),
         required_terms=f.required_terms,
@@ -795,6 +829,7 @@ def read_pod(obj: Json) -> Pod:
         creation_timestamp=r.time(obj, "metadata.creationTimestamp"),
         start_time=r.time(obj, "status.startTime"),
         deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
+        max_runtime_seconds=f.active_deadline_seconds or stated,
         nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
         termination_grace_period_seconds=f.termination_grace_period_seconds,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
@@ -1034,6 +1069,7 @@ def read_pod_group(obj: Json) -> PodGroup:
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         topology=read_topology(r, obj, upstream=False),
         labels=r.string_map(obj, "metadata.labels"),
+        max_runtime_seconds=_stated_runtime(r, {}, r.string_map(obj, "metadata.annotations")),
     )
 
 

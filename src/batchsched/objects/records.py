@@ -183,6 +183,8 @@ class Pod:
     creation_timestamp: datetime | None = None
     start_time: datetime | None = None
     deletion_timestamp: datetime | None = None
+    # Its stated maximum runtime in seconds, None if it states none (objects/runtime_bound.py).
+    max_runtime_seconds: int | None = None
     nominated_node_name: str = ""
     termination_grace_period_seconds: int = 30
     resource_version: str = ""
@@ -438,6 +440,8 @@ class PodGroup:
     workload: str = ""  # `workloadName/templateName` of the Workload template it came from
     topology: TopologyRequest = field(default_factory=TopologyRequest)
     labels: dict[str, str] = field(default_factory=dict)  # e.g. its queue (docs/queues.md)
+    # Its members' stated maximum runtime, for those stating none (objects/runtime_bound.py).
+    max_runtime_seconds: int | None = None
 
     @property
     def key(self) -> str:

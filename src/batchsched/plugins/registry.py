@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from batchsched.framework.interface import Plugin
+from batchsched.plugins.backfill.plugin import Backfill
 from batchsched.plugins.coscheduling import Coscheduling
 from batchsched.plugins.daemonsetpreemption.plugin import DaemonSetPreemption
 from batchsched.plugins.defaultpreemption.plugin import DefaultPreemption
@@ -61,6 +62,7 @@ REGISTRY: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption,
     "PreemptionToleration": PreemptionToleration,
     "DaemonSetPreemption": DaemonSetPreemption,
+    "Backfill": Backfill,
     "VolumeRestrictions": _no_args(VolumeRestrictions),
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
     "VolumeBinding": VolumeBinding,
@@ -90,6 +92,9 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("DynamicResources", 0),
         # Before NodeResourcesFit: a reserved node must fail unresolvably for other pods.
         ("DaemonSetPreemption", 0),
+        # Also before NodeResourcesFit: room reserved for a waiting gang is not preempted
+        # for (docs/backfill.md).
+        ("Backfill", 0),
         ("NodePorts", 0),
         ("NodeResourcesFit", 0),
         ("VolumeRestrictions", 0),

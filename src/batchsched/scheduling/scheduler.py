@@ -29,6 +29,7 @@ from batchsched.framework.interface import (
     Diagnosis,
     GroupAttempt,
     GroupPlugin,
+    WaitPlugin,
 )
 from batchsched.framework.runtime import Framework
 from batchsched.framework.signature import HintGroup, Twins
@@ -96,6 +97,14 @@ class Scheduler:
             plugin = framework.group_plugin
             if plugin is not None and plugin not in self.group_plugins:
                 self.group_plugins.append(plugin)
+        # Per profile, the plugins told of each pod or gang left waiting (Backfill).
+        self.wait_plugins: dict[int, list[WaitPlugin]] = {
+            id(f): [p for p in f.plugins.values() if isinstance(p, WaitPlugin)]
+            for f in self.frameworks.values()
+        }
+        # The plugins that rejected the pods of the current attempt (None: unknown, e.g. a
+        # refusal at admission), for the wait plugins.
+        self._rejected_by: frozenset[str] | None = frozenset()
 
     def owns(self, pod: Pod) -> bool:
         """Pods of a configured profile; a pod naming no scheduler goes to the first one."""
@@ -111,6 +120,9 @@ class Scheduler:
         if departed:
             for framework in self.frameworks.values():
                 framework.forget_pods(departed)
+            # A remembered failure may name a pod that left (whose reservation kept the pod
+            # off a node, docs/backfill.md): nothing kept names a departed pod.
+            self._failed_shapes.clear()
         for key in self.state.pods.drain_pending_changes():
             pod = self.state.pods.pending.get(key)
             self.twins.forget(key)
@@ -152,6 +164,9 @@ class Scheduler:
         The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
         self.state.advance_queue_usage(now.timestamp())
+        for plugins in self.wait_plugins.values():
+            for waiter in plugins:
+                waiter.before_pass(self.state, now)
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._instant = now.timestamp()
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
@@ -184,9 +199,49 @@ class Scheduler:
         framework = self.framework_for(entry.pod)
         plugin = framework.group_plugin
         group = plugin.group_of(entry.pod) if plugin is not None else None
+        waiters = self.wait_plugins[id(framework)]
+        holder = f"Pod {entry.pod.key}" if group is None else f"PodGroup {group}"
+        self._rejected_by = frozenset()
         if plugin is None or group is None:
-            return self.schedule_one(entry, now)
-        return self.schedule_group(framework, plugin, group, now)
+            step = self.schedule_one(entry, now)
+        else:
+            step = self.schedule_group(framework, plugin, group, now)
+        if waiters:
+            step = self._told_waiting(framework, waiters, holder, step, now)
+        return step
+
+    def _told_waiting(
+        self,
+        framework: Framework,
+        waiters: list[WaitPlugin],
+        holder: str,
+        step: list[Decision],
+        now: datetime,
+    ) -> list[Decision]:
+        """The wait plugins are told how the attempt ended: the pods left pending with no
+        way found (no victims, no nomination), if any; what they add goes into the pods'
+        messages."""
+        pending = self.state.pods.pending
+        pods = [pending[d.pod] for d in step if isinstance(d, Unschedulable) and d.pod in pending]
+        if any(isinstance(d, Evict) or (isinstance(d, Nominate) and d.node) for d in step):
+            pods = []
+        state = self.state
+        rejected_by = self._rejected_by
+        said = " ".join(
+            part
+            for w in waiters
+            if (part := w.after_attempt(framework, state, holder, pods, rejected_by, now))
+        )
+        if not said:
+            return step
+        told = []
+        for decision in step:
+            if isinstance(decision, Unschedulable) and decision.pod in self.messages:
+                message = f"{decision.message} {said}"
+                self.messages[decision.pod] = message
+                decision = Unschedulable(decision.pod, message)
+            told.append(decision)
+        return told
 
     def _internal_error(self, pod: Pod, err: Exception, now: datetime) -> list[Decision]:
         """The attempt raised: the pod waits out a backoff, as after a failed attempt, and
@@ -356,6 +411,11 @@ class Scheduler:
         """Record a failed attempt; `rejected_by` names the plugins whose hints may wake the
         pod (None: retry it after any change)."""
         self.messages[pod.key] = message
+        self._rejected_by = (
+            None
+            if rejected_by is None or self._rejected_by is None
+            else (self._rejected_by | rejected_by)
+        )
         group = None
         if rejected_by is not None:
             group = self._group_of(self.framework_for(pod), pod, rejected_by)

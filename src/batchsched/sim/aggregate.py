@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+from batchsched.sim.metrics import LARGE, SIZE_CLASSES, RunResult, gpu_resource, run_summary
 from batchsched.sim.stats import Interval, interval, paired_difference
 
 Summary = dict[str, Any]
@@ -66,6 +66,29 @@ RUN_METRICS: list[Metric] = [
         None,
     ),
 ]
+
+
+def _backfill_metrics(sizes: list[str]) -> list[Metric]:
+    """Reservations' effect (docs/backfill.md): waits per job size, backfilled jobs, and how
+    far reserved jobs started from their first expected start."""
+
+    def wait(size: str, q: str) -> Callable[[Summary], float | None]:
+        return lambda s: _minutes(s["backfill"]["wait_seconds_by_size"][size][q])
+
+    return [
+        *(
+            (f"{size} jobs: wait {q} (min)", wait(size, q), None)
+            for size in sizes
+            for q in ("mean", "p50", "p95", "p99")
+        ),
+        ("backfilled jobs", lambda s: s["backfill"]["backfilled_jobs"], None),
+        ("reserved jobs", lambda s: s["backfill"]["reserved_jobs"], None),
+        (
+            "reservation start error mean (min)",
+            lambda s: _minutes(s["backfill"]["start_error_abs_seconds"]["mean"]),
+            None,
+        ),
+    ]
 
 
 def _class_metrics(classes: list[str]) -> list[Metric]:
@@ -166,7 +189,17 @@ def compare(results: dict[str, list[RunResult]]) -> Comparison:
     summaries = {r: [run_summary(result) for result in results[r]] for r in runs}
     classes = sorted({c for ss in summaries.values() for s in ss for c in s["classes"]})
     every = [s for ss in summaries.values() for s in ss]
-    metrics = [*RUN_METRICS, *_class_metrics(classes), *_queue_metrics(every)]
+    sizes = [
+        size
+        for size in (*SIZE_CLASSES, LARGE)
+        if any(s["backfill"]["jobs_by_size"].get(size) for s in every)
+    ]
+    metrics = [
+        *RUN_METRICS,
+        *_backfill_metrics(sizes),
+        *_class_metrics(classes),
+        *_queue_metrics(every),
+    ]
     values: dict[str, dict[str, list[float | None]]] = {}
     for label, read, _ in metrics:
         values[label] = {r: [_number(read(s)) for s in summaries[r]] for r in runs}

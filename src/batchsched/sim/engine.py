@@ -43,6 +43,7 @@ from batchsched.preemption.toleration_policy import parse_policy
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.sim.devices import ScenarioDevices
 from batchsched.sim.metrics import (
+    BackfillRecord,
     JobRecord,
     RunResult,
     Timeline,
@@ -189,6 +190,7 @@ class Simulation:
         self.decisions: dict[str, int] = {}
         self._warnings: list[Warn] = []
         self.reservations: dict[str, Reserve] = {}
+        self.backfill = BackfillRecord()
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -207,6 +209,7 @@ class Simulation:
             wall_seconds=time.perf_counter() - began,
             node_gpus=self._node_gpus(),
             queues=self._meter.timeline if self._meter is not None else None,
+            backfill=self.backfill,
         )
 
     def warnings(self) -> list[str]:
@@ -278,11 +281,44 @@ class Simulation:
         applied: list[Decision] = []
         while True:
             generation = self.state.generation
-            decisions = self.scheduler.schedule_pass(self._clock(self.now))
+            decisions = []
+            for step in self.scheduler.pass_steps(self._clock(self.now)):
+                self._watch_reservations(step)
+                decisions.extend(step)
             self.apply(decisions)
             applied.extend(decisions)
             if self.state.generation == generation:
                 return applied
+
+    def _watch_reservations(self, step: list[Decision]) -> None:
+        """As the pass goes: each job's first expected start, and the jobs bound on nodes
+        reserved for another (backfilled; docs/backfill.md)."""
+        held = self.state.start_reservations
+        if not held.by_holder:
+            return
+        row_of = self.state.nodes.row_of
+        for decision in step:
+            if isinstance(decision, Bind):
+                reserved = held.by_row.get(row_of[decision.node])
+                unit = self._unit_of.get(decision.pod)
+                if (
+                    reserved is not None
+                    and unit is not None
+                    and self._job_of(reserved.holder) is not unit.job
+                ):
+                    self.backfill.backfilled.add(unit.job.record.name)
+        for holder, reservation in held.by_holder.items():
+            job = self._job_of(holder)
+            if job is not None and reservation.start is not None:
+                expected = self._virtual(reservation.start.timestamp())
+                self.backfill.expected_start.setdefault(job.record.name, expected)
+
+    def _job_of(self, holder: str) -> JobRun | None:
+        """The job of a reservation's holder ("Pod ns/name" or "PodGroup ns/name")."""
+        kind, _, key = holder.partition(" ")
+        members = [key] if kind == "Pod" else sorted(self.state.groups.members.get(key, ()))
+        unit = next((u for m in members if (u := self._unit_of.get(m)) is not None), None)
+        return None if unit is None else unit.job
 
     # ---- events ------------------------------------------------------------------------
 
@@ -371,6 +407,7 @@ class Simulation:
                 creation_timestamp=created,
                 termination_grace_period_seconds=spec.grace_seconds,
                 resource_claims=spec.device_claims,
+                max_runtime_seconds=spec.stated_runtime,
             )
             self._create_claims(spec, pod)
             unit.pods.append(pod.key)

@@ -89,6 +89,17 @@ class Timeline:
 
 
 @dataclass
+class BackfillRecord:
+    """What reservations did in a run (docs/backfill.md), by job name."""
+
+    # The expected start of each job's first reservation (seconds since the start), by
+    # JobRecord.name.
+    expected_start: dict[str, float] = field(default_factory=dict)
+    # Jobs with a pod bound on a node reserved for another job.
+    backfilled: set[str] = field(default_factory=set)
+
+
+@dataclass
 class RunResult:
     name: str
     seed: int
@@ -102,6 +113,50 @@ class RunResult:
     node_gpus: float = 0.0  # GPUs of the largest node: a job whose pods each need that many
     # takes whole nodes, which is what GPU fragmentation delays
     queues: QueueTimeline | None = None  # per-queue shares, when the scenario has queues
+    backfill: BackfillRecord = field(default_factory=BackfillRecord)
+
+
+SIZE_CLASSES = ("1 GPU", "partial node", "whole node", "multi-node")
+# The largest jobs, also counted as multi-node: at least four nodes' worth of GPUs.
+LARGE = "4+ nodes"
+
+
+def size_class(job: JobRecord, node_gpus: float) -> str | None:
+    """A GPU job's size against the largest node: one GPU, part of a node, a whole node, or
+    more than one node; None for a job without GPUs."""
+    if job.gpus <= 0 or node_gpus <= 0:
+        return None
+    if job.gpus <= 1:
+        return SIZE_CLASSES[0]
+    if job.gpus < node_gpus:
+        return SIZE_CLASSES[1]
+    return SIZE_CLASSES[2] if job.gpus == node_gpus else SIZE_CLASSES[3]
+
+
+def backfill_summary(result: RunResult) -> dict[str, Any]:
+    """Waits per size class, the jobs backfilled, and how far reserved jobs started from
+    their first expected start (actual minus expected: positive is late)."""
+    by_size: dict[str, list[float]] = {name: [] for name in (*SIZE_CLASSES, LARGE)}
+    for job in result.jobs:
+        size = size_class(job, result.node_gpus)
+        if size is not None and (w := job.wait) is not None:
+            by_size[size].append(w)
+            if job.gpus >= 4 * result.node_gpus:
+                by_size[LARGE].append(w)
+    starts = {j.name: j.start for j in result.jobs}
+    errors = [
+        started - expected
+        for name, expected in result.backfill.expected_start.items()
+        if (started := starts.get(name)) is not None
+    ]
+    return {
+        "wait_seconds_by_size": {name: spread(waits) for name, waits in by_size.items()},
+        "jobs_by_size": {name: len(waits) for name, waits in by_size.items()},
+        "backfilled_jobs": len(result.backfill.backfilled),
+        "reserved_jobs": len(result.backfill.expected_start),
+        "start_error_seconds": spread(errors),
+        "start_error_abs_seconds": spread([abs(e) for e in errors]),
+    }
 
 
 def tracked_resources(names: list[str]) -> list[str]:
@@ -229,6 +284,7 @@ def run_summary(result: RunResult) -> dict[str, Any]:
         "classes": class_summary(jobs, result.end_time),
         "preemptors": preemptor_summary(jobs),
         "cluster": cluster_summary(result),
+        "backfill": backfill_summary(result),
         "decisions": dict(sorted(result.decisions.items())),
         "warnings": result.warnings,
         "queues": None

@@ -34,7 +34,7 @@ import math
 import os
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from typing import Any
 from batchsched.objects.documents import load_yaml_file
 from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.load import Objects
+from batchsched.objects.numbers import number
 from batchsched.objects.parse import parse_time, read_node, read_pod, read_priority_class
 from batchsched.objects.quantity import PODS, resource_amount
 from batchsched.objects.queues import Queue
@@ -53,6 +54,7 @@ from batchsched.objects.records import (
     SpreadConstraint,
     Toleration,
 )
+from batchsched.objects.runtime_bound import MAX_BOUND_SECONDS
 from batchsched.objects.schema import unknown_fields
 from batchsched.objects.system_classes import SYSTEM_CLASSES
 from batchsched.objects.volume_parse import read_pvc
@@ -135,6 +137,30 @@ _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
 
 
 @dataclass(frozen=True)
+class StatedRuntime:
+    """What the jobs' pods state as their maximum runtime (docs/backfill.md): the true
+    runtime times `factor` (users over-estimate), none for a share `none` of the jobs."""
+
+    factor: Distribution[float]
+    none: float
+
+    def apply(self, jobs: list[JobSpec], seed: int) -> list[JobSpec]:
+        """The jobs with their stated runtimes, drawn from a stream of their own: the jobs
+        a seed gives are the same with or without them."""
+        rng = random.Random(f"stated-runtime-{seed}")
+        out = []
+        for job in jobs:
+            states_none = rng.random() < self.none
+            factor = self.factor.draw(rng)
+            if states_none:
+                out.append(job)
+            else:
+                bound = min(MAX_BOUND_SECONDS, max(1, math.ceil(job.work * factor)))
+                out.append(replace(job, stated_runtime=bound))
+        return out
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
     classes: dict[str, str] = field(default_factory=dict)
@@ -162,6 +188,7 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     seeds: int = 1
     queues: ScenarioQueues | None = None
+    stated_runtime: StatedRuntime | None = None
 
     def queue_tree(self, jobs: list[JobSpec]) -> list[Queue]:
         """The Queue objects of a workload: the declared ones and those derived from it."""
@@ -192,6 +219,8 @@ class Scenario:
                     "nor a built-in class"
                 )
         jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))
+        if self.stated_runtime is not None:
+            jobs = self.stated_runtime.apply(jobs, seed)
         return jobs
 
 
@@ -224,7 +253,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
     work = raw.get("work")
     if work is None:
         raise top.fail("work", "is required (jobs, generators or a trace)")
-    w = Fields(path, work, "work", ("jobs", "generators", "trace"))
+    w = Fields(path, work, "work", ("jobs", "generators", "trace", "statedRuntime"))
     sources: list[Callable[[random.Random], list[JobSpec]]] = []
     for i, job in enumerate(w.items("jobs")):
         job_fields = Fields(path, job, f"work.jobs[{i}]", _JOB)
@@ -245,6 +274,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         sources.append(lambda _rng: list(trace_jobs))
     if not sources:
         raise w.fail("", "needs jobs, generators or a trace")
+    stated = _stated_runtime(path, w.raw["statedRuntime"]) if w.has("statedRuntime") else None
     if not nodes:
         raise top.fail("cluster", "has no nodes (give nodes or pools, or a trace with nodes)")
     names = [n.name for n in nodes]
@@ -277,6 +307,7 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         warnings=warnings,
         seeds=seeds,
         queues=queues,
+        stated_runtime=stated,
     )
 
 
@@ -286,6 +317,19 @@ def _check_trace_queues(path: Path, trace: Trace, queues: ScenarioQueues) -> Non
         problem = queues.problem(name)
         if problem:
             raise ScenarioError(f"{path}: work.trace.queueColumn: a value {problem}")
+
+
+def _stated_runtime(path: Path, raw: Any) -> StatedRuntime:
+    """`work.statedRuntime: {factor: 2, none: 0.1}`: the factor a distribution of positive
+    numbers (default 2), `none` a share of the jobs from 0 to 1 (default 0)."""
+    f = Fields(path, raw, "work.statedRuntime", ("factor", "none"))
+    factor = f.dist("factor", positive_number, 2.0)
+    share = f.value("none", _share, 0.0)
+    return StatedRuntime(factor, share)
+
+
+def _share(value: Any) -> float:
+    return number(value, 0.0, 1.0)
 
 
 def _manifests(raw: Any, key: str) -> list[tuple[str, Mapping[str, Any]]]:

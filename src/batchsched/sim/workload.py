@@ -74,6 +74,9 @@ class JobSpec:
     workload_class: str = ""
     queue: str = ""  # the leaf Queue its pods join (label batchsched.io/queue); "": none
     topology: JobTopology = NO_JOB_TOPOLOGY  # a gang's (sim/topology.py)
+    # The maximum runtime its pods state (seconds; None: none), which reservations plan with
+    # (docs/backfill.md): the scenario's `work.statedRuntime`.
+    stated_runtime: int | None = None
 
     @property
     def gang(self) -> bool:

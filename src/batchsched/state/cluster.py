@@ -42,7 +42,12 @@ from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
 from batchsched.state.queue_ledger import Counted, QueueLedger, merged
 from batchsched.state.queues import Membership, QueueTree, Usage
-from batchsched.state.reservations import Reservation, Reservations
+from batchsched.state.reservations import (
+    Reservation,
+    Reservations,
+    StartReservation,
+    StartReservations,
+)
 from batchsched.state.volumes import VolumeObject, VolumeObjects
 
 
@@ -57,6 +62,7 @@ class ClusterState:
         self.policy = Policy()
         self.groups = Groups()
         self.reservations = Reservations()
+        self.start_reservations = StartReservations()
         self.devices = DeviceState()  # DRA: slices, claims, devices in use
         self.device_classes: dict[str, DeviceClass] = {}
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
@@ -133,6 +139,9 @@ class ClusterState:
         reservation = self.reservations.by_row.get(idx)
         if reservation is not None:
             self.release(reservation.pod)
+        held = self.start_reservations.by_row.get(idx)
+        if held is not None:
+            self.release_start(held.holder)
         self.nodes.clear_row(idx)
         for key, node in list(self.nominations.items()):
             if node == idx:
@@ -294,6 +303,7 @@ class ClusterState:
                 pods.pending_changed(key)
 
     def remove_pod_group(self, key: str) -> None:
+        self.release_start(f"PodGroup {key}")
         self._queue_label_moves(self.groups.by_key.get(key), None)
         self.groups.remove(key)
         self.generation += 1
@@ -478,6 +488,7 @@ class ClusterState:
         self.nominations.pop(key, None)
         self.policy.forget_pod(key)
         self._memberships.pop(key, None)
+        self._release_starts_naming(pod)
         self.groups.index(key, None)
         if pods.pending.pop(key, None) is not None:
             pods.pending_changed(key)
@@ -564,6 +575,31 @@ class ClusterState:
         idx = self.reservations.release(pod_key)
         if idx is not None:
             self.nodes.touch(idx)
+            self.generation += 1
+
+    def hold_start(self, reservation: StartReservation) -> None:
+        """Hold nodes for a waiting pod's or gang's expected start (`StartReservations`):
+        other pods go there only as the Backfill plugin allows (docs/backfill.md)."""
+        self.release_start(reservation.holder)
+        self.start_reservations.hold(reservation)
+        for row in reservation.shares:
+            self.nodes.touch(row)
+
+    def _release_starts_naming(self, pod: Pod) -> None:
+        """A pod gone: the start reservations it or its gang held, or that waited for it to
+        end, are given back (Backfill plans them again at the next pass)."""
+        key = pod.key
+        group = group_key_of(pod)
+        for holder, held in list(self.start_reservations.by_holder.items()):
+            if key in held.waits_for or holder in (f"Pod {key}", f"PodGroup {group}"):
+                self.release_start(holder)
+
+    def release_start(self, holder: str) -> None:
+        """End the holder's start reservation, if it holds one: its nodes open to all again."""
+        rows = self.start_reservations.release(holder)
+        for row in rows:
+            self.nodes.touch(row)
+        if rows:
             self.generation += 1
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from batchsched.objects.parse import format_time
+
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
@@ -43,3 +45,49 @@ class Reservations:
     def of(self, pod_key: str) -> Reservation | None:
         idx = self.by_pod.get(pod_key)
         return None if idx is None else self.by_row[idx]
+
+
+@dataclass(frozen=True, slots=True)
+class StartReservation:
+    """Nodes held for the earliest start of a long-waiting pod or gang (docs/backfill.md).
+
+    `holder` is "Pod ns/name" or "PodGroup ns/name"; `shares` is, per node row, what the
+    holder's pods will take there; `start` the expected start, None when it waits for pods
+    that state no runtime; `waits_for` the running pods that must end first.
+    """
+
+    holder: str
+    nodes: tuple[str, ...]
+    shares: dict[int, dict[str, int]]
+    start: datetime | None
+    waits_for: tuple[str, ...]
+
+    def message(self) -> str:
+        """What the holder's pending message says of it."""
+        nodes = ", ".join(self.nodes)
+        if self.start is None:
+            waits = ", ".join(self.waits_for)
+            return f"reserved {nodes}; waits for pods without a stated runtime ({waits})."
+        return f"reserved {nodes}; expected start {format_time(self.start)}."
+
+
+class StartReservations:
+    def __init__(self) -> None:
+        # In the order they were made: an earlier one took its nodes first.
+        self.by_holder: dict[str, StartReservation] = {}
+        self.by_row: dict[int, StartReservation] = {}
+
+    def hold(self, reservation: StartReservation) -> None:
+        """Record a reservation whose holder holds none and whose rows are held by none."""
+        self.by_holder[reservation.holder] = reservation
+        for row in reservation.shares:
+            self.by_row[row] = reservation
+
+    def release(self, holder: str) -> tuple[int, ...]:
+        """End the holder's reservation; the rows it held (none if it held none)."""
+        reservation = self.by_holder.pop(holder, None)
+        if reservation is None:
+            return ()
+        for row in reservation.shares:
+            del self.by_row[row]
+        return tuple(reservation.shares)

@@ -29,6 +29,7 @@ GI = 2**30
 # after any change (the base class's default), which is always safe. Those without are
 # scores and the queue sort, which reject nothing.
 WITH_HINTS = {
+    "Backfill",
     "Coscheduling",
     "DaemonSetPreemption",
     "DefaultPreemption",

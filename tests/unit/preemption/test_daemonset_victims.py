@@ -336,7 +336,14 @@ def test_example_rollout(capsys: pytest.CaptureFixture[str]) -> None:
         f"logging/fluentd-worker-{i}" for i in range(1, 5)
     ]
     assert out["reservations"] == [
-        {"node": "worker-5", "pod": "logging/fluentd-worker-5", "since": "2026-11-22T10:00:00Z"}
+        {
+            "kind": "DaemonSet",
+            "holder": "Pod logging/fluentd-worker-5",
+            "nodes": ["worker-5"],
+            "node": "worker-5",
+            "pod": "logging/fluentd-worker-5",
+            "since": "2026-11-22T10:00:00Z",
+        }
     ]
     # With the default 30 s delay one-shot time never reaches it: only reservations.
     assert main(args) == 0

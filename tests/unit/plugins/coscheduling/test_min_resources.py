@@ -115,9 +115,10 @@ def test_the_room_of_terminating_victims_counts_while_the_group_waits_for_them()
     sched.queue.flush()
     second = sched.schedule_pass(NOW)
     assert not [d for d in second if isinstance(d, Evict | Bind)]
-    assert sched.messages["ml/b-0"].endswith(
-        "preemption: waiting for the victims of an earlier preemption to go."
-    )
+    message = sched.messages["ml/b-0"]
+    assert "preemption: waiting for the victims of an earlier preemption to go." in message
+    # It has waited (docs/backfill.md): it holds the nodes its victims leave, 30 s from now.
+    assert message.endswith("reserved n1, n2; expected start 2026-11-22T10:00:30Z.")
 
 
 def test_a_group_that_may_not_preempt_is_refused_on_the_free_room_alone() -> None:

@@ -1,0 +1,121 @@
+"""The pods running on candidate nodes as the planner sees them: their expected ends and
+requests (docs/backfill.md). Kept per node row and refreshed only for the rows the state's
+log says changed, so that planning again within a pass, or in the next one, reads only the
+nodes whose pods came or went."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.objects.runtime_bound import stated_runtime
+from batchsched.plugins.backfill.planner import Endings, FloatArray, IntArray
+from batchsched.state.cluster import ClusterState
+
+
+def bound_of(state: ClusterState, pod: Pod) -> int | None:
+    """The pod's stated runtime in seconds (its own, else its PodGroup's); None: none."""
+    key = group_key_of(pod)
+    return stated_runtime(pod, state.groups.by_key.get(key) if key else None)
+
+
+def ends_at(state: ClusterState, pod: Pod, now: float) -> float:
+    """When a pod on a node is expected to be gone (seconds since the epoch): a leaving pod
+    after its grace period, a running one at its start plus its bound (a pod bound but not
+    started yet: from now); inf if it states no runtime."""
+    fixed, bound = _end_terms(state, pod)
+    return fixed if not math.isnan(fixed) else now + bound
+
+
+def _end_terms(state: ClusterState, pod: Pod) -> tuple[float, float]:
+    """The pod's end when it does not depend on the clock (else nan), and its bound."""
+    if pod.deletion_timestamp is not None:
+        return pod.deletion_timestamp.timestamp() + pod.termination_grace_period_seconds, 0.0
+    bound = bound_of(state, pod)
+    if bound is None:
+        return math.inf, math.inf
+    if pod.start_time is None:
+        return math.nan, float(bound)
+    return pod.start_time.timestamp() + bound, float(bound)
+
+
+@dataclass(frozen=True, slots=True)
+class _RowPods:
+    keys: tuple[str, ...]
+    fixed: FloatArray  # end when known whatever the clock; nan: start unknown, from now
+    bound: FloatArray
+    requests: IntArray  # pods x resources
+
+
+class Picture:
+    """Per node row, its pods' end terms and requests, following the state's change log."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, _RowPods] = {}
+        self._row_of: dict[str, int] = {}  # pod key -> the kept row it is in
+        self._mark: int | None = None
+        self._width = -1
+
+    def _follow(self, state: ClusterState) -> None:
+        nodes = state.nodes
+        width = nodes.free.shape[1]
+        changed = None if self._mark is None else nodes.rows_changed_since(self._mark)
+        if changed is None or width != self._width:
+            self._rows.clear()
+            self._row_of.clear()
+        else:
+            for row in changed:
+                self._drop(row)
+        self._mark, self._width = nodes.change_mark(), width
+
+    def _drop(self, row: int) -> None:
+        kept = self._rows.pop(row, None)
+        if kept is not None:
+            for key in kept.keys:
+                self._row_of.pop(key, None)
+
+    def forget(self, keys: Collection[str]) -> None:
+        """These pods left: the rows that hold them go (nothing keeps a gone pod's key)."""
+        for key in keys:
+            row = self._row_of.get(key)
+            if row is not None:
+                self._drop(row)
+
+    def _row(self, state: ClusterState, row: int) -> _RowPods:
+        found = self._rows.get(row)
+        if found is None:
+            pods = sorted(state.nodes.pods_on[row].items())
+            width = state.nodes.free.shape[1]
+            requests = np.zeros((len(pods), width), dtype=np.int64)
+            fixed = np.empty(len(pods), dtype=np.float64)
+            bound = np.empty(len(pods), dtype=np.float64)
+            for i, (_, pod) in enumerate(pods):
+                demand = state.pods.demand(pod)
+                requests[i, demand.cols] = demand.amounts
+                fixed[i], bound[i] = _end_terms(state, pod)
+            found = self._rows[row] = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests)
+            self._row_of.update((key, row) for key in found.keys)
+        return found
+
+    def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
+        """The pods on `rows` (in that order, as candidate indices 0..len-1)."""
+        self._follow(state)
+        parts = [self._row(state, row) for row in rows]
+        counts = np.fromiter((len(p.keys) for p in parts), dtype=np.intp, count=len(parts))
+        node = np.repeat(np.arange(len(parts), dtype=np.intp), counts)
+        width = state.nodes.free.shape[1]
+        if not parts or not counts.any():
+            empty = np.zeros(0, dtype=np.float64)
+            return Endings(node, empty, np.zeros((0, width), dtype=np.int64), ())
+        fixed = np.concatenate([p.fixed for p in parts])
+        bound = np.concatenate([p.bound for p in parts])
+        at = np.where(np.isnan(fixed), now.timestamp() + bound, fixed)
+        requests = np.concatenate([p.requests for p in parts])
+        keys = [k for p in parts for k in p.keys]
+        return Endings(node, at, requests, keys)

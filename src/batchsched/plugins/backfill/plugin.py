@@ -1,0 +1,435 @@
+"""Backfill (Filter, and told after every attempt) (docs/backfill.md).
+
+- Reservations: a pod or gang that has waited `reserveAfterSeconds` since creation and found
+  no way (preemption included) gets, while fewer than `maxReservations` exist, the nodes
+  where it can start earliest by the expected ends of the pods running there
+  (`planner.earliest_start`) and that expected start. A reservation never takes the nodes of
+  another. At each pass's start the holders are planned again in the order they first
+  reserved, each on the nodes the earlier ones left, up to `maxReservations`; a reservation
+  that comes out the same is left as it is (its nodes are not touched, so nothing waiting is
+  woken for it). A holder's own pods pass its nodes; it gives them back once it is placed or
+  a way (preemption) is found for it.
+- Filter: on a reserved node another pod fits only if its stated runtime ends by the expected
+  start, or if the node keeps room for the holder's share after it. A pod that states no
+  runtime goes there only by the second rule.
+
+Args: `reserveAfterSeconds` (600, >= 0), `maxReservations` (4, >= 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from batchsched.framework.interface import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    FilterPlugin,
+    IndexArray,
+    PlacementFramework,
+    QueueingHint,
+    Rejection,
+    RowCheck,
+    RowLocalPlugin,
+    WaitPlugin,
+)
+from batchsched.objects.parse import format_time
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.records import Pod
+from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.backfill.picture import Picture, bound_of, ends_at
+from batchsched.plugins.backfill.planner import IntArray, Plan, earliest_start, packs_now
+from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
+from batchsched.state.reservations import StartReservation
+
+ARGS = ("reserveAfterSeconds", "maxReservations")
+# The filters whose rejection says a pod lacks room: only then can holding room help it (a
+# pod refused for anything else, e.g. at PreFilter, waits for something else).
+ROOM = frozenset({"NodeResourcesFit", "Backfill"})
+
+
+def read_args(args: Mapping[str, Any] | None) -> tuple[int, int]:
+    """`reserveAfterSeconds` and `maxReservations`, validated."""
+    reader = ArgsReader(Backfill.name, args, ARGS)
+    return reader.int_in("reserveAfterSeconds", 600, 0), reader.int_in("maxReservations", 4, 0)
+
+
+def holders_of(pod: Pod) -> tuple[str, str | None]:
+    """The names a reservation for this pod is held under: its own, and its gang's."""
+    group = group_key_of(pod)
+    return f"Pod {pod.key}", None if group is None else f"PodGroup {group}"
+
+
+class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
+    name = "Backfill"
+    skips_by_shape = False  # whether any reservation exists is the cluster's
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.reserve_after, self.max_reservations = read_args(args)
+        # The profile's framework, told with the first attempt: reservations are planned
+        # again with it at each pass.
+        self._framework: PlacementFramework | None = None
+        # The holders that reserved, in the order they first did.
+        self._holders: dict[str, None] = {}
+        self._picture = Picture()
+        # The rows reserved when the holders were last planned, and where the state's log
+        # of changed rows stood then: they are planned again once one of those rows changes.
+        self._planned_rows: set[int] = set()
+        self._mark: int | None = None
+        # Every row ever reserved: a pod kept off one wakes when it changes.
+        self._reserved_rows: set[int] = set()
+
+    def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
+        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._reserved_row_changed}
+
+    def _reserved_row_changed(self, change: ClusterChange, pod: Pod) -> bool:
+        """Only a reserved (or once reserved) node's change can let a pod it kept off in,
+        and only by a pod leaving it or its reservation changing (a pod arriving takes room)."""
+        if not any(row in self._reserved_rows for row in change.rows.tolist()):
+            return False
+        bound = change.state.pods.bound
+        return change.pods_where(lambda p: p.key not in bound or p.deletion_timestamp is not None)
+
+    def forget_pods(self, keys: Collection[str]) -> None:
+        self._picture.forget(keys)
+        for key in keys:
+            self._holders.pop(f"Pod {key}", None)
+
+    def reads(self, state: ClusterState, pod: Pod) -> Hashable:
+        # Its own reservation's rows (a holder's pods pass them), never its name: what is
+        # kept per shape must not name a pod.
+        held = state.start_reservations.by_holder
+        own = [tuple(sorted(held[h].shares)) for h in holders_of(pod) if h in held]
+        return bound_of(state, pod), tuple(own)
+
+    def skips(self, state: ClusterState, pod: Pod) -> bool:
+        return not state.start_reservations.by_row
+
+    # ---- filter ------------------------------------------------------------------------
+
+    def _refusal(self, cycle: Cycle, row: int) -> str | None:
+        """Why the pod may not take room on `row` (None: it may)."""
+        held = cycle.state.start_reservations.by_row.get(row)
+        if held is None or held.holder in holders_of(cycle.pod):
+            return None
+        start = held.start
+        bound = bound_of(cycle.state, cycle.pod)
+        if start is not None and bound is not None:
+            leaves_by = start.timestamp() - bound  # started by then, it ends by the start
+            if cycle.now.timestamp() <= leaves_by:
+                cycle.changes_at(leaves_by)
+                return None
+        if self._keeps_share(cycle, row, held):
+            return None
+        when = "once pods without a stated runtime end"
+        if start is not None:
+            when = f"expected start {format_time(start)}"
+        why = "states no runtime" if bound is None else "would run past that start"
+        return (
+            f"node(s) were reserved for {held.holder} ({when}): "
+            f"this pod {why} and would take room kept for it"
+        )
+
+    @staticmethod
+    def _keeps_share(cycle: Cycle, row: int, held: StartReservation) -> bool:
+        """Whether, with the pod placed, the node has room for the holder's share at the
+        expected start: the pods still there then (those not expected to be gone by it, and
+        this one) leave at least that much of its allocatable."""
+        state = cycle.state
+        now = cycle.now.timestamp()
+        start = None if held.start is None else held.start.timestamp()
+        left = state.nodes.allocatable[row].copy()
+        for other in state.nodes.pods_on[row].values():
+            stays = (
+                other.key not in held.waits_for
+                if start is None
+                else ends_at(state, other, now) > start
+            )
+            if stays:
+                demand = state.pods.demand(other)
+                left[demand.cols] -= demand.amounts
+        left[cycle.demand.cols] -= cycle.demand.amounts
+        resources = state.nodes.resources
+        for name, amount in held.shares[row].items():
+            col = resources.get(name)
+            if col is None or col >= left.shape[0] or left[col] < amount:
+                return False
+        return True
+
+    def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
+        held = cycle.state.start_reservations.by_row
+        by_reason: dict[tuple[str, bool], list[int]] = {}
+        for row, reservation in held.items():
+            if row < candidates.shape[0] and candidates[row]:
+                why = self._refusal(cycle, row)
+                if why is not None:
+                    # A reservation with an expected start is not preempted for; one that
+                    # waits for pods without a stated runtime may be (preemption decides).
+                    resolvable = reservation.start is None
+                    by_reason.setdefault((why, resolvable), []).append(row)
+        rejections = []
+        for (why, resolvable), rows in sorted(by_reason.items()):
+            nodes = np.zeros(candidates.shape[0], dtype=np.bool_)
+            nodes[rows] = True
+            rejections.append(Rejection(why, nodes, resolvable=resolvable))
+        return rejections
+
+    def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:
+        held = cycle.state.start_reservations.by_row
+        fits = np.ones(rows.shape[0], dtype=np.bool_)
+        if held:
+            for i, row in enumerate(rows.tolist()):
+                if row in held and self._refusal(cycle, row) is not None:
+                    fits[i] = False
+        return fits
+
+    def row_check(self, cycle: Cycle) -> RowCheck | None:
+        if not cycle.state.start_reservations.by_row:
+            return None
+        return lambda row: self._refusal(cycle, row) is None
+
+    # ---- reservations ------------------------------------------------------------------
+
+    def before_pass(self, state: ClusterState, now: datetime) -> None:
+        framework = self._framework
+        if framework is None or not self._holders:
+            return
+        found = None if self._mark is None else state.nodes.rows_changed_since(self._mark)
+        changed = None if found is None else set(found)
+        if changed is not None and self._planned_rows.isdisjoint(changed):
+            # No pod came to or left the reserved nodes, and none was given back: they
+            # stand as planned (a pod leaving elsewhere does not delay them).
+            return
+        taken = set(state.reservations.by_row)  # DaemonSet preemption's
+        planned: dict[str, StartReservation] = {}
+        held = state.start_reservations.by_holder
+        for holder in list(self._holders):
+            pods = _waiting_pods(state, holder)
+            if not pods:
+                del self._holders[holder]  # bound or gone
+                continue
+            if len(planned) >= self.max_reservations:
+                break
+            kept = held.get(holder)
+            if (
+                kept is not None
+                and changed is not None
+                and not kept.shares.keys() & (changed | taken)
+            ):
+                planned[holder] = kept  # its nodes are as they were: so is its plan
+                taken.update(kept.shares)
+                continue
+            # Kept even where it fits now by room: it holds the room until it is attempted
+            # (it may be backing off), not a pod that happens to come first in the pass.
+            reservation = self._plan(framework, state, holder, pods, now, taken, fits_now=True)
+            if reservation is None:
+                del self._holders[holder]  # it never fits off the earlier ones' nodes
+                continue
+            planned[holder] = reservation
+            taken.update(reservation.shares)
+        for holder, reservation in list(held.items()):
+            if planned.get(holder) != reservation:
+                state.release_start(holder)
+        for holder, reservation in planned.items():
+            if holder not in held:
+                self._hold(state, reservation)
+        self._follow(state)
+
+    def after_attempt(
+        self,
+        framework: PlacementFramework,
+        state: ClusterState,
+        holder: str,
+        waiting: Sequence[Pod],
+        rejected_by: frozenset[str] | None,
+        now: datetime,
+    ) -> str:
+        self._framework = framework
+        held = state.start_reservations.by_holder.get(holder)
+        if not waiting or (held is not None and _room_was_there(held, now)):
+            # Placed, a way was found for it, or it failed with the room in hand: it
+            # waits for something else than room.
+            if held is not None:
+                state.release_start(holder)
+            self._holders.pop(holder, None)
+            return ""
+        if (
+            held is None
+            and len(state.start_reservations.by_holder) < self.max_reservations
+            and _lacks_room(state, holder, rejected_by)
+            and self._waited(state, holder, waiting, now)
+        ):
+            taken = set(state.start_reservations.by_row) | set(state.reservations.by_row)
+            held = self._plan(framework, state, holder, waiting, now, taken)
+            if held is not None:
+                self._hold(state, held)
+                self._holders[holder] = None
+                self._planned_rows.update(held.shares)
+        return "" if held is None else held.message()
+
+    def _hold(self, state: ClusterState, reservation: StartReservation) -> None:
+        state.hold_start(reservation)
+        self._reserved_rows.update(reservation.shares)
+
+    def _follow(self, state: ClusterState) -> None:
+        """Planned as of now: what is reserved, and where the log of changed rows is."""
+        self._planned_rows = set(state.start_reservations.by_row)
+        self._mark = state.nodes.change_mark()
+
+    def _plan(
+        self,
+        framework: PlacementFramework,
+        state: ClusterState,
+        holder: str,
+        pods: Sequence[Pod],
+        now: datetime,
+        taken: set[int],
+        fits_now: bool = False,
+    ) -> StartReservation | None:
+        """The nodes where the pods start earliest, off `taken`; None if they never fit, or
+        (unless `fits_now`) if they fit by room now: room is not what they wait for."""
+        if not _complete(state, holder, pods):
+            return None
+        eligible = _eligible(framework, state, pods, now)
+        # A node nominated for another pod (room preemption frees for it) is not offered.
+        own = {pod.key for pod in pods}
+        nominated = {row for key, row in state.nominations.items() if key not in own}
+        if taken or nominated:
+            off = [row for row in taken | nominated if row < eligible.shape[0]]
+            eligible[off] = False
+        rows = np.flatnonzero(eligible)
+        if rows.shape[0] == 0:
+            return None
+        width = state.nodes.free.shape[1]
+        members = np.zeros((len(pods), width), dtype=np.int64)
+        for i, pod in enumerate(pods):
+            demand = state.pods.demand(pod)
+            members[i, demand.cols] = demand.amounts
+        if not fits_now and packs_now(state.nodes.free[rows], members):
+            return None
+        best: tuple[float, int, str, IndexArray, Plan] | None = None
+        # A gang that requires one domain of a key plans within each domain alone: the
+        # earliest start wins, then fewer pods to wait for, then the domain's value.
+        for value, domain in _domains(state, holder, rows):
+            plan = self._earliest(state, domain, members, now)
+            if plan is not None:
+                start = math.inf if plan.start is None else plan.start
+                found = (start, len(plan.waits_for), value, domain, plan)
+                if best is None or found[:3] < best[:3]:
+                    best = found
+        if best is None:
+            return None
+        _, _, _, rows, plan = best
+        names = state.nodes.resources.names
+        shares = {int(rows[i]): _amounts(names, share) for i, share in plan.shares.items()}
+        return StartReservation(
+            holder,
+            tuple(sorted(state.nodes.name(row) for row in shares)),
+            shares,
+            None if plan.start is None else datetime.fromtimestamp(plan.start, UTC),
+            plan.waits_for,
+        )
+
+    def _earliest(
+        self, state: ClusterState, rows: IndexArray, members: IntArray, now: datetime
+    ) -> Plan | None:
+        free = state.nodes.free[rows]
+        rank = state.nodes.name_rank()[rows]
+        endings = self._picture.endings(state, rows.tolist(), now)
+        return earliest_start(free, rank, endings, members, now.timestamp())
+
+    def _waited(self, state: ClusterState, holder: str, pods: Sequence[Pod], now: datetime) -> bool:
+        """Whether the holder was created at least `reserveAfterSeconds` ago (a gang by its
+        PodGroup's creation, else its oldest pod's)."""
+        created: datetime | None = None
+        if holder.startswith("PodGroup "):
+            group = state.groups.by_key.get(holder.removeprefix("PodGroup "))
+            created = None if group is None else group.creation_timestamp
+        if created is None:
+            stamps = [p.creation_timestamp for p in pods if p.creation_timestamp is not None]
+            created = min(stamps, default=None)
+        return created is not None and (now - created).total_seconds() >= self.reserve_after
+
+
+def _required_key(state: ClusterState, holder: str) -> str:
+    """The label key whose one domain the holder's gang requires ("" for none)."""
+    kind, _, key = holder.partition(" ")
+    group = state.groups.by_key.get(key) if kind == "PodGroup" else None
+    return "" if group is None else group.topology.required
+
+
+def _lacks_room(state: ClusterState, holder: str, rejected_by: frozenset[str] | None) -> bool:
+    """Whether the attempt failed for room (None: not known, so it may have): a filter of
+    ROOM rejected it, or, for a gang requiring one domain, its domain search (Coscheduling)."""
+    if rejected_by is None or not rejected_by.isdisjoint(ROOM):
+        return True
+    return "Coscheduling" in rejected_by and bool(_required_key(state, holder))
+
+
+def _domains(state: ClusterState, holder: str, rows: IndexArray) -> list[tuple[str, IndexArray]]:
+    """The candidate rows by domain of the key the holder's gang requires (docs/topology.md),
+    by value; all of them as one otherwise."""
+    label = _required_key(state, holder)
+    if not label:
+        return [("", rows)]
+    by_value: dict[str, list[int]] = {}
+    for row in rows.tolist():
+        node = state.nodes.by_row[row]
+        value = None if node is None else node.labels.get(label)
+        if value is not None:
+            by_value.setdefault(value, []).append(row)
+    return [(v, np.asarray(r, dtype=np.intp)) for v, r in sorted(by_value.items())]
+
+
+def _room_was_there(held: StartReservation, now: datetime) -> bool:
+    """Whether the reservation had its room free at `now` (its start has come, no pod to
+    wait for)."""
+    return held.start is not None and held.start <= now and not held.waits_for
+
+
+def _amounts(names: Sequence[str], share: IntArray) -> dict[str, int]:
+    return {names[col]: int(share[col]) for col in np.flatnonzero(share).tolist()}
+
+
+def _complete(state: ClusterState, holder: str, pods: Sequence[Pod]) -> bool:
+    """Whether the pods can make their group whole (a gang still short of members waits
+    for them, not for room)."""
+    kind, _, key = holder.partition(" ")
+    if kind == "Pod":
+        return True
+    group = state.groups.by_key.get(key)
+    if group is None:
+        return False
+    bound = sum(1 for m in state.groups.members.get(key, ()) if m in state.pods.bound)
+    return bound + len(pods) >= group.min_member
+
+
+def _waiting_pods(state: ClusterState, holder: str) -> list[Pod]:
+    """The holder's pods still pending: the pod, or the gang's pending members."""
+    kind, _, key = holder.partition(" ")
+    pending = state.pods.pending
+    if kind == "Pod":
+        return [pending[key]] if key in pending else []
+    return [pending[m] for m in sorted(state.groups.members.get(key, ())) if m in pending]
+
+
+def _eligible(
+    framework: PlacementFramework, state: ClusterState, pods: Sequence[Pod], now: datetime
+) -> BoolArray:
+    """The nodes every pod could run on once room frees up: their static properties admit
+    it and their allocatable room holds it (the framework keeps the static verdicts per
+    pod shape)."""
+    allocatable = state.nodes.allocatable[: state.nodes.rows]
+    eligible: BoolArray = state.nodes.valid[: state.nodes.rows].copy()
+    for pod in pods:
+        demand = state.pods.demand(pod)
+        cycle = Cycle(state, pod, now, demand, state.nodes.free)
+        eligible &= framework.static_passing(cycle)
+        eligible &= np.all(allocatable[:, demand.cols] >= demand.amounts, axis=1)
+    return eligible

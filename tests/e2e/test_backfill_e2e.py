@@ -1,0 +1,81 @@
+"""Reservations and backfill against a real control plane (docs/backfill.md): a waiting gang
+reserves two nodes, a short pod backfills, a long one waits, and the gang starts when the
+running pods end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.cluster import Cluster, shipped_config, wait
+
+pytestmark = pytest.mark.e2e
+
+RUNTIME = "batchsched.io/max-runtime"
+
+
+def _pod(cluster: Cluster, name: str, runtime: str, node: str = "", **kwargs: Any) -> None:
+    body = cluster.pod_body(name, cpu=kwargs.pop("cpu", "2"), **kwargs)
+    body["metadata"]["annotations"] = {RUNTIME: runtime}
+    if node:
+        body["spec"]["nodeName"] = node
+    cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", body)
+
+
+def _message(cluster: Cluster, name: str) -> str:
+    return str((cluster.condition(name, "PodScheduled") or {}).get("message", ""))
+
+
+def test_a_gang_reserves_a_short_pod_backfills_a_long_one_waits(cluster: Cluster) -> None:
+    suffix = cluster.namespace[-6:]
+    nodes = [f"bf1-{suffix}", f"bf2-{suffix}"]
+    for node in nodes:
+        cluster.node(node, cpu="4")
+    for i, node in enumerate(nodes):
+        _pod(cluster, f"run-{i}", "1h", node=node)
+    wait(
+        lambda: all(
+            (cluster.get_pod(f"run-{i}") or {}).get("status", {}).get("startTime") for i in range(2)
+        ),
+        what="running pods started",
+    )
+    # Reserving at once: the API server stamps creation itself, so a gang cannot have waited
+    # the default 10 minutes already.
+    config = shipped_config({"name": "Backfill", "args": {"reserveAfterSeconds": 0}})
+    scheduler = cluster.run_scheduler(config)
+    groups = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{cluster.namespace}/podgroups"
+    cluster.create(
+        groups,
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "big", "annotations": {RUNTIME: "2h"}},
+            "spec": {"minMember": 2},
+        },
+    )
+    for i in range(2):
+        cluster.pod(f"big-{i}", cpu="4", labels={"scheduling.x-k8s.io/pod-group": "big"})
+    reserved = f"reserved {', '.join(sorted(nodes))}; expected start "
+    wait(lambda: reserved in _message(cluster, "big-0"), what="the gang told its start")
+    _pod(cluster, "short", "10m")
+    _pod(cluster, "long", "2h")
+    wait(lambda: cluster.node_of("short") in nodes, what="the short pod backfilled")
+    wait(
+        lambda: "reserved for PodGroup" in _message(cluster, "long"),
+        what="the long pod told whose reservation it waits for",
+    )
+    assert cluster.node_of("long") == ""
+    assert cluster.events("Reserved"), "no Reserved event"
+    gauge = scheduler.metrics.registry.get_sample_value("batchsched_reservations")
+    assert gauge == 1
+    # The running pods (and the backfilled one) end: the gang starts on its reserved nodes.
+    for name in ("run-0", "run-1", "short"):
+        cluster.admin.request("DELETE", f"/api/v1/namespaces/{cluster.namespace}/pods/{name}")
+    wait(
+        lambda: sorted(cluster.node_of(f"big-{i}") for i in range(2)) == sorted(nodes),
+        what="the gang started on its nodes",
+        timeout=60,
+    )
+    wait(lambda: cluster.events("ReservationStarted"), what="ReservationStarted event")
+    assert cluster.node_of("long") == ""  # the gang fills both nodes now

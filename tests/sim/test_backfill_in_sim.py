@@ -1,0 +1,133 @@
+"""Reservations and backfill in the simulator (docs/backfill.md): a long-waiting job reserves
+its start, a short one backfills, a long one waits, and the report counts them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from batchsched.config import load_config, parse_config
+from batchsched.sim.fields import ScenarioError
+from batchsched.sim.metrics import JobRecord, backfill_summary, size_class
+from batchsched.sim.scenario import load_scenario
+from batchsched.sim.workload import JobSpec
+from tests.sim.simkit import gpu_node, job, simulation
+
+
+def _jobs() -> list[JobSpec]:
+    return [
+        job("run", gpus=4, work=3600, priority_class="high", stated_runtime=3600),
+        job("big", gpus=8, work=1000, submit=1, priority_class="low", stated_runtime=7200),
+        job("short", gpus=2, work=100, submit=700, priority_class="low", stated_runtime=200),
+        job("long", gpus=2, work=100, submit=700, priority_class="low", stated_runtime=7200),
+    ]
+
+
+def test_a_reserved_job_starts_on_time_beside_a_backfilled_one() -> None:
+    result = simulation([gpu_node("n1")], _jobs()).run()
+    by_name = {j.name: j for j in result.jobs}
+    assert by_name["default/short"].start == 700  # ends by 3600: backfilled
+    assert by_name["default/big"].start == 3600  # when "run" ends, as expected
+    assert by_name["default/long"].start == 4600  # would have run past 3600: after big
+    # long, waiting since 700, reserves at 3600 the start big's stated 2 h allow: 10800;
+    # big ends after its true 1000 s and long starts 6200 s early.
+    assert result.backfill.expected_start == {"default/big": 3600, "default/long": 10800}
+    assert result.backfill.backfilled == {"default/short"}
+    summary = backfill_summary(result)
+    assert summary["backfilled_jobs"] == 1 and summary["reserved_jobs"] == 2
+    assert summary["start_error_seconds"]["mean"] == -3100
+    assert summary["start_error_abs_seconds"]["mean"] == 3100
+    assert summary["jobs_by_size"] == {
+        "1 GPU": 0,
+        "partial node": 3,
+        "whole node": 1,
+        "multi-node": 0,
+        "4+ nodes": 0,
+    }
+
+
+def test_without_the_plugin_the_small_jobs_go_first() -> None:
+    config = parse_config(
+        {"profiles": [{"plugins": {"filter": {"disabled": [{"name": "Backfill"}]}}}]}
+    )
+    result = simulation([gpu_node("n1")], _jobs(), config=config).run()
+    by_name = {j.name: j for j in result.jobs}
+    assert by_name["default/long"].start == 700  # takes the room big waits for
+    assert by_name["default/big"].start == 3600  # when "run" ends: long ended at 800
+    assert result.backfill.backfilled == set() and result.backfill.expected_start == {}
+
+
+def test_size_classes() -> None:
+    def record(gpus: float, pods: int = 1) -> JobRecord:
+        return JobRecord("j", "low", "low", pods, gpus, pods > 1, 0.0)
+
+    assert [size_class(record(g), 8) for g in (0, 1, 4, 8, 16)] == [
+        None,
+        "1 GPU",
+        "partial node",
+        "whole node",
+        "multi-node",
+    ]
+
+
+def _scenario(tmp_path: Path, stated: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ncluster: {pools: [{name: g, count: 1, allocatable: {nvidia.com/gpu: '8'}}]}\n"
+        "work:\n"
+        f"  statedRuntime: {stated}\n"
+        "  jobs: [{name: a, duration: 1h, requests: {nvidia.com/gpu: 1}},"
+        " {name: b, duration: 30m, requests: {nvidia.com/gpu: 1}}]\n"
+    )
+    return path
+
+
+def test_stated_runtime_is_the_runtime_times_the_factor(tmp_path: Path) -> None:
+    jobs = load_scenario(_scenario(tmp_path, "{factor: 1.5}")).jobs(0)
+    assert [j.stated_runtime for j in jobs] == [5400, 2700]
+    assert [j.stated_runtime for j in load_scenario(_scenario(tmp_path, "{}")).jobs(0)] == [
+        7200,
+        3600,
+    ]
+    none = load_scenario(_scenario(tmp_path, "{none: 1}")).jobs(0)
+    assert [j.stated_runtime for j in none] == [None, None]
+
+
+def test_the_jobs_of_a_seed_are_the_same_with_stated_runtimes(tmp_path: Path) -> None:
+    with_bounds = load_scenario(_scenario(tmp_path, "{factor: {uniform: [1, 3]}}")).jobs(4)
+    (tmp_path / "s.yaml").write_text(
+        (tmp_path / "s.yaml")
+        .read_text()
+        .replace("  statedRuntime: {factor: {uniform: [1, 3]}}\n", "")
+    )
+    without = load_scenario(tmp_path / "s.yaml").jobs(4)
+    assert [(j.name, j.work) for j in with_bounds] == [(j.name, j.work) for j in without]
+    assert all(j.stated_runtime is None for j in without)
+
+
+@pytest.mark.parametrize(
+    ("stated", "fragment"),
+    [
+        ("{none: 2}", "work.statedRuntime.none"),
+        ("{factor: 0}", "work.statedRuntime.factor"),
+        ("{factors: 2}", "unknown field"),
+    ],
+)
+def test_bad_stated_runtime(tmp_path: Path, stated: str, fragment: str) -> None:
+    with pytest.raises(ScenarioError, match=fragment):
+        load_scenario(_scenario(tmp_path, stated))
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def test_the_examples_compare_the_profile_with_and_without_backfill() -> None:
+    without = load_config(EXAMPLES / "backfill" / "without-backfill.yaml")
+    default = load_config(EXAMPLES / "backfill" / "default.yaml")
+    assert "Backfill" not in dict(without.profiles[0].plugins["filter"])
+    assert "Backfill" in dict(default.profiles[0].plugins["filter"])
+    demo = load_scenario(EXAMPLES / "ml-cluster" / "scenario.yaml")
+    jobs = demo.jobs(7)
+    assert jobs and all(j.stated_runtime == math.ceil(2 * j.work) for j in jobs)

@@ -1,0 +1,269 @@
+"""Backfill's rules, one per test: who reserves, where, and who may use reserved room."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchsched.config import parse_config
+from batchsched.objects.errors import InputError
+from batchsched.plugins.backfill.plugin import read_args
+from tests.builders import node, pod, pod_group, priority_class, upstream_group
+from tests.conftest import schedule
+
+GPU = {"nvidia.com/gpu": "8"}
+OLD = "2026-11-22T09:00:00Z"  # an hour before NOW: past reserveAfterSeconds
+YOUNG = "2026-11-22T09:59:00Z"
+
+
+def _gpus(n: int) -> dict[str, str]:
+    return {"nvidia.com/gpu": str(n)}
+
+
+def _running(name: str, on: str, gpus: int, runtime: str | None) -> dict[str, Any]:
+    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
+    return pod(
+        name,
+        node_name=on,
+        phase="Running",
+        annotations=notes,
+        scheduled_at="2026-11-22T09:30:00Z",
+        extra_requests=_gpus(gpus),
+    )
+
+
+def _waiting(name: str, gpus: int, runtime: str | None = None, created: str = OLD) -> Any:
+    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
+    return pod(name, annotations=notes, created=created, extra_requests=_gpus(gpus))
+
+
+def _cluster() -> list[dict[str, Any]]:
+    """n1 frees at 10:30 (a 1 h pod started 09:30), n2 at 11:30, n3 never (no runtime)."""
+    return [
+        node("n1", nvidia_com__gpu="8"),
+        node("n2", nvidia_com__gpu="8"),
+        node("n3", nvidia_com__gpu="8"),
+        _running("a", "n1", 8, "1h"),
+        _running("b", "n2", 8, "2h"),
+        _running("c", "n3", 8, None),
+    ]
+
+
+def _config(**args: int) -> Any:
+    return parse_config({"profiles": [{"pluginConfig": [{"name": "Backfill", "args": args}]}]})
+
+
+def _held(result: Any) -> dict[str, tuple[list[str], str | None]]:
+    return {
+        r["holder"]: (r["nodes"], r["expectedStart"])
+        for r in result.to_json()["reservations"]
+        if r["kind"] == "Backfill"
+    }
+
+
+def test_an_old_pod_reserves_the_node_that_frees_first() -> None:
+    result = schedule(*_cluster(), _waiting("big", 8))
+    assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
+    assert (
+        "reserved n1; expected start 2026-11-22T10:30:00Z." in result.unschedulable["default/big"]
+    )
+
+
+def test_a_young_pod_reserves_nothing() -> None:
+    result = schedule(*_cluster(), _waiting("big", 8, created=YOUNG))
+    assert _held(result) == {}
+
+
+def test_reserve_after_seconds_is_configurable() -> None:
+    config = parse_config(
+        {
+            "profiles": [
+                {"pluginConfig": [{"name": "Backfill", "args": {"reserveAfterSeconds": 30}}]}
+            ]
+        }
+    )
+    result = schedule(*_cluster(), _waiting("big", 8, created=YOUNG), config=config)
+    assert list(_held(result)) == ["Pod default/big"]
+
+
+def test_waits_for_pods_without_a_runtime() -> None:
+    result = schedule(
+        node("n3", nvidia_com__gpu="8"), _running("c", "n3", 8, None), _waiting("big", 8)
+    )
+    assert _held(result) == {"Pod default/big": (["n3"], None)}
+    assert (
+        "waits for pods without a stated runtime (default/c)" in result.unschedulable["default/big"]
+    )
+
+
+def test_reservations_never_overlap_and_follow_the_order() -> None:
+    first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")
+    second = _waiting("big-2", 8)
+    result = schedule(*_cluster(), first, second)
+    assert _held(result) == {
+        "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
+        "Pod default/big-2": (["n2"], "2026-11-22T11:30:00Z"),
+    }
+
+
+def test_max_reservations() -> None:
+    config = _config(maxReservations=1)
+    first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")
+    result = schedule(*_cluster(), first, _waiting("big-2", 8), config=config)
+    assert list(_held(result)) == ["Pod default/big-1"]
+
+
+def _reserved_n1_with_room(*others: dict[str, Any]) -> Any:
+    """big (8 GPUs) reserves n1 for 10:30, where a 4-GPU pod runs till then: 4 GPUs free."""
+    return schedule(
+        node("n1", nvidia_com__gpu="8"),
+        _running("a", "n1", 4, "1h"),
+        _waiting("big", 8, created="2026-11-22T08:00:00Z"),
+        *others,
+    )
+
+
+def test_a_pod_ending_before_the_start_backfills() -> None:
+    result = _reserved_n1_with_room(_waiting("short", 4, "30m", created=YOUNG))
+    assert {b.pod: b.node for b in result.bindings} == {"default/short": "n1"}
+
+
+def test_a_pod_running_past_the_start_waits() -> None:
+    result = _reserved_n1_with_room(_waiting("long", 4, "2h", created=YOUNG))
+    assert result.bindings == []
+    assert (
+        "reserved for Pod default/big (expected start 2026-11-22T10:30:00Z): this pod would"
+        " run past that start" in result.unschedulable["default/long"]
+    )
+
+
+def test_a_pod_without_a_runtime_waits() -> None:
+    result = _reserved_n1_with_room(_waiting("free", 4, created=YOUNG))
+    assert result.bindings == []
+    assert "this pod states no runtime" in result.unschedulable["default/free"]
+
+
+def test_room_beyond_the_share_is_open_to_all() -> None:
+    # The reserving pod needs 4 of the 8 GPUs at 10:30, when "a" will have left 8 free: a
+    # pod of 2 GPUs may stay past that start whatever its runtime (here none).
+    result = schedule(
+        node("n1", nvidia_com__gpu="8"),
+        _running("a", "n1", 6, "1h"),
+        _waiting("mid", 4, created="2026-11-22T08:00:00Z"),
+        _waiting("free", 2, created=YOUNG),
+    )
+    assert _held(result) == {"Pod default/mid": (["n1"], "2026-11-22T10:30:00Z")}
+    assert {b.pod: b.node for b in result.bindings} == {"default/free": "n1"}
+
+
+def _members(**joining: Any) -> list[dict[str, Any]]:
+    """Two whole-node members of gang ml/train, joining it as `joining` says."""
+    return [pod(f"w-{i}", namespace="ml", extra_requests=_gpus(8), **joining) for i in range(2)]
+
+
+def test_a_gang_reserves_as_a_whole() -> None:
+    members = _members(labels={"scheduling.x-k8s.io/pod-group": "train"})
+    group = pod_group("train", 2)
+    group["metadata"]["creationTimestamp"] = OLD
+    result = schedule(*_cluster(), group, *members)
+    assert _held(result) == {"PodGroup ml/train": (["n1", "n2"], "2026-11-22T11:30:00Z")}
+
+
+def test_a_gang_short_of_members_reserves_nothing() -> None:
+    member = pod(
+        "w-0",
+        namespace="ml",
+        labels={"scheduling.x-k8s.io/pod-group": "train"},
+        extra_requests=_gpus(8),
+    )
+    group = pod_group("train", 2)
+    group["metadata"]["creationTimestamp"] = OLD
+    assert _held(schedule(*_cluster(), group, member)) == {}
+
+
+def test_a_node_the_pod_cannot_use_is_not_reserved() -> None:
+    tainted = node(
+        "n0", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}], nvidia_com__gpu="8"
+    )
+    result = schedule(tainted, _running("z", "n0", 8, "10m"), *_cluster(), _waiting("big", 8))
+    assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ({"reserveAfterSeconds": -1}, "args.reserveAfterSeconds"),
+        ({"maxReservations": "4"}, "args.maxReservations"),
+        ({"maxReservation": 4}, "unknown argument"),
+    ],
+)
+def test_bad_args(args: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment):
+        read_args(args)
+
+
+def test_default_args() -> None:
+    assert read_args(None) == (600, 4)
+
+
+def test_an_upstream_gang_carries_its_expected_start_as_a_condition() -> None:
+    group = upstream_group("train", 2)
+    group["metadata"]["creationTimestamp"] = OLD
+    members = _members(schedulingGroup={"podGroupName": "train"})
+    result = schedule(*_cluster(), group, *members)
+    status = result.to_json()["podGroups"][0]
+    [reserved] = [c for c in status["conditions"] if c["type"] == "Reserved"]
+    assert (reserved["status"], reserved["reason"]) == ("True", "Reserved")
+    assert reserved["message"] == "reserved n1, n2; expected start 2026-11-22T11:30:00Z."
+
+
+def test_a_node_nominated_for_a_preemptor_is_not_reserved_by_another() -> None:
+    # "high" evicts "victim" and is nominated to n1; "low" waited long too, but must not
+    # reserve the room being freed for "high" (it would keep "high" off its own nomination).
+    result = schedule(
+        priority_class("low", 10),
+        priority_class("high", 100),
+        node("n1", cpu="1"),
+        pod("victim", cpu="1", node_name="n1", phase="Running", priority_class="low"),
+        pod("high", cpu="1", priority_class="high"),
+        pod("low", cpu="1", priority_class="low"),
+    )
+    assert {b.pod: b.node for b in result.bindings} == {"default/high": "n1"}
+    assert [e.pod for e in result.evictions] == ["default/victim"]
+    # Once "high" runs there, "low" reserves n1, waiting for it.
+    assert _held(result) == {"Pod default/low": (["n1"], None)}
+
+
+def test_a_gang_requiring_one_rack_reserves_within_one() -> None:
+    # Anywhere, n1 (10:30) and n3 (10:45) would start it earliest; within one rack, rack b's
+    # n3 and n4 (10:50) beat rack a's n1 and n2 (11:30).
+    def rack_node(name: str, rack: str) -> dict[str, Any]:
+        return node(name, labels={"example.com/rack": rack}, nvidia_com__gpu="8")
+
+    def ends_at(name: str, on: str, started: str) -> dict[str, Any]:
+        return pod(
+            name,
+            node_name=on,
+            phase="Running",
+            annotations={"batchsched.io/max-runtime": "1h"},
+            scheduled_at=f"2026-11-22T{started}:00Z",
+            extra_requests=_gpus(8),
+        )
+
+    group = pod_group("train", 2)
+    group["metadata"]["creationTimestamp"] = OLD
+    group["metadata"]["annotations"] = {"batchsched.io/topology-required": "example.com/rack"}
+    result = schedule(
+        rack_node("n1", "a"),
+        rack_node("n2", "a"),
+        rack_node("n3", "b"),
+        rack_node("n4", "b"),
+        ends_at("r1", "n1", "09:30"),
+        ends_at("r2", "n2", "10:30"),
+        ends_at("r3", "n3", "09:45"),
+        ends_at("r4", "n4", "09:50"),
+        group,
+        *_members(labels={"scheduling.x-k8s.io/pod-group": "train"}),
+    )
+    assert _held(result) == {"PodGroup ml/train": (["n3", "n4"], "2026-11-22T10:50:00Z")}

@@ -1,0 +1,166 @@
+"""The earliest start of a waiting pod or gang, from the expected ends of running pods."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.plugins.backfill.planner import Endings, Plan, earliest_start, packs_now
+
+NOW = 1_000_000.0
+MINUTE = 60.0
+
+# A node: (name, free GPUs, free CPUs, running pods as (key, GPUs, CPUs, minutes or None)).
+Running = tuple[str, int, int, int | None]
+Node = tuple[str, int, int, list[Running]]
+
+
+def _plan(nodes: list[Node], members: list[tuple[int, int]]) -> Plan | None:
+    free = np.array([[g, c] for _, g, c, _ in nodes], dtype=np.int64).reshape(-1, 2)
+    order = sorted(range(len(nodes)), key=lambda i: nodes[i][0])
+    rank = np.empty(len(nodes), dtype=np.int64)
+    rank[order] = np.arange(len(nodes))
+    node, at, requests, keys = [], [], [], []
+    for i, (_, _, _, running) in enumerate(nodes):
+        for key, gpus, cpus, minutes in running:
+            node.append(i)
+            at.append(math.inf if minutes is None else NOW + minutes * MINUTE)
+            requests.append([gpus, cpus])
+            keys.append(key)
+    endings = Endings(
+        np.array(node, dtype=np.intp),
+        np.array(at, dtype=np.float64),
+        np.array(requests, dtype=np.int64).reshape(-1, 2),
+        keys,
+    )
+    wanted = np.array(members, dtype=np.int64).reshape(-1, 2)
+    return earliest_start(free, rank, endings, wanted, NOW)
+
+
+def _names(plan: Plan, nodes: list[Node]) -> list[str]:
+    return [nodes[i][0] for i in plan.shares]
+
+
+def test_fits_now() -> None:
+    nodes: list[Node] = [("n1", 8, 8, [])]
+    plan = _plan(nodes, [(8, 1)])
+    assert plan is not None and plan.start == NOW and plan.waits_for == ()
+    assert packs_now(np.array([[8, 8]]), np.array([[8, 1]]))
+
+
+def test_earliest_node_wins() -> None:
+    nodes: list[Node] = [("n1", 0, 8, [("a", 8, 0, 60)]), ("n2", 0, 8, [("b", 8, 0, 30)])]
+    plan = _plan(nodes, [(8, 1)])
+    assert plan is not None
+    assert plan.start == NOW + 30 * MINUTE and _names(plan, nodes) == ["n2"]
+    assert plan.waits_for == ("b",)
+
+
+def test_tie_goes_to_fewer_pods_then_names() -> None:
+    nodes: list[Node] = [
+        ("n1", 0, 8, [("a", 4, 0, 30), ("b", 4, 0, 30)]),
+        ("n3", 0, 8, [("c", 8, 0, 30)]),
+        ("n2", 0, 8, [("d", 8, 0, 30)]),
+    ]
+    plan = _plan(nodes, [(8, 1)])
+    assert plan is not None and _names(plan, nodes) == ["n2"] and plan.waits_for == ("d",)
+
+
+def test_gang_starts_when_all_members_fit() -> None:
+    nodes: list[Node] = [
+        ("n1", 0, 8, [("a", 8, 0, 30)]),
+        ("n2", 0, 8, [("b", 8, 0, 90)]),
+        ("n3", 8, 8, []),
+    ]
+    plan = _plan(nodes, [(8, 1), (8, 1)])
+    assert plan is not None
+    assert plan.start == NOW + 30 * MINUTE and sorted(_names(plan, nodes)) == ["n1", "n3"]
+
+
+def test_unlike_members_move_on_until_they_pack() -> None:
+    # At 10 min one 6-GPU and one 2-GPU slot exist (enough by each kind alone, not
+    # together with 4 + 4 CPUs), the 6-GPU member fits only once n2 frees at 20.
+    nodes: list[Node] = [("n1", 0, 4, [("a", 6, 0, 10)]), ("n2", 0, 4, [("b", 8, 0, 20)])]
+    plan = _plan(nodes, [(6, 4), (2, 4)])
+    assert plan is not None and plan.start == NOW + 20 * MINUTE
+
+
+def test_waits_for_pods_without_a_runtime() -> None:
+    nodes: list[Node] = [("n1", 0, 8, [("a", 8, 0, None)]), ("n2", 4, 8, [("b", 4, 0, 20)])]
+    plan = _plan(nodes, [(8, 1), (8, 1)])
+    assert plan is not None
+    assert plan.start is None and sorted(_names(plan, nodes)) == ["n1", "n2"]
+    assert plan.waits_for == ("a", "b")
+
+
+def test_a_pod_past_its_end_ends_now() -> None:
+    nodes: list[Node] = [("n1", 0, 8, [("late", 8, 0, -5)])]
+    plan = _plan(nodes, [(8, 1)])
+    assert plan is not None and plan.start == NOW and plan.waits_for == ("late",)
+
+
+def test_never_fits() -> None:
+    assert _plan([("n1", 4, 8, [])], [(8, 1)]) is None
+
+
+def _reference(nodes: list[Node], members: list[tuple[int, int]]) -> float | None:
+    """The first moment (now, an end, or inf) at which first-fit decreasing packs them."""
+    times = sorted({NOW} | {NOW + m * MINUTE for *_, r in nodes for *_, m in r if m is not None})
+    for when in [*times, math.inf]:
+        rooms = []
+        for name, gpus, cpus, running in nodes:
+            gone = [r for r in running if r[3] is not None and NOW + r[3] * MINUTE <= when]
+            if math.isinf(when):
+                gone = running
+            room = [gpus + sum(r[1] for r in gone), cpus + sum(r[2] for r in gone)]
+            rooms.append((len(gone), name, room))
+        rooms.sort(key=lambda r: (r[0], r[1]))
+        placed = 0
+        for g, c in sorted(members, reverse=True):
+            for _, _, room in rooms:
+                if room[0] >= g and room[1] >= c:
+                    room[0] -= g
+                    room[1] -= c
+                    placed += 1
+                    break
+        if placed == len(members):
+            return when
+    return None
+
+
+_RUNNING = st.lists(
+    st.tuples(st.integers(1, 8), st.integers(0, 4), st.one_of(st.none(), st.integers(1, 240))),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), _RUNNING), min_size=1, max_size=5),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(0, 4)), min_size=1, max_size=4),
+)
+def test_plan_is_the_first_moment_the_members_pack(
+    layout: list[tuple[int, int, list[tuple[int, int, int | None]]]],
+    members: list[tuple[int, int]],
+) -> None:
+    nodes: list[Node] = [
+        (f"n{i}", g, c, [(f"p{i}-{j}", *r) for j, r in enumerate(running)])
+        for i, (g, c, running) in enumerate(layout)
+    ]
+    plan = _plan(nodes, members)
+    expected = _reference(nodes, members)
+    if expected is None:
+        assert plan is None
+        return
+    assert plan is not None
+    assert (math.inf if plan.start is None else plan.start) == expected
+    # The shares fit on their nodes once every pod the plan waits for has ended.
+    for i, share in plan.shares.items():
+        _, gpus, cpus, running = nodes[i]
+        gone = [r for r in running if r[0] in plan.waits_for]
+        assert share[0] <= gpus + sum(r[1] for r in gone)
+        assert share[1] <= cpus + sum(r[2] for r in gone)
+    assert sum(int(s[0]) for s in plan.shares.values()) == sum(g for g, _ in members)
