@@ -437,16 +437,21 @@ class FakeApiServer:
             if user is not None:
                 status = {"authenticated": True, "user": copy.deepcopy(user)}
         else:
+            # Non-resource grants name a path ("/metrics", "/metric*"); resource grants
+            # "RESOURCE:NAMESPACE", "RESOURCE:*" for every namespace (a ClusterRoleBinding).
             attributes = spec.get("nonResourceAttributes")
+            wanted = str((attributes or {}).get("path", ""))
             if attributes is None:
-                raise ApiFailure(422, "Invalid", "the fake reviews nonResourceAttributes only")
+                attributes = spec.get("resourceAttributes")
+                if attributes is None:
+                    raise ApiFailure(422, "Invalid", "no resourceAttributes")
+                wanted = f"{attributes.get('resource')}:{attributes.get('namespace') or '*'}"
             subjects = {spec.get("user", "")} | {f"group:{g}" for g in spec.get("groups") or []}
             status = {"allowed": f"group:{MASTERS}" in subjects}
             for subject, path, verb in self.grants:
-                if subject in subjects and verb in (attributes.get("verb"), "*"):
-                    wanted = str(attributes.get("path", ""))
-                    if path == wanted or (path.endswith("*") and wanted.startswith(path[:-1])):
-                        status = {"allowed": True}
+                matches = path == wanted or (path.endswith("*") and wanted.startswith(path[:-1]))
+                if subject in subjects and verb in (attributes.get("verb"), "*") and matches:
+                    status = {"allowed": True}
         return {"apiVersion": res.api_version, "kind": res.kind, "spec": spec, "status": status}
 
     def _node_ready(self, key: str) -> dict[str, Any]:

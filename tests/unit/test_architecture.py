@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "batchsched"
 # them, above. `framework.signature`, the one definition of pods that schedule alike, sits
 # with `state`: the state interns demands by its first level and the queue names its groups
 # by its last, and every other user is above (it imports nothing of `state` but types).
-# The worlds (commands, sim, live) share the top layer.
+# The worlds (commands, sim, live, ui) share the top layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("batchsched.objects",),
     ("batchsched.state", "batchsched.framework.signature"),
@@ -26,7 +26,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("batchsched.framework",),
     ("batchsched.scheduling",),
     ("batchsched.controllers",),
-    ("batchsched.commands", "batchsched.sim", "batchsched.live", "batchsched.collector"),
+    (
+        "batchsched.commands",
+        "batchsched.sim",
+        "batchsched.live",
+        "batchsched.ui",
+        "batchsched.collector",
+    ),
 )
 WORLDS = LAYERS[-1]
 # What a world may import of the plugins: the registry and their arguments (configuration);

@@ -216,6 +216,34 @@ def _parser() -> _Parser:
     )
     _add_output(queues)
     add_run_parser(sub)
+    ui = _command(
+        sub,
+        "ui",
+        "serve the read-only web pages (queues, positions, reasons, GPU map) over a snapshot",
+        "batchsched ui -f examples/queues/three-teams.yaml --now 2026-11-22T10:00:00Z",
+    )
+    _add_sources(ui)
+    ui.add_argument("--config", type=Path, help="KubeSchedulerConfiguration YAML")
+    ui.add_argument(
+        "--now",
+        type=_now_arg,
+        help="the time to judge the snapshot at (RFC 3339; default: when it is read)",
+    )
+    ui.add_argument("--address", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    ui.add_argument("--port", type=int, default=10260, help="port to serve on (10260; 0: any)")
+    ui.add_argument(
+        "--allow-from",
+        default="127.0.0.0/8,::1/128",
+        metavar="CIDRS",
+        help="networks whose requests are served (comma-separated; default: loopback)",
+    )
+    ui.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often open pages look for a newer judgement (2; 0: never)",
+    )
     sim = _command(
         sub,
         "simulate",
@@ -425,6 +453,21 @@ def _policy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ui(args: argparse.Namespace) -> int:
+    from batchsched.config import load_config
+    from batchsched.ui.access import parse_networks
+    from batchsched.ui.offline import SnapshotJudge, serve
+    from batchsched.ui.publisher import Publisher
+
+    config = load_config(args.config)
+    allowed = parse_networks(args.allow_from, "--allow-from")
+    paths = [*args.files, *args.filenames]
+    judge = SnapshotJudge(
+        lambda: _objects(args), config, args.now, paths, args.recursive, Publisher()
+    )
+    return serve(judge, args.address, args.port, allowed, max(0.0, args.poll))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_command_line(argv)
     # The commands print the core's warnings themselves (Warn decisions); without this the
@@ -445,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from batchsched.live.cli import run_command
 
             return run_command(args)
+        if args.command == "ui":
+            return _ui(args)
         if args.command == "simulate":
             from batchsched.sim.command import main as simulate
 

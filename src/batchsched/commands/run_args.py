@@ -55,6 +55,32 @@ def add_run_parser(sub: Any) -> None:
         metavar="HOST:PORT",
         help="serve the endpoints over plain HTTP here, without authentication",
     )
+    ui = run.add_argument_group(
+        "web UI",
+        "read-only pages (queues, positions, reasons, GPU map, preemptions) on the endpoints' "
+        "ports; a bearer token's user sees the namespaces where it may list pods "
+        "(docs/ui.md)",
+    )
+    ui.add_argument(
+        "--ui",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve the web UI (default: on)",
+    )
+    ui.add_argument(
+        "--ui-allow-from",
+        default="127.0.0.0/8,::1/128",
+        metavar="CIDRS",
+        help="networks served without a token (comma-separated; default: loopback, for "
+        "kubectl port-forward; empty: none)",
+    )
+    ui.add_argument(
+        "--ui-poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often open pages look for news (2; 0: never)",
+    )
     run.add_argument(
         "--identity",
         default="",

@@ -12,6 +12,8 @@ from batchsched.config import load_config
 from batchsched.live.client import connect
 from batchsched.live.runner import LiveOptions, LiveScheduler
 from batchsched.live.serving import Probes, ServingOptions, endpoints
+from batchsched.ui.access import parse_networks
+from batchsched.ui.publisher import Publisher
 
 log = logging.getLogger("batchsched")
 
@@ -42,9 +44,16 @@ def run_command(args: argparse.Namespace) -> int:
         args.tls_cert_file,
         args.tls_private_key_file,
         args.listen,
+        args.ui,
+        parse_networks(args.ui_allow_from, "--ui-allow-from"),
+        max(0.0, args.ui_poll),
     )
     probes = Probes(scheduler.metrics.exposition, scheduler.healthy, scheduler.ready)
-    servers = endpoints(options, probes, scheduler.client)
+    boards = None
+    if options.ui:
+        boards = Publisher()
+        scheduler.serve_ui(boards)
+    servers = endpoints(options, probes, scheduler.client, boards)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

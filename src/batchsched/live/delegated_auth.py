@@ -84,12 +84,14 @@ class DelegatedAuth:
 
     def check(self, authorization: str | None, path: str) -> Refusal | None:
         """None if the request with this Authorization header may `get` `path`."""
-        user = self._authenticate(authorization)
+        user = self.authenticate(authorization)
         if isinstance(user, Refusal):
             return user
         return self._authorize(user, path)
 
-    def _authenticate(self, authorization: str | None) -> User | Refusal:
+    def authenticate(self, authorization: str | None) -> User | Refusal:
+        """The user a request's Authorization header names (TokenReview), `system:anonymous`
+        without one, or why not (401)."""
         if not authorization:
             return ANONYMOUS_USER
         scheme, _, token = authorization.partition(" ")
@@ -127,15 +129,22 @@ class DelegatedAuth:
         return answer
 
     def _authorize(self, user: User, path: str) -> Refusal | None:
-        key = (user, path)
+        allowed = self.may(user, {"nonResourceAttributes": {"path": path, "verb": "get"}})
+        if allowed is None:
+            return Refusal(500, "Internal Server Error: the request could not be authorized")
+        if not allowed:
+            return Refusal(403, f'Forbidden: user "{user.name}" cannot get path "{path}"')
+        return None
+
+    def may(self, user: User, attributes: dict[str, Any]) -> bool | None:
+        """Whether a SubjectAccessReview allows `user` what `attributes` name (its
+        `resourceAttributes` or `nonResourceAttributes`); None if the API server cannot say
+        (not kept: asked again next time)."""
+        key = (user, repr(sorted(attributes.items())))
         kept = self._decisions.get(key)
         if kept is not None:
-            return kept[0]  # type: ignore[no-any-return]
-        spec: dict[str, Any] = {
-            "user": user.name,
-            "groups": list(user.groups),
-            "nonResourceAttributes": {"path": path, "verb": "get"},
-        }
+            return bool(kept)
+        spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups), **attributes}
         if user.uid:
             spec["uid"] = user.uid
         if user.extra:
@@ -149,9 +158,7 @@ class DelegatedAuth:
             status = self.client.json("POST", ACCESS_REVIEWS, body=review, timeout=10.0)["status"]
         except (ApiError, KeyError, TypeError) as err:
             log.warning("SubjectAccessReview for %s failed: %s", user.name, err)
-            return Refusal(500, "Internal Server Error: the request could not be authorized")
-        refusal = None
-        if not status.get("allowed"):
-            refusal = Refusal(403, f'Forbidden: user "{user.name}" cannot get path "{path}"')
-        self._decisions.put(key, (refusal,))
-        return refusal
+            return None
+        allowed = bool(status.get("allowed"))
+        self._decisions.put(key, allowed)
+        return allowed

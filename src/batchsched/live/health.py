@@ -1,8 +1,11 @@
-"""The HTTP endpoints of a running scheduler: /healthz, /livez, /readyz and /metrics.
+"""The HTTP endpoints of a running scheduler: /healthz, /livez, /readyz, /metrics and the web
+UI's pages.
 
 Served over HTTPS (`certificate`: the serving certificate) with /metrics behind delegated
 authentication and authorization (`auth`), or over plain HTTP for `--listen`
-(docs/live.md, Endpoints). The probes are readable by anyone, as kube-scheduler's are.
+(docs/live.md, Endpoints). The probes are readable by anyone, as kube-scheduler's are; the
+pages check their readers themselves (docs/ui.md). Nothing here changes anything: methods
+other than GET are refused.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -22,10 +25,14 @@ from batchsched.live.delegated_auth import DelegatedAuth
 from batchsched.live.tls import ServingCertificate
 from batchsched.objects.errors import InputError
 
+if TYPE_CHECKING:
+    from batchsched.ui.site import Site
+
 log = logging.getLogger(__name__)
 
 Route = Callable[[], tuple[int, str, bytes]]
 _HANDSHAKE_TIMEOUT = 10.0  # a client that connects and says nothing holds one thread this long
+_REQUEST_TIMEOUT = 30.0  # a request that never ends holds one thread this long
 
 
 class _Server(ThreadingHTTPServer):
@@ -58,15 +65,17 @@ class HealthServer:
     def __init__(
         self,
         address: str,
-        metrics: Callable[[], bytes],
+        metrics: Callable[[], bytes] | None,
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         *,
         certificate: ServingCertificate | None = None,
         auth: DelegatedAuth | None = None,
         flag: str = "--listen",
+        pages: Site | None = None,
     ) -> None:
-        """`flag` names the option `address` came from in errors."""
+        """`flag` names the option `address` came from in errors; `metrics` None: no
+        /metrics; `pages`: the web UI, on every other path."""
         host, _, port = address.rpartition(":")
         if not port.isdigit():
             raise InputError(f"{flag}: {address!r} must be HOST:PORT (e.g. 0.0.0.0:10259)")
@@ -75,9 +84,13 @@ class HealthServer:
             "/livez": lambda: _probe(healthy()),
             "/readyz": lambda: _probe(ready()),
         }
-        guarded: dict[str, Route] = {"/metrics": lambda: (200, CONTENT_TYPE_LATEST, metrics())}
+        guarded: dict[str, Route] = {}
+        if metrics is not None:
+            guarded["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, metrics())
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = _REQUEST_TIMEOUT
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # probes every few seconds would drown the scheduler's own log
 
@@ -87,18 +100,37 @@ class HealthServer:
                 refusal = None
                 if path in guarded and auth is not None:
                     refusal = auth.check(self.headers.get("Authorization"), path)
+                headers: tuple[tuple[str, str], ...] = ()
                 if refusal is not None:
                     answer = (refusal.status, "text/plain", refusal.message.encode() + b"\n")
                 elif route is not None:
                     answer = route()
+                elif pages is not None:
+                    page = pages.get(self.path, self.headers, str(self.client_address[0]))
+                    answer = (page.status, page.content_type, page.body)
+                    headers = page.headers
                 else:
                     answer = (404, "text/plain", b"not found\n")
-                code, ctype, body = answer
+                self._answer(*answer, headers)
+
+            def refuse_method(self) -> None:
+                self._answer(
+                    405, "text/plain", b"Method Not Allowed: read-only\n", (("Allow", "GET"),)
+                )
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = refuse_method
+
+            def _answer(
+                self, code: int, ctype: str, body: bytes, headers: tuple[tuple[str, str], ...]
+            ) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in headers:
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                if code != 304:
+                    self.wfile.write(body)
 
         host = host.strip("[]")  # [::]:10259
         server = _Server6 if ":" in host else _Server

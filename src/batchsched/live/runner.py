@@ -37,6 +37,8 @@ from batchsched.live.settings import LiveSettings
 from batchsched.objects.records import Pod
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.ui.feed import Feed
+from batchsched.ui.publisher import Publisher
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,11 @@ class LiveScheduler:
         self._led = False  # whether this replica has led yet
         self._pending_since: dict[str, float] = {}
         self._heartbeat = clock()
+        self.ui: Feed | None = None
+
+    def serve_ui(self, publisher: Publisher) -> None:
+        """Publish boards of the state for the web UI (docs/ui.md), between passes."""
+        self.ui = Feed(self.scheduler, publisher)
 
     # ---- status for probes -------------------------------------------------------------
 
@@ -228,6 +235,8 @@ class LiveScheduler:
                     self._heartbeat = self._clock()
                     if step:
                         self.metrics.observe_pass(step, self.state)
+                        if self.ui is not None:
+                            self.ui.record(step, now)
                         self.actuator.apply(step, self.state, self._pending_since)
                 self.passes += 1
                 self.metrics.observe_queue(self.scheduler.queue)
@@ -235,6 +244,8 @@ class LiveScheduler:
                     self.reservations.after_pass(self.state)
                 timeout = self._sleep_for(now)
             self.queue_status.tick(self.state)
+            if self.ui is not None:
+                self.ui.publish_if_due(datetime.now(UTC))
             self._apply(self._take(timeout))
         return 0
 

@@ -18,6 +18,9 @@ from batchsched.live.delegated_auth import DelegatedAuth
 from batchsched.live.health import HealthServer
 from batchsched.live.tls import ServingCertificate
 from batchsched.objects.errors import InputError
+from batchsched.ui.access import LOOPBACK, Access, Network, networks
+from batchsched.ui.publisher import Publisher
+from batchsched.ui.site import Site
 
 SECURE_PORT = 10259
 
@@ -29,6 +32,9 @@ class ServingOptions:
     cert_file: Path | None = None
     key_file: Path | None = None
     listen: str = ""  # HOST:PORT of plain HTTP, no authentication
+    ui: bool = True  # the web UI's pages on the same ports (docs/ui.md)
+    ui_anonymous_from: tuple[Network, ...] = networks(LOOPBACK, "--ui-allow-from")
+    ui_poll: float = 2.0
 
     @property
     def https_port(self) -> int:
@@ -58,16 +64,25 @@ def certificate(options: ServingOptions) -> ServingCertificate:
         ) from None
 
 
-def endpoints(options: ServingOptions, probes: Probes, client: KubeClient) -> list[HealthServer]:
+def endpoints(
+    options: ServingOptions,
+    probes: Probes,
+    client: KubeClient,
+    boards: Publisher | None = None,
+) -> list[HealthServer]:
     """The servers to start (not started yet); `client`'s credentials ask the API server who
-    may read /metrics over HTTPS."""
+    may read /metrics over HTTPS, and who reads the web UI's pages (from `boards`, when
+    `options.ui`)."""
     port = options.https_port
     if port < 0 or port > 65535:
         raise InputError(f"--secure-port: {port} is not a port (0-65535; 0: no HTTPS)")
+    # Reviews go on a client of their own: no rate limit shared with the binds.
+    auth = DelegatedAuth(KubeClient(client.credentials, retries=1))
+    pages = None
+    if options.ui and boards is not None:
+        pages = Site(boards, Access(options.ui_anonymous_from, auth), options.ui_poll)
     servers = []
     if port:
-        # Reviews go on a client of their own: no rate limit shared with the binds.
-        reviews = KubeClient(client.credentials, retries=1)
         servers.append(
             HealthServer(
                 f"{options.bind_address}:{port}",
@@ -75,10 +90,13 @@ def endpoints(options: ServingOptions, probes: Probes, client: KubeClient) -> li
                 probes.healthy,
                 probes.ready,
                 certificate=certificate(options),
-                auth=DelegatedAuth(reviews),
+                auth=auth,
                 flag="--bind-address/--secure-port",
+                pages=pages,
             )
         )
     if options.listen:
-        servers.append(HealthServer(options.listen, probes.metrics, probes.healthy, probes.ready))
+        servers.append(
+            HealthServer(options.listen, probes.metrics, probes.healthy, probes.ready, pages=pages)
+        )
     return servers

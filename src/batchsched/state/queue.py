@@ -161,6 +161,13 @@ class SchedulingQueue:
     def entry(self, key: str) -> QueuedPod | None:
         return self._entries.get(key)
 
+    def in_order(self) -> list[str]:
+        """Every queued pod's key in QueueSort's order, wherever it waits (active, backoff or
+        unschedulable): the line the web UI shows positions in (docs/ui.md)."""
+        sort_key = self._sort_key
+        ranked = sorted(self._entries.values(), key=lambda e: sort_key(e.pod, e.enqueued))
+        return [entry.pod.key for entry in ranked]
+
     def add(self, pod: Pod, now: float) -> None:
         """A new pending pod, or a new version of one already queued (an unschedulable one
         backs off, then is tried again, if more than its status changed)."""

@@ -51,7 +51,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_every_argument_has_help_and_every_command_an_example() -> None:
     parser = _parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(commands.choices) == {"schedule", "explain", "policy", "queues", "run", "simulate"}
+    assert set(commands.choices) == {
+        "schedule",
+        "explain",
+        "policy",
+        "queues",
+        "run",
+        "ui",
+        "simulate",
+    }
     for name, sub in commands.choices.items():
         assert "example:\n  batchsched " + name in (sub.epilog or ""), name
         for action in sub._actions:

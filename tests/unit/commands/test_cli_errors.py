@@ -70,8 +70,8 @@ def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]
     code, _, err = run(["frobnicate"], capsys)
     assert code == 2
     assert (
-        "unknown command 'frobnicate' (one of: schedule, explain, policy, queues, run, simulate)"
-        in err
+        "unknown command 'frobnicate' (one of: schedule, explain, policy, queues, run, ui, "
+        "simulate)" in err
     )
 
 

@@ -1,0 +1,343 @@
+"""What the web UI shows, copied from the scheduler's state at one moment (docs/ui.md).
+
+The thread that owns the state (the live loop, or `batchsched ui` after judging its files)
+builds a Board and publishes it (publisher.py); the HTTP threads read Boards only, which are
+immutable, and never touch the state. Only what the UI may show is copied: a pod's namespace,
+name, queue, requests, priority and status, never more of its spec (env, args, volumes,
+annotations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from batchsched.objects.podgroup import group_key_of
+from batchsched.objects.quantity import CPU, format_amount
+from batchsched.objects.records import Pod
+from batchsched.scheduling.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
+
+# Label keys nodes are grouped by on the GPU map when no gang names one (docs/ui.md).
+FALLBACK_DOMAIN_KEYS = ("topology.kubernetes.io/zone",)
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One resource of a queue: its quotas and what its subtree uses (docs/queues.md)."""
+
+    resource: str
+    guaranteed: int
+    nominal: int
+    limit: int | None
+    in_use: int
+    fair_share: int | None = None  # None: fair share is not computed
+
+    @property
+    def borrowed(self) -> int:
+        return max(0, self.in_use - self.nominal)
+
+    def text(self, amount: int | None) -> str:
+        return "none" if amount is None else format_amount(self.resource, amount)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    name: str
+    parent: str
+    depth: int
+    weight: float
+    priority: int
+    quotas: tuple[Quota, ...]
+    pending: int  # pods pending in its subtree
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    pod: str  # namespace/name
+    node: str  # "" while pending
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadView:
+    """A pending pod, or a gang (a PodGroup with pending members) as one workload."""
+
+    key: str  # namespace/name of the pod or of the PodGroup
+    kind: str  # "pod" or "gang"
+    namespace: str
+    name: str
+    queue: str  # its leaf queue, "" if in none
+    priority: int
+    requests: tuple[tuple[str, int], ...]  # summed over the pending members, by resource
+    reason: str  # why it waits: the scheduler's message, as `explain` prints it
+    position: int  # 1-based, in the whole line
+    queue_position: int  # 1-based, among its queue's workloads; 0 outside any queue
+    members: tuple[Member, ...] = ()
+    min_member: int = 0
+    expected_start: datetime | None = None
+
+    @property
+    def pods(self) -> tuple[str, ...]:
+        return tuple(m.pod for m in self.members) if self.members else (self.key,)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    domains: tuple[str, ...]  # its value of each of the board's domain keys ("" if none)
+    total: int  # allocatable of the map's resource
+    used: int
+    reserved_for: str = ""  # the pod a reservation holds it for
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    at: datetime
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    at: datetime
+    victim: str
+    victim_queue: str
+    preemptor: str
+    preemptor_queue: str
+    node: str
+    rule: str  # the eviction's reason: the rule that allowed it
+
+    @property
+    def reclaim(self) -> bool:
+        return "reclaim" in self.rule.lower()
+
+
+@dataclass(frozen=True)
+class Board:
+    version: int
+    taken_at: datetime
+    source: str  # what was judged: "the cluster" or the snapshot's files
+    queues: tuple[QueueView, ...] = ()
+    workloads: tuple[WorkloadView, ...] = ()  # in the order they would be tried
+    nodes: tuple[NodeView, ...] = ()
+    map_resource: str = CPU
+    domain_keys: tuple[str, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()  # newest first
+    events: Mapping[str, tuple[Event, ...]] | None = None  # None: no history (a snapshot)
+    fair_share: bool = False  # whether quotas carry a fair share
+    expected_starts: bool = False  # whether workloads carry an expected start
+    notice: str = ""  # a problem the page should show (e.g. a snapshot that failed to load)
+    _by_key: dict[str, WorkloadView] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for workload in self.workloads:
+            self._by_key[workload.key] = workload
+
+    def workload(self, key: str) -> WorkloadView | None:
+        return self._by_key.get(key)
+
+    def queue(self, name: str) -> QueueView | None:
+        return next((q for q in self.queues if q.name == name), None)
+
+    def namespaces(self) -> set[str]:
+        """The namespaces whose objects the board names (who may see them is asked per
+        namespace)."""
+        found = {w.namespace for w in self.workloads}
+        for p in self.preemptions:
+            found.update(key.partition("/")[0] for key in (p.victim, p.preemptor))
+        found.update(n.reserved_for.partition("/")[0] for n in self.nodes if n.reserved_for)
+        return found
+
+
+def map_resource(state: ClusterState) -> str:
+    """The resource the node map shows: the first GPU resource nodes offer, else cpu."""
+    names = state.nodes.resources.names
+    gpus = [n for n in names if "gpu" in n.rsplit("/", 1)[-1]]
+    return sorted(gpus)[0] if gpus else CPU
+
+
+def domain_keys(state: ClusterState) -> tuple[str, ...]:
+    """The label keys the GPU map may group nodes by: the keys gangs ask for (narrowest
+    first as they name them), then the fallbacks, those that some node carries."""
+    keys: list[str] = []
+    for group in sorted(state.groups.by_key.values(), key=lambda g: g.key):
+        for key in (group.topology.required, *group.topology.preferred):
+            if key and key not in keys:
+                keys.append(key)
+    keys.extend(k for k in FALLBACK_DOMAIN_KEYS if k not in keys)
+    labelled = {k for _, node in state.nodes.live() for k in node.labels}
+    return tuple(k for k in keys if k in labelled)
+
+
+def build_board(
+    scheduler: Scheduler,
+    version: int,
+    now: datetime,
+    source: str,
+    messages: Mapping[str, str],
+    preemptions: tuple[Preemption, ...] = (),
+    events: Mapping[str, tuple[Event, ...]] | None = None,
+    notice: str = "",
+) -> Board:
+    """The board of the scheduler's state now; `messages`: why each pending pod waits."""
+    state = scheduler.state
+    keys = domain_keys(state)
+    resource = map_resource(state)
+    return Board(
+        version,
+        now,
+        source,
+        queues=_queues(state),
+        workloads=_workloads(scheduler, messages),
+        nodes=_nodes(state, resource, keys),
+        map_resource=resource,
+        domain_keys=keys,
+        preemptions=preemptions,
+        events=events,
+        notice=notice,
+    )
+
+
+def _queues(state: ClusterState) -> tuple[QueueView, ...]:
+    tree = state.queues
+    if not tree:
+        return ()
+    usage = state.queue_usage()
+    pending: dict[str, int] = {}
+    for pod in state.pods.pending.values():
+        for queue in tree.path(state.queue_of(pod).queue):
+            pending[queue.name] = pending.get(queue.name, 0) + 1
+    out: list[QueueView] = []
+
+    def visit(name: str, depth: int) -> None:
+        queue = tree.queues[name]
+        used = usage.get(name, {})
+        quotas = tuple(
+            Quota(r, q.guaranteed, q.nominal, q.limit, used.get(r, 0))
+            for r, q in sorted(queue.resources.items())
+        )
+        out.append(
+            QueueView(
+                name,
+                queue.parent,
+                depth,
+                queue.weight,
+                queue.priority,
+                quotas,
+                pending.get(name, 0),
+            )
+        )
+        for child in tree.children(name):
+            visit(child, depth + 1)
+
+    for root in tree.roots():
+        visit(root, 0)
+    return tuple(out)
+
+
+def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[WorkloadView, ...]:
+    """The pending pods in queue order, a gang's pending members as one workload at its
+    first member's place."""
+    state = scheduler.state
+    ordered = scheduler.queue.in_order()
+    queued = set(ordered)
+    # Pods waiting outside the queue (scheduling gates, deletion) come last, by name.
+    ordered.extend(
+        sorted(k for k, p in state.pods.pending.items() if k not in queued and scheduler.owns(p))
+    )
+    out: list[WorkloadView] = []
+    seen_groups: set[str] = set()
+    per_queue: dict[str, int] = {}
+    for key in ordered:
+        pod = state.pods.pending.get(key)
+        if pod is None:
+            continue
+        group_key = group_key_of(pod)
+        group = state.groups.by_key.get(group_key) if group_key is not None else None
+        if group_key is not None and group is not None:
+            if group_key in seen_groups:
+                continue
+            seen_groups.add(group_key)
+        leaf = state.queue_of(pod).queue
+        position = len(out) + 1
+        queue_position = 0
+        if leaf:
+            queue_position = per_queue[leaf] = per_queue.get(leaf, 0) + 1
+        priority = state.policy.priority_of(pod)
+        reason = messages.get(key, "not attempted yet")
+        if group_key is None or group is None:
+            requests = _requests(state, (pod,))
+            view = WorkloadView(
+                key,
+                "pod",
+                pod.namespace,
+                pod.name,
+                leaf,
+                priority,
+                requests,
+                reason,
+                position,
+                queue_position,
+            )
+            out.append(view)
+            continue
+        members = sorted(state.groups.members.get(group_key, ()))
+        pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
+        waiting = tuple(p for p in pods if p.key in state.pods.pending)
+        out.append(
+            WorkloadView(
+                group_key,
+                "gang",
+                group.namespace,
+                group.name,
+                leaf,
+                priority,
+                _requests(state, waiting),
+                reason,
+                position,
+                queue_position,
+                members=tuple(Member(p.key, p.node_name) for p in pods),
+                min_member=group.min_member,
+            )
+        )
+    return tuple(out)
+
+
+def _requests(state: ClusterState, pods: tuple[Pod, ...]) -> tuple[tuple[str, int], ...]:
+    total: dict[str, int] = {}
+    for pod in pods:
+        for resource, amount in state.requests_by_name(pod).items():
+            total[resource] = total.get(resource, 0) + amount
+    return tuple(sorted(total.items()))
+
+
+def _nodes(state: ClusterState, resource: str, keys: tuple[str, ...]) -> tuple[NodeView, ...]:
+    nodes = state.nodes
+    col = nodes.resources.get(resource)
+    rows = nodes.rows
+    if col is None or col >= nodes.allocatable.shape[1]:
+        total = used = np.zeros(rows, dtype=np.int64)
+    else:
+        total = nodes.allocatable[:rows, col]
+        used = total - nodes.free[:rows, col]
+    held = {row: r.pod for row, r in state.reservations.by_row.items()}
+    out = [
+        NodeView(
+            node.name,
+            tuple(node.labels.get(k, "") for k in keys),
+            int(total[row]),
+            int(used[row]),
+            held.get(row, ""),
+            node.unschedulable,
+        )
+        for row, node in nodes.live()
+    ]
+    out.sort(key=lambda n: (n.domains, n.name))
+    return tuple(out)
