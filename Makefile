@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench image clean
+.PHONY: demo test lint typecheck unit browser bench image clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (Python 3.11)"; exit 1; }
@@ -22,8 +22,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest
+
+# The browser tests (tests/ui/) drive Debian's Chromium and ChromeDriver: installed here with
+# apt-get where it can (as root), else those tests skip saying why.
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null 2>&1 && \
+		  apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; } || \
+		echo "make: could not install chromium and chromium-driver: the browser tests skip"; \
+	else \
+		echo "make: chromium and chromium-driver are missing (apt-get as root installs them):" \
+		     "the browser tests skip"; \
+	fi
 
 test: lint typecheck unit
 

@@ -18,6 +18,9 @@ from batchsched.ui.board import Board, NodeView, Preemption, QueueView, Quota, W
 Page = tuple[str, str]  # title, the body of <main>
 _REASON_SHORT = 160  # characters of a reason shown in a list
 _CELLS_MAX = 16  # a node with more of the map's resource is drawn as a bar
+_QUOTA_COLUMNS = (
+    "resource", "usage", "in use", "guaranteed", "nominal", "limit", "fair share", "borrowed"
+)  # fmt: skip
 
 
 def _e(text: object) -> str:
@@ -91,19 +94,19 @@ def _quota_rows(queue: QueueView, fair_share: bool) -> str:
         share = '<span class="na">not available</span>'
         if fair_share and q.fair_share is not None:
             share = _e(q.text(q.fair_share))
-        rows.append(
-            f'<tr><th scope="row">{_e(q.resource)}</th><td>{_bar(q)}</td>'
-            f"<td>{_e(q.text(q.in_use))}</td><td>{_e(q.text(q.guaranteed))}</td>"
-            f"<td>{_e(q.text(q.nominal))}</td><td>{_e(q.text(q.limit))}</td>"
-            f"<td>{share}</td><td>{_e(q.text(q.borrowed))}</td></tr>"
-        )
+        cells = zip(
+            _QUOTA_COLUMNS[1:],
+            (_bar(q), *(_e(q.text(a)) for a in (q.in_use, q.guaranteed, q.nominal, q.limit)),
+             share, _e(q.text(q.borrowed))),
+            strict=True,
+        )  # fmt: skip
+        tds = "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells)
+        rows.append(f'<tr><th scope="row">{_e(q.resource)}</th>{tds}</tr>')
     return "".join(rows)
 
 
 def _queue_card(queue: QueueView, board: Board, heading: str) -> str:
-    head = _head(
-        "resource", "usage", "in use", "guaranteed", "nominal", "limit", "fair share", "borrowed"
-    )
+    head = _head(*_QUOTA_COLUMNS)
     return (
         f'<section class="queue depth{min(queue.depth, 4)}" aria-label="queue {_e(queue.name)}">'
         f'{heading}<p class="meta">weight {queue.weight:g} · priority {queue.priority} · '
