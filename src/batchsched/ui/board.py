@@ -34,7 +34,7 @@ class Quota:
     nominal: int
     limit: int | None
     in_use: int
-    fair_share: int | None = None  # None: fair share is not computed
+    fair_share: int | None = None  # None: not computed for this resource
 
     @property
     def borrowed(self) -> int:
@@ -201,6 +201,7 @@ def build_board(
         domain_keys=keys,
         preemptions=preemptions,
         events=events,
+        fair_share=bool(state.queues),
         notice=notice,
     )
 
@@ -210,6 +211,7 @@ def _queues(state: ClusterState) -> tuple[QueueView, ...]:
     if not tree:
         return ()
     usage = state.queue_usage()
+    shares = state.queue_fair_shares()
     pending: dict[str, int] = {}
     for pod in state.pods.pending.values():
         for queue in tree.path(state.queue_of(pod).queue):
@@ -218,9 +220,9 @@ def _queues(state: ClusterState) -> tuple[QueueView, ...]:
 
     def visit(name: str, depth: int) -> None:
         queue = tree.queues[name]
-        used = usage.get(name, {})
+        used, share = usage.get(name, {}), shares.get(name, {})
         quotas = tuple(
-            Quota(r, q.guaranteed, q.nominal, q.limit, used.get(r, 0))
+            Quota(r, q.guaranteed, q.nominal, q.limit, used.get(r, 0), share.get(r))
             for r, q in sorted(queue.resources.items())
         )
         out.append(

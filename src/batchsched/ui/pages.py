@@ -120,14 +120,17 @@ def queues_page(board: Board, viewer: Viewer) -> Page:
     parts = [status_line(board, viewer), "<h1>Queues</h1>"]
     if not board.queues:
         parts.append("<p>No Queue in the cluster: every pod waits in one line.</p>")
-    legend = (
-        '<p class="legend"><span class="key fill"></span> in use '
-        '<span class="key guaranteed"></span> guaranteed '
-        '<span class="key nominal"></span> nominal; the bar ends at the limit'
-    )
     if board.queues:
+        share = (
+            '<span class="key share"></span> fair share'
+            if board.fair_share
+            else "fair share: not available yet"
+        )
         parts.append(
-            legend + ("" if board.fair_share else "; fair share: not available yet") + "</p>"
+            '<p class="legend"><span class="key fill"></span> in use '
+            '<span class="key guaranteed"></span> guaranteed '
+            f'<span class="key nominal"></span> nominal {share}; the bar ends at the limit, red '
+            "when the queue borrows</p>"
         )
     for queue in board.queues:
         link = f'<a href="{_e(queue_url(queue.name))}">{_e(queue.name)}</a>'

@@ -35,9 +35,8 @@ def test_queues_carry_quotas_and_usage_parents_first(board: Board) -> None:
     vision = board.queue("vision")
     assert vision is not None and vision.pending == 5 and vision.weight == 2
     (gpu,) = vision.quotas
-    # train-a was preempted: train-b (4) and train-c (8) remain.
-    assert (gpu.guaranteed, gpu.nominal, gpu.limit, gpu.in_use) == (8, 16, 40, 12)
-    assert gpu.fair_share is None and not board.fair_share
+    assert (gpu.guaranteed, gpu.nominal, gpu.limit, gpu.in_use, gpu.borrowed) == (8, 16, 40, 20, 4)
+    assert gpu.fair_share == 28 and board.fair_share  # water-filled (docs/queues.md)
 
 
 def test_the_gpu_map_groups_nodes_by_the_key_gangs_ask_for(board: Board) -> None:
@@ -53,7 +52,7 @@ def test_the_gpu_map_groups_nodes_by_the_key_gangs_ask_for(board: Board) -> None
 def test_a_plans_preemptions_name_both_sides_and_their_queues(board: Board) -> None:
     (p,) = board.preemptions
     assert (p.victim, p.victim_queue, p.preemptor, p.preemptor_queue, p.node) == (
-        "vision/train-a", "vision", "nlp/urgent", "nlp", "gpu-1a"
+        "nlp/serve-0", "nlp", "nlp/urgent", "nlp", "gpu-1c"
     )  # fmt: skip
     assert "PreemptionToleration" in p.rule and not p.reclaim
     assert board.events is None  # a snapshot has no history

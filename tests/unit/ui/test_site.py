@@ -112,7 +112,7 @@ def test_a_user_sees_only_the_workloads_of_its_namespaces(board: Board) -> None:
     queue = text(get(site, "/queues/vision", client="10.0.0.7", **token))
     assert "No pending workload you can see" in queue and "4 more in namespaces" in queue
     preemptions = text(get(site, "/preemptions", client="10.0.0.7", **token))
-    assert "vision/train-a" not in preemptions and "nlp/urgent" not in preemptions
+    assert "nlp/serve-0" not in preemptions and "nlp/urgent" not in preemptions
     assert preemptions.count("a pod in a namespace you cannot see") == 3  # the rule names one
     # Pages differ by reader: another tag.
     tags = {dict(get(site, "/", client=c, **h).headers)["ETag"] for c, h in
