@@ -135,10 +135,17 @@ class Board:
     _by_key: dict[str, WorkloadView] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _namespaces: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        found = set()
         for workload in self.workloads:
             self._by_key[workload.key] = workload
+            found.add(workload.namespace)
+        for p in self.preemptions:
+            found.update(key.partition("/")[0] for key in (p.victim, p.preemptor))
+        found.update(n.reserved_for.partition("/")[0] for n in self.nodes if n.reserved_for)
+        object.__setattr__(self, "_namespaces", frozenset(found))  # frozen: set once, here
 
     def workload(self, key: str) -> WorkloadView | None:
         return self._by_key.get(key)
@@ -146,14 +153,10 @@ class Board:
     def queue(self, name: str) -> QueueView | None:
         return next((q for q in self.queues if q.name == name), None)
 
-    def namespaces(self) -> set[str]:
+    def namespaces(self) -> frozenset[str]:
         """The namespaces whose objects the board names (who may see them is asked per
-        namespace)."""
-        found = {w.namespace for w in self.workloads}
-        for p in self.preemptions:
-            found.update(key.partition("/")[0] for key in (p.victim, p.preemptor))
-        found.update(n.reserved_for.partition("/")[0] for n in self.nodes if n.reserved_for)
-        return found
+        namespace); found once, as every request asks."""
+        return self._namespaces
 
 
 def map_resource(state: ClusterState) -> str:
