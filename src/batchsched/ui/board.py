@@ -73,7 +73,7 @@ class WorkloadView:
     priority: int
     requests: tuple[tuple[str, int], ...]  # summed over the pending members, by resource
     reason: str  # why it waits: the scheduler's message, as `explain` prints it
-    position: int  # 1-based, in the whole line
+    position: int  # 1-based, in the whole line; 0: chosen across queues by fair share
     queue_position: int  # 1-based, among its queue's workloads; 0 outside any queue
     members: tuple[Member, ...] = ()
     min_member: int = 0
@@ -249,29 +249,36 @@ def _queues(state: ClusterState) -> tuple[QueueView, ...]:
 
 def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[WorkloadView, ...]:
     """The pending pods in queue order, a gang's pending members as one workload at its
-    first member's place."""
+    first member's place.
+
+    With Queue objects the queue hands out pods queue by queue, choosing the next queue by
+    fair share at each step (docs/queues.md#queue-order): a queued pod's place in its queue
+    is known, its place in the whole line is not (position 0); pods in no queue go first."""
     state = scheduler.state
+    lanes = bool(state.queues)
     ordered = scheduler.queue.in_order()
     queued = set(ordered)
     # Pods waiting outside the queue (scheduling gates, deletion) come last, by name.
     ordered.extend(
         sorted(k for k, p in state.pods.pending.items() if k not in queued and scheduler.owns(p))
     )
+    pods = [p for p in map(state.pods.pending.get, ordered) if p is not None]
+    leaves = {p.key: state.queue_of(p).queue for p in pods}
+    if lanes:
+        pods.sort(key=lambda p: leaves[p.key] != "")  # stable: each queue keeps its order
     out: list[WorkloadView] = []
     seen_groups: set[str] = set()
     per_queue: dict[str, int] = {}
-    for key in ordered:
-        pod = state.pods.pending.get(key)
-        if pod is None:
-            continue
+    for pod in pods:
+        key = pod.key
         group_key = group_key_of(pod)
         group = state.groups.by_key.get(group_key) if group_key is not None else None
         if group_key is not None and group is not None:
             if group_key in seen_groups:
                 continue
             seen_groups.add(group_key)
-        leaf = state.queue_of(pod).queue
-        position = len(out) + 1
+        leaf = leaves[key]
+        position = len(out) + 1 if not (lanes and leaf) else 0
         queue_position = 0
         if leaf:
             queue_position = per_queue[leaf] = per_queue.get(leaf, 0) + 1
@@ -294,8 +301,8 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
             out.append(view)
             continue
         members = sorted(state.groups.members.get(group_key, ()))
-        pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
-        waiting = tuple(p for p in pods if p.key in state.pods.pending)
+        group_pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
+        waiting = tuple(p for p in group_pods if p.key in state.pods.pending)
         out.append(
             WorkloadView(
                 group_key,
@@ -308,7 +315,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
                 reason,
                 position,
                 queue_position,
-                members=tuple(Member(p.key, p.node_name) for p in pods),
+                members=tuple(Member(p.key, p.node_name) for p in group_pods),
                 min_member=group.min_member,
             )
         )

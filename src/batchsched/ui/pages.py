@@ -144,8 +144,14 @@ def _line_summary(board: Board, viewer: Viewer) -> str:
     hidden = len(board.workloads) - len(visible)
     items = _workload_items(visible, in_queue=False)
     more = f"<p>{hidden} more in namespaces you cannot see.</p>" if hidden else ""
+    order = (
+        "<p>Pods in no queue first; then each queue's own line, the next queue chosen by fair "
+        "share at each step (<em>queue order</em>), so a place across queues is not fixed.</p>"
+        if board.queues
+        else ""
+    )
     return (
-        f"<h2>Waiting ({len(board.workloads)} workload(s))</h2>"
+        f"<h2>Waiting ({len(board.workloads)} workload(s))</h2>{order}"
         + (f'<ol class="line">{items}</ol>' if items else "<p>None you can see.</p>")
         + more
     )
@@ -166,9 +172,14 @@ def _workload_items(workloads: list[WorkloadView], in_queue: bool) -> str:
     for w in workloads:
         where = f" in {_e(w.queue)}" if not in_queue and w.queue else ""
         gang = f" (gang of {len(w.members)}, min {w.min_member})" if w.kind == "gang" else ""
-        position = w.queue_position if in_queue else w.position
+        position = f"#{w.position}"
+        if in_queue or not w.position:  # across queues, fair share chooses at each step
+            position = (
+                f"#{w.queue_position} in {_e(w.queue)}" if not in_queue else f"#{w.queue_position}"
+            )
+            where = ""
         items.append(
-            f'<li><span class="pos">#{position}</span> '
+            f'<li><span class="pos">{position}</span> '
             f'<a href="{_e(workload_url(w))}">{_e(w.key)}</a>{gang}{where} · priority '
             f"{w.priority} · {_e(_requests_text(w.requests))}"
             f'<br><span class="reason">{_e(_short(w.reason))}</span></li>'
@@ -231,6 +242,12 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
     in_queue = sum(1 for x in board.workloads if x.queue == w.queue) if w.queue else 0
     queue = f'<a href="{_e(queue_url(w.queue))}">{_e(w.queue)}</a>' if w.queue else "none"
     position = f"{w.queue_position} of {in_queue} in {queue}" if w.queue else "in no queue"
+    overall = f"{w.position} of {total}"
+    if not w.position:
+        overall = (
+            f"{total} waiting; the next queue is chosen by fair share at each step (queue "
+            "order), so this workload's place across queues is not fixed"
+        )
     if w.expected_start is not None:
         start = _e(format_time(w.expected_start))
     elif board.expected_starts:
@@ -242,7 +259,7 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
         ("Namespace", _e(w.namespace)),
         ("Queue", queue),
         ("Position in its queue", position),
-        ("Position overall", f"{w.position} of {total}"),
+        ("Position overall", overall),
         ("Priority", str(w.priority)),
         ("Requests (pending)", _e(_requests_text(w.requests))),
         ("Expected start", start),

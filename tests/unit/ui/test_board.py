@@ -3,7 +3,14 @@ reasons, the GPU map), and what it never copies."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from batchsched.config import default_config
+from batchsched.objects.load import load_files
 from batchsched.ui.board import Board
+from batchsched.ui.offline import SnapshotJudge
+from batchsched.ui.publisher import Publisher
+from tests.unit.ui.conftest import CLUSTER, NOW
 
 
 def test_the_line_holds_each_workload_once_in_queue_order(board: Board) -> None:
@@ -12,7 +19,8 @@ def test_the_line_holds_each_workload_once_in_queue_order(board: Board) -> None:
     # at its first member's place (created 09:10, before the sweeps at 09:20-09:22).
     assert keys == ["vision/pretrain", "vision/sweep-0", "vision/sweep-1", "vision/sweep-2",
                     "ops/eval"]  # fmt: skip
-    assert [w.position for w in board.workloads] == [1, 2, 3, 4, 5]
+    # With Queue objects the place across queues is chosen by fair share at each step.
+    assert [w.position for w in board.workloads] == [0, 0, 0, 0, 0]
     assert [w.queue_position for w in board.workloads] == [1, 2, 3, 4, 1]
     gang = board.workload("vision/pretrain")
     assert gang is not None and gang.kind == "gang" and gang.min_member == 2
@@ -60,3 +68,19 @@ def test_a_plans_preemptions_name_both_sides_and_their_queues(board: Board) -> N
 
 def test_the_namespaces_named_are_those_of_workloads_and_preemptions(board: Board) -> None:
     assert board.namespaces() == {"vision", "ops", "nlp"}
+
+
+def test_without_queues_the_whole_line_is_numbered(tmp_path: Path) -> None:
+    documents = CLUSTER.read_text().split("\n---\n")
+    kept = [d for d in documents if "kind: Queue" not in d and "kind: Namespace" not in d]
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text("\n---\n".join(kept))
+    judge = SnapshotJudge(
+        lambda: load_files([snapshot]), default_config(), NOW, [snapshot], False, Publisher()
+    )
+    judge.judge()
+    board = judge.publisher.take()
+    assert board is not None and not board.queues
+    line = [(w.key, w.position, w.queue_position) for w in board.workloads]
+    assert line == [("vision/pretrain", 1, 0), ("vision/sweep-0", 2, 0), ("vision/sweep-1", 3, 0),
+                    ("vision/sweep-2", 4, 0), ("ops/eval", 5, 0)]  # fmt: skip

@@ -47,7 +47,7 @@ def test_every_page_is_served_to_loopback(board: Board) -> None:
         assert ("Content-Security-Policy", answer.headers[2][1]) in answer.headers
     page = text(get(site, "/gangs/vision/pretrain"))
     assert "Position in its queue</dt><dd>1 of 4 in" in page
-    assert "Position overall</dt><dd>1 of 5</dd>" in page
+    assert "Position overall</dt><dd>5 waiting; the next queue is chosen by fair share" in page
     assert "largest fit is rack-2 with 10 of 16 nvidia.com/gpu free" in page
     assert 'Expected start</dt><dd><span class="na">not available</span>' in page
     # A member's page is its gang's.
