@@ -111,10 +111,7 @@ class Preemption:
     preemptor_queue: str
     node: str
     rule: str  # the eviction's reason: the rule that allowed it
-
-    @property
-    def reclaim(self) -> bool:
-        return "reclaim" in self.rule.lower()
+    reclaim: bool = False  # taken back by the preemptor's queue (docs/queues.md#reclaim)
 
 
 @dataclass(frozen=True)

@@ -52,17 +52,23 @@ class History:
                 message = f"nominated to {decision.node}: room is being freed for it there"
                 self._add(decision.pod, Event(now, "Normal", "Nominated", message))
             elif isinstance(decision, Evict):
-                message = f"Preempted by {decision.preemptor} on node {decision.node}"
-                self._add(decision.pod, Event(now, "Normal", "Preempted", message))
+                reason = "Reclaimed" if decision.reclaim else "Preempted"
+                message = f"{reason} by {decision.preemptor} on node {decision.node}"
+                self._add(decision.pod, Event(now, "Normal", reason, message))
+                preemptor_queue = _queue(state, known.get(decision.preemptor))
+                victim_queue = _queue(state, known.get(decision.pod))
+                if decision.reclaim is not None:
+                    preemptor_queue, victim_queue = decision.reclaim
                 self._preemptions.appendleft(
                     Preemption(
                         now,
                         decision.pod,
-                        _queue(state, known.get(decision.pod)),
+                        victim_queue,
                         decision.preemptor,
-                        _queue(state, known.get(decision.preemptor)),
+                        preemptor_queue,
                         decision.node,
                         decision.reason,
+                        reclaim=decision.reclaim is not None,
                     )
                 )
 

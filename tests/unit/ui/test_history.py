@@ -36,3 +36,12 @@ def test_history_is_bounded() -> None:
     assert [e.message for e in history.events()["a/p"]] == ["try 1", "try 2"]
     assert set(history.events()) == {"a/p", "a/v2"}  # the oldest pods forgotten first
     assert [p.victim for p in history.preemptions()] == ["a/v2", "a/v1"]
+
+
+def test_a_reclaim_names_both_queues_from_the_decision() -> None:
+    history = History()
+    evict = Evict("b/v", "n1", "a/p", "reclaim: queue a takes back from b", reclaim=("qa", "qb"))
+    history.record([evict], ClusterState(), T0)
+    (p,) = history.preemptions()
+    assert (p.reclaim, p.preemptor_queue, p.victim_queue) == (True, "qa", "qb")
+    assert history.events()["b/v"][0].reason == "Reclaimed"
