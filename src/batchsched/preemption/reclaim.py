@@ -119,7 +119,7 @@ class Reclaimer:
         nominated to a node (room freed for them, not bound yet): else a wave of preemptors
         in one pass would each see their queue as it was before the first."""
         tree = self.state.queues
-        usage = self.state.queue_usage()
+        usage = staying_usage(self.state)
         coming, own = self._nominated.totals(pod)
         if asks is None:
             asks = self.state.requests_by_name(pod)
@@ -180,8 +180,8 @@ class Reclaimer:
         def answer(row: int) -> tuple[Choice, Reclaimed] | None:
             slots = bounds.order[row][bounds.taken[row]].tolist()
             found = self._on_row(row, slots, demand, free[row], checks, rule, at)
-            if found is None:
-                return None
+            if found is None or not found[0]:
+                return None  # room that terminating pods free is waited for, not reclaimed
             victims, violations = found
             # The victims' last in the victim order, the earlier the better: a node whose
             # victims come first in that order wins among nodes that need as many.
@@ -551,7 +551,7 @@ class _Checks:
         self.state = state
         self.shares = shares
         self.sides = sides
-        self.usage: Usage = state.queue_usage()
+        self.usage: Usage = staying_usage(state)
         self.freed: dict[str, dict[str, int]] = {}  # queue -> resource -> taken so far
         self.refusals: list[str] = []
         self._leaves: dict[str, str] = {}
@@ -603,6 +603,30 @@ class _Checks:
     def _refuse(self, why: str) -> None:
         if why not in self.refusals:
             self.refusals.append(why)
+
+
+def staying_usage(state: ClusterState) -> Usage:
+    """Each queue's usage without its terminating pods: room already taken back counts as
+    gone. Else a wave of preemptors in one pass (or a victim still shutting down at the next
+    pass) would each judge the victim's queue as it was before the first eviction, and
+    together take it below its guaranteed (docs/queues.md#reclaim)."""
+    usage = state.queue_usage()
+    leaving = state.pods.terminating
+    if not leaving:
+        return usage
+    out = {name: dict(amounts) for name, amounts in usage.items()}
+    by_key = state.pods.by_key
+    for key in sorted(leaving):
+        pod = by_key.get(key)
+        leaf = state.queue_of(pod).queue if pod is not None else ""
+        if pod is None or not leaf:
+            continue
+        requests = state.requests_by_name(pod)
+        for queue in state.queues.path(leaf):
+            used = out.get(queue.name, {})
+            for resource in used:
+                used[resource] -= requests.get(resource, 0)
+    return out
 
 
 def _inside_window(reclaimer: Reclaimer, pod: Pod, at: float) -> bool:

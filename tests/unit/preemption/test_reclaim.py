@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
 from batchsched.objects.records import PodGroup
 from batchsched.preemption.reclaim import Reclaimed, Reclaimer, Shares
 from batchsched.state.cluster import ClusterState
+from tests.conftest import schedule
 from tests.preemption_world import NOW, Item, node, pdb, pod, priority_class, state_of
 
 
@@ -92,6 +94,75 @@ def test_never_below_guaranteed() -> None:
     # 2000 above the guarantee: exactly one pod may go.
     found = reclaim(world(*B_PODS, queues=(queue("a"), queue("b", guaranteed=6000))))
     assert victims(found) == ["default/b1-new"]
+
+
+def test_pods_already_terminating_count_as_gone_for_guaranteed() -> None:
+    # b is guaranteed 6000 of its 8000: one pod may go, and b1-old is already going.
+    leaving = [*B_PODS[:1], in_queue("b1-gone", 2000, "b", on="n1", terminating=True)]
+    found = reclaim(world(*leaving, *B_PODS[2:], queues=(queue("a"), queue("b", guaranteed=6000))))
+    assert found.message == "reclaim: b would fall below its guaranteed cpu."
+
+
+def test_a_wave_of_preemptors_in_one_pass_leaves_the_victim_its_guaranteed() -> None:
+    manifests = [
+        {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+        for name, spec in [
+            ("a", {"resources": {GPU: {"nominal": 2}}}),
+            ("b", {"resources": {GPU: {"guaranteed": 1, "nominal": 1}}}),
+            ("a1", {"parent": "a", "resources": {GPU: {"nominal": 0}}}),
+            ("b1", {"parent": "b", "resources": {GPU: {"guaranteed": 1, "nominal": 1}}}),
+        ]
+    ]
+    manifests.append(node_manifest("n0", gpus=8))
+    for i, gpus in enumerate((1, 3, 4)):
+        manifests.append(pod_manifest(f"run-{i}", gpus, "b1", on="n0", minute=i // 2))
+    for i, gpus in enumerate((1, 3, 1)):
+        manifests.append(pod_manifest(f"wait-{i}", gpus, "a1", minute=i))
+    result = schedule(*manifests)
+    taken = {e.pod for e in result.evictions}
+    assert taken  # a is below its nominal 2 and b above its 1: reclaim happens
+    # However many preemptors take from b in the pass, b keeps its guaranteed GPU.
+    kept = {"default/run-0": 1, "default/run-1": 3, "default/run-2": 4}
+    assert sum(gpus for key, gpus in kept.items() if key not in taken) >= 1
+
+
+GPU = "nvidia.com/gpu"
+
+
+def node_manifest(name: str, gpus: int) -> dict[str, Any]:
+    room = {"cpu": "16", "memory": "32Gi", GPU: str(gpus), "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": room, "capacity": room},
+    }
+
+
+def pod_manifest(
+    name: str, gpus: int, queue_name: str, on: str = "", minute: int = 0
+) -> dict[str, Any]:
+    requests = {"cpu": "1", "memory": "1Gi", GPU: str(gpus)}
+    created = f"2026-11-22T09:{minute:02d}:00Z"
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {QUEUE_LABEL: queue_name},
+            "creationTimestamp": created,
+        },
+        "spec": {
+            "schedulerName": "batchsched",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    if on:
+        body["spec"]["nodeName"] = on
+        body["status"] = {"phase": "Running", "startTime": f"2026-11-22T09:{59 - minute:02d}:00Z"}
+    return body
 
 
 def test_never_a_pod_younger_than_its_queue_s_reclaim_min_runtime() -> None:
