@@ -125,14 +125,15 @@ def test_the_new_leader_continues_from_the_stored_usage(
         written = _stored(queues, team)
         leader.stop(signal.SIGKILL)
         wait(lambda: _holder(cluster) == standby.identity, timeout=60, what="b leads")  # type: ignore[union-attr]
-        # The new leader's first write continues from the stored value: more, not from 0.
+        # The new leader's first write continues from the stored value (decayed for the few
+        # seconds the failover took), not from 0.
         before = queues.status(team)["usage"]["lastUpdateTime"]
         wait(
             lambda: queues.status(team)["usage"]["lastUpdateTime"] != before,
             timeout=40,
             what="b writes usage",
         )
-        assert _stored(queues, team) >= written
+        assert _stored(queues, team) >= 0.9 * written
         assert " 403 " not in standby.log()
     finally:
         leader.stop(signal.SIGKILL)
