@@ -124,7 +124,8 @@ def test_a_pending_gangs_position_reason_and_expected_start(browser: Any, server
     )
     assert facts["Position in its queue"] == "1 of 4 in vision"
     assert facts["Position overall"].startswith("5 waiting; the next queue is chosen by fair")
-    assert facts["Expected start"] == "not available (reservations are not built yet)"
+    # Backfill holds rack-1's nodes for it; its start waits on pods that state no runtime.
+    assert facts["Expected start"].startswith("reserved gpu-1a, gpu-1b; waits for pods without")
     reason = browser.find_element(By.ID, "reason").text
     assert "topology example.com/rack: largest fit is rack-2 with 10 of 16 nvidia.com/gpu" in reason
     members = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr")]
@@ -139,7 +140,9 @@ def test_the_gpu_map(browser: Any, server: str) -> None:
     assert len(browser.find_elements(By.CSS_SELECTOR, "li.node")) == 6
     assert len(browser.find_elements(By.CSS_SELECTOR, "li.node .cell.used")) == 34
     gpu_2b = browser.find_element(By.CSS_SELECTOR, 'li.node[aria-label^="gpu-2b"]')
-    assert gpu_2b.get_attribute("aria-label") == "gpu-2b: 2 of 8 nvidia.com/gpu in use"
+    label = "gpu-2b: 2 of 8 nvidia.com/gpu in use, reserved for vision/sweep-1"  # Backfill's
+    assert gpu_2b.get_attribute("aria-label") == label
+    assert len(browser.find_elements(By.CSS_SELECTOR, "li.node.reserved")) == 5
     shoot(browser, "nodes")
 
 

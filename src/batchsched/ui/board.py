@@ -78,6 +78,7 @@ class WorkloadView:
     members: tuple[Member, ...] = ()
     min_member: int = 0
     expected_start: datetime | None = None
+    reservation: str = ""  # Backfill's reservation for it, as its message says it
 
     @property
     def pods(self) -> tuple[str, ...]:
@@ -202,6 +203,7 @@ def build_board(
         preemptions=preemptions,
         events=events,
         fair_share=bool(state.queues),
+        expected_starts=True,
         notice=notice,
     )
 
@@ -282,6 +284,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
         priority = state.policy.priority_of(pod)
         reason = messages.get(key, "not attempted yet")
         if group_key is None or group is None:
+            start, reservation = _start(state, f"Pod {key}")
             requests = _requests(state, (pod,))
             view = WorkloadView(
                 key,
@@ -294,9 +297,12 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
                 reason,
                 position,
                 queue_position,
+                expected_start=start,
+                reservation=reservation,
             )
             out.append(view)
             continue
+        start, reservation = _start(state, f"PodGroup {group_key}")
         members = sorted(state.groups.members.get(group_key, ()))
         group_pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
         waiting = tuple(p for p in group_pods if p.key in state.pods.pending)
@@ -314,9 +320,17 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
                 queue_position,
                 members=tuple(Member(p.key, p.node_name) for p in group_pods),
                 min_member=group.min_member,
+                expected_start=start,
+                reservation=reservation,
             )
         )
     return tuple(out)
+
+
+def _start(state: ClusterState, holder: str) -> tuple[datetime | None, str]:
+    """The expected start Backfill's reservation for `holder` gives, and the reservation."""
+    held = state.start_reservations.by_holder.get(holder)
+    return (None, "") if held is None else (held.start, held.message())
 
 
 def _requests(state: ClusterState, pods: tuple[Pod, ...]) -> tuple[tuple[str, int], ...]:
@@ -337,6 +351,9 @@ def _nodes(state: ClusterState, resource: str, keys: tuple[str, ...]) -> tuple[N
         total = nodes.allocatable[:rows, col]
         used = total - nodes.free[:rows, col]
     held = {row: r.pod for row, r in state.reservations.by_row.items()}
+    # Backfill's reservations (docs/backfill.md): held for "Pod ns/name" or "PodGroup ns/name".
+    for row, start in state.start_reservations.by_row.items():
+        held.setdefault(row, start.holder.partition(" ")[2])
     out = [
         NodeView(
             node.name,

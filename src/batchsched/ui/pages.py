@@ -250,8 +250,10 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
         )
     if w.expected_start is not None:
         start = _e(format_time(w.expected_start))
+    elif w.reservation:
+        start = _e(w.reservation)
     elif board.expected_starts:
-        start = "none yet: no reservation holds room for it"
+        start = "none: no reservation holds room for it (docs/backfill.md)"
     else:
         start = '<span class="na">not available</span> (reservations are not built yet)'
     facts = [

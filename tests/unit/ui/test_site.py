@@ -49,7 +49,7 @@ def test_every_page_is_served_to_loopback(board: Board) -> None:
     assert "Position in its queue</dt><dd>1 of 4 in" in page
     assert "Position overall</dt><dd>5 waiting; the next queue is chosen by fair share" in page
     assert "largest fit is rack-2 with 10 of 16 nvidia.com/gpu free" in page
-    assert 'Expected start</dt><dd><span class="na">not available</span>' in page
+    assert "Expected start</dt><dd>reserved gpu-1a, gpu-1b; waits for pods without" in page
     # A member's page is its gang's.
     assert "<h1>Gang vision/pretrain</h1>" in text(get(site, "/pods/vision/pretrain-1"))
     main = text(get(site, "/?part=main"))
