@@ -3,6 +3,8 @@
 `TraceReplay/philly`: the Philly trace's 82,247 jobs on 300 nodes of 8 GPUs.
 `TraceReplay/philly_40nodes_30d`: its 30 days from 2017-10-03 (46,814 jobs) on 40 such nodes.
 `TraceReplay/openb`: Alibaba's openb pods on the trace's own 1,213 GPU nodes.
+`TraceReplay/philly_queues`: the whole Philly trace with its 14 tenants as 14 queues (nominal
+GPU quotas in proportion to each tenant's GPU-hours), on 300 nodes of 8 GPUs.
 Trace files come from `BATCHSCHED_TRACES` (default `../shared/traces` from the repository
 root); without them the workload reports a skip.
 """
@@ -16,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from batchsched.config import default_config
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import Node, PriorityClass
 from batchsched.sim.engine import Simulation
 from batchsched.sim.fields import Fields
+from batchsched.sim.queues import Derive
 from batchsched.sim.traces import TRACE_FORMATS
 from batchsched.sim.workload import GPU, JobSpec
 from benchmarks.harness import Metrics, decision_hash, timed, workload
@@ -46,9 +50,15 @@ def load(
 
 
 def replay(
-    name: str, jobs: list[JobSpec], nodes: list[Node], until: float | None = None
+    name: str,
+    jobs: list[JobSpec],
+    nodes: list[Node],
+    until: float | None = None,
+    queues: list[Queue] | None = None,
 ) -> Metrics:
-    sim = Simulation(name, nodes, CLASSES, jobs, default_config(), START, until=until)
+    sim = Simulation(
+        name, nodes, CLASSES, jobs, default_config(), START, until=until, queues=queues or ()
+    )
     cpu = time.process_time()
     with timed() as watch:
         result = sim.run()
@@ -66,6 +76,7 @@ def replay(
         "cpu_seconds": round(cpu, 2),  # the machine is shared: CPU time compares runs better
         "jobs_per_second": round(submitted / watch.seconds),
         "attempts_per_binding": round(attempts / max(binds, 1), 2),
+        **({"queues": len(queues)} if queues else {}),
         # Every job's record (times, preemptions, evictions) and the decision counts.
         "decision_hash": decision_hash([*result.jobs, *sorted(result.decisions.items())]),
     }
@@ -95,6 +106,22 @@ def philly_small() -> Metrics:
         return skip
     jobs, _ = load("philly", PHILLY_BUSY, path="philly_2017_jobs.csv", priorityClass="low")
     return replay("philly_40nodes_30d", jobs, gpu_nodes(40), until=30 * 86400)
+
+
+@workload("TraceReplay/philly_queues")
+def philly_queues() -> Metrics:
+    """Multi-tenant: each of the trace's 14 tenants (its `cluster` column) a queue, each with
+    a nominal GPU quota in proportion to the GPU-hours it asks (examples/traces/
+    philly-tenants.yaml)."""
+    if (skip := missing("philly_2017_jobs.csv")) is not None:
+        return skip
+    jobs, _ = load(
+        "philly", path="philly_2017_jobs.csv", priorityClass="low", queueColumn="cluster"
+    )
+    nodes = gpu_nodes(300)
+    derive = Derive(resource=GPU, by="gpuHours", level="nominal", total=None, parent="")
+    queues = derive.queues(sorted({j.queue for j in jobs}), jobs, nodes)
+    return replay("philly_queues", jobs, nodes, queues=queues)
 
 
 def gpu_nodes(count: int) -> list[Node]:

@@ -26,7 +26,6 @@ from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.engine import ProgressHook, Simulation
 from batchsched.sim.fields import ScenarioError
 from batchsched.sim.metrics import RunResult, run_summary
-from batchsched.sim.queue_metrics import NO_FAIR_SHARE
 from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows
 from batchsched.sim.ray_runs import run_on_ray
 from batchsched.sim.report import summary_rows, write_reports
@@ -148,10 +147,9 @@ def comparison_text(results: list[RunResult]) -> str:
         lines.append(title)
         lines.extend(tables.table(head, rows, keep=keep))
         lines.append("")
-    queue_title, queue_body, notes = queue_rows(results)
+    queue_title, queue_body = queue_rows(results)
     if queue_body:
         lines.append(queue_title)
-        lines.extend(line for note in notes for line in tables.wrap(f"  {note}", indent="  "))
         lines.extend(tables.table(QUEUE_HEAD, queue_body, keep=2))
         lines.append("")
     for result in results:
@@ -293,7 +291,7 @@ def main(
         body = (
             comparison_text(results)
             if comparison is None
-            else seeds_text(comparison, [w for r in results for w in r.warnings], results)
+            else seeds_text(comparison, [w for r in results for w in r.warnings])
         )
         return body + "".join(f"wrote {path}\n" for path in written)
 
@@ -307,7 +305,7 @@ def main(
     return 0
 
 
-def seeds_text(comparison: Comparison, warnings: list[str], results: list[RunResult]) -> str:
+def seeds_text(comparison: Comparison, warnings: list[str]) -> str:
     seeds = {len(v) for v in comparison.seeds.values()}
     lines = [f"COMPARISON OVER {'/'.join(str(n) for n in sorted(seeds))} SEEDS"]
     lines.extend(
@@ -323,8 +321,6 @@ def seeds_text(comparison: Comparison, warnings: list[str], results: list[RunRes
         lines.extend(f"  ({i}) {run}" for i, run in enumerate(comparison.runs, 1))
     head, body = comparison_rows(comparison, numbered)
     lines.extend(tables.table(head, body))
-    if any(r.queues is not None and not r.queues.fair_known for r in results):
-        lines.extend(tables.wrap(f"  queues: {NO_FAIR_SHARE}", indent="  "))
     lines.append("")
     for warning in summarise_warnings(list(dict.fromkeys(warnings))):
         lines.extend(tables.wrap(f"warning: {warning}", indent="  "))

@@ -50,7 +50,7 @@ from batchsched.sim.metrics import (
     gpu_resource,
     tracked_resources,
 )
-from batchsched.sim.queue_metrics import QueueMeter
+from batchsched.sim.queue_metrics import FAIR_SHARE_READS, QueueMeter
 from batchsched.sim.topology import domains_spanned
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
@@ -92,7 +92,7 @@ class JobRun:
     unfinished: int = 0
     usage: list[tuple[int, int]] = field(default_factory=list)  # see Simulation._usage
     queue_path: list[int] = field(default_factory=list)  # its queue and ancestors (QueueMeter)
-    queue_amount: float = 0.0  # what each of its pods holds of the queues' share resource
+    queue_amount: int = 0  # what each of its pods asks of the queues' share resource
 
 
 ProgressHook = Callable[[float], None]
@@ -182,7 +182,6 @@ class Simulation:
         gpu = gpu_resource(self._resources)
         self._gpu_col = self.state.nodes.resources.intern(gpu) if gpu else None
         self._gpu_scale = 1000.0 if gpu == GPU_MILLI else 1.0
-        self._share_scale = 1.0  # GPU thousandths per GPU where GPUs are shared
         self._meter = self._queue_meter(queue_list, gpu)
         self._fragmented = (-1, 0.0)  # (state change mark, GPUs free on partly used nodes)
         self._partly_free: list[int] = []  # per node row: its GPUs free if partly used
@@ -349,9 +348,7 @@ class Simulation:
         job.usage = self._usage(spec.requests)
         if self._meter is not None:
             job.queue_path = self._meter.path(spec.queue)
-            job.queue_amount = spec.requests.get(self._meter.timeline.resource, 0) / (
-                self._share_scale
-            )
+            job.queue_amount = spec.requests.get(self._meter.timeline.resource, 0)
         if spec.gang:
             assert spec.min_member is not None
             self.state.upsert_pod_group(
@@ -443,7 +440,7 @@ class Simulation:
     def _count_pending(self, unit: Unit, change: int) -> None:
         self._pending_by_class[self._class_col[unit.job.record.group]] += change
         if self._meter is not None:
-            self._meter.waiting(unit.job.queue_path, change)
+            self._meter.waiting(unit.job.queue_path, change, unit.job.queue_amount)
 
     def _finish(self, unit: Unit) -> None:
         job = unit.job
@@ -673,23 +670,33 @@ class Simulation:
     def _sample(self) -> None:
         self.timeline.record(self.now, self._used, self._pending_by_class, self._fragmentation())
         if self._meter is not None:
-            self._meter.sample(self.now, self._fair_shares())
+            self._meter.sample(self.now, self._fair_shares)
 
     def _queue_meter(self, queues: list[Queue], gpu: str | None) -> QueueMeter | None:
         """Per-queue measurement, of the GPUs (else the CPU) of the cluster."""
         if not queues:
             return None
         resource = gpu or CPU
-        self._share_scale = 1000.0 if resource == GPU_MILLI else 1.0
         rows = self.state.nodes.rows
         col = self.state.nodes.resources.intern(resource)
         alloc = self.state.nodes.allocatable[:rows, col][self.state.nodes.valid[:rows]]
-        return QueueMeter(queues, resource, float(alloc.sum()) / self._share_scale)
+        span = (
+            self.until
+            if self.until is not None
+            else max((j.spec.submit for j in self.jobs), default=0.0)
+        )
+        return QueueMeter(queues, resource, int(alloc.sum()), span / FAIR_SHARE_READS)
 
-    def _fair_shares(self) -> list[float] | None:
-        """Each measured queue's fair share of the share resource, as the scheduler computes
-        it; None while it computes none (docs/queues.md)."""
-        return None
+    def _fair_shares(self) -> list[int]:
+        """Each measured queue's fair share of the share resource: the scheduler's own when
+        the queues are in the cluster, else what it would compute for the same demand."""
+        meter = self._meter
+        assert meter is not None
+        if not self._queues_on:
+            return meter.fair_shares()
+        shares = self.state.queue_fair_shares()
+        resource = meter.timeline.resource
+        return [shares.get(name, {}).get(resource, 0) for name in meter.timeline.queues]
 
     def _fragmentation(self) -> float:
         """GPUs free on nodes that are partly used: room no whole-node job can take.

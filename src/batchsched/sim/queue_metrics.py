@@ -4,13 +4,17 @@ their fair shares, waits, and what reclaim cost each queue.
 
 Shares are of one resource: the cluster's GPUs when it has any, else its CPU. A queue's
 allocated amount is what the bound pods of its subtree request of it. The fair share is the
-scheduler's own (the state's water-filling, docs/queues.md), read at every instant; a
-scheduler version that does not compute fair shares leaves the metrics that need one empty.
+scheduler's own (the state's water-filling, docs/queues.md#fair-share), read at every instant;
+in a run without the queues in its cluster, the same water-filling over the same queues and
+the run's demand (allocated plus pending requests), so that runs with and without queues are
+measured against the same yardstick. Water-filling costs milliseconds and demand moves at
+almost every event, so the fair share is read at most FAIR_SHARE_READS times over a run's span
+(its horizon, else its last submission), at evenly spaced instants, and held in between.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,15 +22,10 @@ import numpy as np
 
 from batchsched.objects.queues import Queue
 from batchsched.sim.stats import spread, time_average
+from batchsched.state.fair_share import fair_shares
 
 if TYPE_CHECKING:
     from batchsched.sim.metrics import JobRecord
-
-# What the fair-share metrics say when the scheduler gives no fair share to compare with.
-NO_FAIR_SHARE = (
-    "no fair share: this scheduler does not compute one yet (docs/queues.md), so the "
-    "deviation from it and Jain's index are not measured"
-)
 
 
 @dataclass
@@ -34,27 +33,20 @@ class QueueTimeline:
     """Each queue's allocated amount, fair share and pending pods, sampled when they change.
 
     `queues` lists every queue, parents before children; `allocated[k][i]` is queue i's
-    (its subtree's) at `times[k]`; `fair[k]` is None while no fair share is known.
+    (its subtree's) at `times[k]`, `fair[k][i]` its fair share then.
     """
 
     resource: str
     queues: list[str]
     parents: list[str]  # "" for a root
     leaves: list[bool]
-    capacity: float  # the cluster's allocatable of `resource`
+    capacity: int  # the cluster's allocatable of `resource`
     times: list[float] = field(default_factory=list)
-    allocated: list[list[float]] = field(default_factory=list)
-    fair: list[list[float] | None] = field(default_factory=list)
+    allocated: list[list[int]] = field(default_factory=list)
+    fair: list[list[int] | None] = field(default_factory=list)
     pending: list[list[int]] = field(default_factory=list)
 
-    @property
-    def fair_known(self) -> bool:
-        """Whether the scheduler gave a fair share at every sample."""
-        return bool(self.times) and all(f is not None for f in self.fair)
-
-    def record(
-        self, t: float, allocated: list[float], pending: list[int], fair: list[float] | None
-    ) -> None:
+    def record(self, t: float, allocated: list[int], pending: list[int], fair: list[int]) -> None:
         """Sample at `t`; values are copied only when kept, as Timeline.record does."""
         if (
             self.times
@@ -65,20 +57,28 @@ class QueueTimeline:
             return
         if self.times and self.times[-1] == t:
             self.allocated[-1], self.pending[-1] = list(allocated), list(pending)
-            self.fair[-1] = None if fair is None else list(fair)
+            self.fair[-1] = list(fair)
             return
         self.times.append(t)
         self.allocated.append(list(allocated))
         self.pending.append(list(pending))
-        self.fair.append(None if fair is None else list(fair))
+        self.fair.append(list(fair))
+
+
+# How often, at most, a run reads its queues' fair shares (see above): every 1/1000 of its
+# span (Philly's 109 days: every 2.6 hours; a day: every 86 seconds).
+FAIR_SHARE_READS = 1000
 
 
 class QueueMeter:
     """Keeps each queue's allocated amount and pending pods as the engine binds and removes
     pods; a job's pods count in its leaf and every ancestor."""
 
-    def __init__(self, queues: list[Queue], resource: str, capacity: float) -> None:
+    def __init__(
+        self, queues: list[Queue], resource: str, capacity: int, read_every: float
+    ) -> None:
         by_name = {q.name: q for q in queues}
+        self._queues = by_name
         order = _tree_order(queues)
         self.index = {name: i for i, name in enumerate(order)}
         parents = [by_name[n].parent if by_name[n].parent in by_name else "" for n in order]
@@ -89,8 +89,13 @@ class QueueMeter:
                 path.append(self.index[up])
                 up = parents[self.index[up]]
             self.paths[name] = path
-        self.allocated = [0.0] * len(order)
-        self.pending = [0] * len(order)
+        self.allocated = [0] * len(order)  # in the resource's units, as requests are
+        self.pending = [0] * len(order)  # pods
+        self.asked = [0] * len(order)  # what the pending pods ask of the resource
+        self._fair: tuple[list[int], list[int]] | None = None  # (demand, fair shares)
+        self._read_every = read_every
+        self._next_read = 0.0
+        self._held: list[int] = []  # the fair shares last read
         self.timeline = QueueTimeline(
             resource,
             order,
@@ -103,16 +108,36 @@ class QueueMeter:
         """The indexes of `queue` and its ancestors ([] for no queue or an unknown one)."""
         return self.paths.get(queue, [])
 
-    def bound(self, path: list[int], amount: float) -> None:
+    def bound(self, path: list[int], amount: int) -> None:
         for i in path:
             self.allocated[i] += amount
 
-    def waiting(self, path: list[int], change: int) -> None:
+    def waiting(self, path: list[int], change: int, amount: int) -> None:
         for i in path:
             self.pending[i] += change
+            self.asked[i] += change * amount
 
-    def sample(self, t: float, fair: Sequence[float] | None) -> None:
-        self.timeline.record(t, self.allocated, self.pending, None if fair is None else list(fair))
+    def fair_shares(self) -> list[int]:
+        """The fair shares water-filling gives these queues for the demand of this instant
+        (as the scheduler would with the queues in the cluster), computed again only when
+        some queue's demand moved (a pending pod bound moves none)."""
+        demand = [a + b for a, b in zip(self.allocated, self.asked, strict=True)]
+        if self._fair is None or self._fair[0] != demand:
+            tl = self.timeline
+            shares = fair_shares(
+                self._queues,
+                {name: {tl.resource: d} for name, d in zip(tl.queues, demand, strict=True)},
+                {tl.resource: tl.capacity},
+            )
+            self._fair = (demand, [shares.get(q, {}).get(tl.resource, 0) for q in tl.queues])
+        return self._fair[1]
+
+    def sample(self, t: float, read_fair: Callable[[], list[int]]) -> None:
+        """Sample at `t`, reading the fair shares if their time has come."""
+        if t >= self._next_read:
+            self._held = read_fair()
+            self._next_read = t + self._read_every
+        self.timeline.record(t, self.allocated, self.pending, self._held)
 
 
 def _tree_order(queues: list[Queue]) -> list[str]:
@@ -140,16 +165,11 @@ def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) ->
     allocated = np.asarray(tl.allocated, dtype=np.float64).reshape(len(times), n)
     scale = 100.0 / tl.capacity if tl.capacity else 0.0
     share = time_average(times, allocated, end) * scale
-    fair_known = tl.fair_known
-    fair = (
-        np.asarray(tl.fair, dtype=np.float64).reshape(len(times), n)
-        if fair_known
-        else np.zeros((len(times), n))
-    )
-    fair_share = time_average(times, fair, end) * scale if fair_known else None
-    deviation = _deviation(times, allocated, fair, end) if fair_known else None
+    fair = np.asarray(tl.fair, dtype=np.float64).reshape(len(times), n)
+    fair_share = time_average(times, fair, end) * scale
+    deviation = _deviation(times, allocated, fair, end)
     leaves = [i for i in range(n) if tl.leaves[i]]
-    jain = _jain(times, allocated[:, leaves], fair[:, leaves], end) if fair_known else None
+    jain = _jain(times, allocated[:, leaves], fair[:, leaves], end)
     by_queue: dict[str, list[JobRecord]] = {}
     for job in jobs:
         by_queue.setdefault(job.queue, []).append(job)
@@ -170,8 +190,8 @@ def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) ->
             "started": len(waits),
             "finished": sum(1 for j in mine if j.end is not None),
             "share_percent": float(share[i]) if times else 0.0,
-            "fair_share_percent": None if fair_share is None else float(fair_share[i]),
-            "deviation_percent": None if deviation is None else _maybe(deviation[i]),
+            "fair_share_percent": float(fair_share[i]) if times else 0.0,
+            "deviation_percent": _maybe(deviation[i]) if times else None,
             "wait_seconds": spread(waits),
             "reclaims": sum(j.reclaims for j in mine),
             "reclaim_lost_gpu_hours": sum(j.reclaim_lost_gpu_seconds for j in mine) / 3600.0,
@@ -181,8 +201,6 @@ def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) ->
     ]
     return {
         "resource": tl.resource,
-        "fair_share": "the scheduler's" if fair_known else None,
-        "note": "" if fair_known else NO_FAIR_SHARE,
         "jain_index_mean": jain,
         "deviation_percent_mean": float(np.mean(leaf_deviations)) if leaf_deviations else None,
         "reclaims": sum(j.reclaims for j in jobs),

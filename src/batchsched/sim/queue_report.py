@@ -17,7 +17,7 @@ QUEUE_HEAD = [
     "jobs finished / submitted",
     "share %",
     "fair share %",
-    "|share - fair| / fair %",
+    "deviation from fair share %",
     "wait p50 (min)",
     "wait p95 (min)",
     "wait p99 (min)",
@@ -30,20 +30,17 @@ def _fmt(value: float | None, scale: float = 1.0) -> str:
     return "–" if value is None else f"{value / scale:.1f}"
 
 
-def queue_rows(results: list[RunResult]) -> tuple[str, list[list[str]], list[str]]:
-    """The table's title, its rows (leaf queues, worst first: largest deviation from the fair
-    share over the runs, then longest p95 wait, then name; each queue's runs in order) and
-    notes (why a column is empty). No rows when no run measured queues."""
+def queue_rows(results: list[RunResult]) -> tuple[str, list[list[str]]]:
+    """The table's title and rows (leaf queues, worst first: largest deviation from the fair
+    share over the runs, then longest p95 wait, then name; each queue's runs in order). No
+    rows when no run measured queues."""
     per_queue: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     resource = ""
-    notes: list[str] = []
     for result in results:
         summary = run_summary(result)["queues"]
         if summary is None:
             continue
         resource = summary["resource"]
-        if summary["note"] and summary["note"] not in notes:
-            notes.append(summary["note"])
         for name, q in summary["queues"].items():
             if q["leaf"]:
                 per_queue.setdefault(name, []).append((result.name, q))
@@ -71,12 +68,12 @@ def queue_rows(results: list[RunResult]) -> tuple[str, list[list[str]], list[str
         for name in sorted(per_queue, key=badness)
         for run, q in per_queue[name]
     ]
-    return f"PER QUEUE (shares of {resource}, time-averaged)", rows, notes
+    return f"PER QUEUE (shares of {resource}, time-averaged)", rows
 
 
 def share_plot(results: list[RunResult], bins: int) -> Any | None:
-    """One panel per leaf queue: its share of the cluster over time in each run (solid), and
-    its fair share (dashed) where the scheduler gives one; the last panel, Jain's index."""
+    """One panel per leaf queue: its share of the cluster over time in each run (solid) and
+    its fair share (dashed); the last panel, Jain's index over time."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,28 +98,25 @@ def share_plot(results: list[RunResult], bins: int) -> Any | None:
         allocated = np.asarray(tl.allocated, dtype=np.float64).reshape(len(tl.times), -1)
         x, shares = binned(tl.times, allocated, result.end_time, bins)
         scale = 100.0 / tl.capacity if tl.capacity else 0.0
-        fair = None
-        if tl.fair_known:
-            fair_values = np.asarray(tl.fair, dtype=np.float64).reshape(len(tl.times), -1)
-            _, fair = binned(tl.times, fair_values, result.end_time, bins)
-            jain = jain_series(allocated[:, tl.leaves], fair_values[:, tl.leaves])
-            _, jain_binned = binned(tl.times, np.nan_to_num(jain)[:, None], result.end_time, bins)
-            flat[len(leaves)].plot(x / 3600, jain_binned[:, 0], color=colour, label=result.name)
+        fair_values = np.asarray(tl.fair, dtype=np.float64).reshape(len(tl.times), -1)
+        _, fair = binned(tl.times, fair_values, result.end_time, bins)
+        jain = jain_series(allocated[:, tl.leaves], fair_values[:, tl.leaves])
+        # No queue with a fair share (no demand at all): nobody is treated unfairly.
+        even = np.nan_to_num(jain, nan=1.0)[:, None]
+        _, jain_binned = binned(tl.times, even, result.end_time, bins)
+        flat[len(leaves)].plot(x / 3600, jain_binned[:, 0], color=colour, label=result.name)
         for ax, name in zip(flat, leaves, strict=False):
             if name not in tl.queues:
                 continue
             i = tl.queues.index(name)
             ax.plot(x / 3600, shares[:, i] * scale, color=colour, label=result.name)
-            if fair is not None:
-                ax.plot(x / 3600, fair[:, i] * scale, color=colour, linestyle="--")
+            ax.plot(x / 3600, fair[:, i] * scale, color=colour, linestyle="--")
     for ax, name in zip(flat, leaves, strict=False):
         ax.set_title(name, fontsize="small")
         ax.set_ylabel("% of cluster", fontsize="small")
     last = flat[len(leaves)]
     last.set_title("Jain's index of share / fair share", fontsize="small")
     last.set_ylim(0, 1.05)
-    if not last.lines:
-        last.text(0.5, 0.5, "no fair share to compare with", ha="center", va="center")
     for ax in flat[panels:]:
         ax.set_visible(False)
     flat[0].legend(fontsize="x-small", loc="upper right")

@@ -460,11 +460,9 @@ def render_html(
             "the interval excludes zero.</p>" + _table(head, body)
         )
     single = "" if comparison is None else " (first seed)"
-    queue_title, queue_body, queue_notes = queue_rows(shown)
+    queue_title, queue_body = queue_rows(shown)
     per_queue = (
-        f"<h2>{html.escape(queue_title.capitalize())}{single}</h2>"
-        + "".join(f"<p>{html.escape(note.capitalize())}.</p>" for note in queue_notes)
-        + _table(QUEUE_HEAD, queue_body)
+        f"<h2>{html.escape(queue_title.capitalize())}{single}</h2>" + _table(QUEUE_HEAD, queue_body)
         if queue_body
         else ""
     )
