@@ -361,3 +361,32 @@ def test_inner_queues_sum_their_leaves(tmp_path: Path) -> None:
     assert result.queues.leaves == [False, True, True]
     for sample in result.queues.allocated:
         assert sample[0] == sample[1] + sample[2]
+
+
+def test_the_meters_fair_shares_are_water_fillings_for_any_demand() -> None:
+    """Where every queue's demand fits, the meter takes each queue's cap without running
+    water-filling; any demand gives what state/fair_share.py gives."""
+    import random
+
+    from batchsched.sim.queue_metrics import QueueMeter
+    from batchsched.state.fair_share import fair_shares
+
+    queues = [
+        Queue("org", QUEUE_API, resources={GPU: QueueQuota(0, 16, 24)}),
+        Queue("a", QUEUE_API, parent="org", resources={GPU: QueueQuota(0, 8)}),
+        Queue("b", QUEUE_API, parent="org", resources={GPU: QueueQuota(0, 8, 12)}, weight=2),
+        Queue("c", QUEUE_API, resources={GPU: QueueQuota(0, 8)}),
+    ]
+    rng = random.Random(7)
+    capped = 0
+    for _ in range(300):
+        meter = QueueMeter(queues, GPU, 32)
+        for leaf in ("a", "b", "c"):
+            meter.bound(meter.path(leaf), rng.randint(0, 12))
+            meter.waiting(meter.path(leaf), rng.randint(0, 2), rng.choice([1, 4, 8]))
+        order = meter.timeline.queues
+        demand = {q: {GPU: meter.allocated[i] + meter.asked[i]} for i, q in enumerate(order)}
+        expected = fair_shares({q.name: q for q in queues}, demand, {GPU: 32})
+        assert meter.fair_shares() == [expected[q][GPU] for q in order]
+        capped += meter._capped is not None and meter._capped[1] is not None
+    assert 0 < capped < 300  # both ways were taken

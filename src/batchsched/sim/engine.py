@@ -50,7 +50,7 @@ from batchsched.sim.metrics import (
     gpu_resource,
     tracked_resources,
 )
-from batchsched.sim.queue_metrics import FAIR_SHARE_READS, QueueMeter
+from batchsched.sim.queue_metrics import QueueMeter
 from batchsched.sim.topology import domains_spanned
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
@@ -183,7 +183,10 @@ class Simulation:
         self._gpu_col = self.state.nodes.resources.intern(gpu) if gpu else None
         self._gpu_scale = 1000.0 if gpu == GPU_MILLI else 1.0
         self._meter = self._queue_meter(queue_list, gpu)
-        self._fragmented = (-1, 0.0)  # (state change mark, GPUs free on partly used nodes)
+        self._fragmented = (
+            -1,
+            0.0,
+        )  # (state change mark, GPUs free on partly used nodes)
         self._partly_free: list[int] = []  # per node row: its GPUs free if partly used
         self._partly_total = 0
         self.decisions: dict[str, int] = {}
@@ -670,7 +673,7 @@ class Simulation:
     def _sample(self) -> None:
         self.timeline.record(self.now, self._used, self._pending_by_class, self._fragmentation())
         if self._meter is not None:
-            self._meter.sample(self.now, self._fair_shares)
+            self._meter.sample(self.now)
 
     def _queue_meter(self, queues: list[Queue], gpu: str | None) -> QueueMeter | None:
         """Per-queue measurement, of the GPUs (else the CPU) of the cluster."""
@@ -680,23 +683,15 @@ class Simulation:
         rows = self.state.nodes.rows
         col = self.state.nodes.resources.intern(resource)
         alloc = self.state.nodes.allocatable[:rows, col][self.state.nodes.valid[:rows]]
-        span = (
-            self.until
-            if self.until is not None
-            else max((j.spec.submit for j in self.jobs), default=0.0)
-        )
-        return QueueMeter(queues, resource, int(alloc.sum()), span / FAIR_SHARE_READS)
+        scheduler = self._scheduler_fair_shares if self._queues_on else None
+        return QueueMeter(queues, resource, int(alloc.sum()), scheduler)
 
-    def _fair_shares(self) -> list[int]:
-        """Each measured queue's fair share of the share resource: the scheduler's own when
-        the queues are in the cluster, else what it would compute for the same demand."""
-        meter = self._meter
-        assert meter is not None
-        if not self._queues_on:
-            return meter.fair_shares()
+    def _scheduler_fair_shares(self) -> list[int]:
+        """The scheduler's fair shares of the measured queues' share resource."""
+        assert self._meter is not None
         shares = self.state.queue_fair_shares()
-        resource = meter.timeline.resource
-        return [shares.get(name, {}).get(resource, 0) for name in meter.timeline.queues]
+        resource = self._meter.timeline.resource
+        return [shares.get(name, {}).get(resource, 0) for name in self._meter.timeline.queues]
 
     def _fragmentation(self) -> float:
         """GPUs free on nodes that are partly used: room no whole-node job can take.
@@ -717,7 +712,11 @@ class Simulation:
             self._partly_free = [0] * state.nodes.rows
             self._partly_total = 0
             changed = range(state.nodes.rows)
-        alloc, free, valid = state.nodes.allocatable, state.nodes.free, state.nodes.valid
+        alloc, free, valid = (
+            state.nodes.allocatable,
+            state.nodes.free,
+            state.nodes.valid,
+        )
         partly, total = self._partly_free, self._partly_total
         for row in set(changed):
             room = free.item(row, col)

@@ -7,9 +7,7 @@ allocated amount is what the bound pods of its subtree request of it. The fair s
 scheduler's own (the state's water-filling, docs/queues.md#fair-share), read at every instant;
 in a run without the queues in its cluster, the same water-filling over the same queues and
 the run's demand (allocated plus pending requests), so that runs with and without queues are
-measured against the same yardstick. Water-filling costs milliseconds and demand moves at
-almost every event, so the fair share is read at most FAIR_SHARE_READS times over a run's span
-(its horizon, else its last submission), at evenly spaced instants, and held in between.
+measured against the same yardstick.
 """
 
 from __future__ import annotations
@@ -65,18 +63,19 @@ class QueueTimeline:
         self.fair.append(list(fair))
 
 
-# How often, at most, a run reads its queues' fair shares (see above): every 1/1000 of its
-# span (Philly's 109 days: every 2.6 hours; a day: every 86 seconds).
-FAIR_SHARE_READS = 1000
-
-
 class QueueMeter:
     """Keeps each queue's allocated amount and pending pods as the engine binds and removes
     pods; a job's pods count in its leaf and every ancestor."""
 
     def __init__(
-        self, queues: list[Queue], resource: str, capacity: int, read_every: float
+        self,
+        queues: list[Queue],
+        resource: str,
+        capacity: int,
+        scheduler: Callable[[], list[int]] | None = None,
     ) -> None:
+        """`scheduler` gives the scheduler's fair shares of these queues, in this order, when
+        they are in its cluster; without it the meter water-fills them itself."""
         by_name = {q.name: q for q in queues}
         self._queues = by_name
         order = _tree_order(queues)
@@ -92,10 +91,17 @@ class QueueMeter:
         self.allocated = [0] * len(order)  # in the resource's units, as requests are
         self.pending = [0] * len(order)  # pods
         self.asked = [0] * len(order)  # what the pending pods ask of the resource
-        self._fair: tuple[list[int], list[int]] | None = None  # (demand, fair shares)
-        self._read_every = read_every
-        self._next_read = 0.0
-        self._held: list[int] = []  # the fair shares last read
+        # (demand, the caps when every queue gets its cap, else None), and (demand, the
+        # water-filled shares): each kept until some queue's demand moves
+        self._capped: tuple[list[int], list[int] | None] | None = None
+        self._filled: tuple[list[int], list[int]] | None = None
+        self._scheduler = scheduler
+        quotas = [by_name[n].resources.get(resource) for n in order]
+        self._limits = [None if q is None else q.limit for q in quotas]
+        self._children: list[list[int]] = [[] for _ in order]
+        self._roots: list[int] = []
+        for i, parent in enumerate(parents):
+            (self._children[self.index[parent]] if parent else self._roots).append(i)
         self.timeline = QueueTimeline(
             resource,
             order,
@@ -118,26 +124,43 @@ class QueueMeter:
             self.asked[i] += change * amount
 
     def fair_shares(self) -> list[int]:
-        """The fair shares water-filling gives these queues for the demand of this instant
-        (as the scheduler would with the queues in the cluster), computed again only when
-        some queue's demand moved (a pending pod bound moves none)."""
+        """The fair shares of this instant's demand (allocated plus what pending pods ask):
+        each queue's cap (its demand within its limit) when there is room for every cap at
+        every level, which is what water-filling gives then (a cluster with room to spare);
+        else the scheduler's (read at every sample: decayed usage moves it with time), or
+        without the queues in its cluster the same water-filling over these queues."""
         demand = [a + b for a, b in zip(self.allocated, self.asked, strict=True)]
-        if self._fair is None or self._fair[0] != demand:
+        if self._capped is None or self._capped[0] != demand:
+            limits = zip(demand, self._limits, strict=True)
+            caps = [d if cap is None else min(d, cap) for d, cap in limits]
+            self._capped = (demand, caps if self._everyone_capped(caps) else None)
+        if self._capped[1] is not None:
+            return self._capped[1]
+        if self._scheduler is not None:
+            return self._scheduler()
+        if self._filled is None or self._filled[0] != demand:
             tl = self.timeline
-            shares = fair_shares(
+            found = fair_shares(
                 self._queues,
                 {name: {tl.resource: d} for name, d in zip(tl.queues, demand, strict=True)},
                 {tl.resource: tl.capacity},
             )
-            self._fair = (demand, [shares.get(q, {}).get(tl.resource, 0) for q in tl.queues])
-        return self._fair[1]
+            self._filled = (
+                demand,
+                [found.get(q, {}).get(tl.resource, 0) for q in tl.queues],
+            )
+        return self._filled[1]
 
-    def sample(self, t: float, read_fair: Callable[[], list[int]]) -> None:
-        """Sample at `t`, reading the fair shares if their time has come."""
-        if t >= self._next_read:
-            self._held = read_fair()
-            self._next_read = t + self._read_every
-        self.timeline.record(t, self.allocated, self.pending, self._held)
+    def _everyone_capped(self, caps: list[int]) -> bool:
+        """Whether there is room for every queue's cap at every level of the tree."""
+        if sum(caps[i] for i in self._roots) > self.timeline.capacity:
+            return False
+        return all(
+            sum(caps[c] for c in kids) <= caps[i] for i, kids in enumerate(self._children) if kids
+        )
+
+    def sample(self, t: float) -> None:
+        self.timeline.record(t, self.allocated, self.pending, self.fair_shares())
 
 
 def _tree_order(queues: list[Queue]) -> list[str]:
