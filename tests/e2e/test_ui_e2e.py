@@ -71,6 +71,13 @@ def test_a_user_sees_only_the_namespaces_where_it_may_list_pods(cluster: Cluster
             assert here.encode() in body and there.encode() not in body
             viewer = f"system:serviceaccount:{cluster.namespace}:viewer"
             assert f"signed in as {viewer}, seeing {cluster.namespace}".encode() in body
+            # The board can be published before the pod's first attempt ("not attempted
+            # yet"): wait for the reason rather than read the first page.
+            wait(
+                lambda: b"Insufficient cpu" in get(f"{base}/pods/{here}", token=token)[1],
+                timeout=60,
+                what="the pod's reason on its page",
+            )
             code, body = get(f"{base}/pods/{here}", token=token)
             assert code == 200 and b"0/" in body and b"Insufficient cpu" in body
             assert get(f"{base}/pods/{there}", token=token)[0] == 404
