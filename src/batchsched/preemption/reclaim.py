@@ -42,7 +42,7 @@ from batchsched.objects.queues import Queue
 from batchsched.objects.records import Pod
 from batchsched.preemption.gang_victims import running_members
 from batchsched.preemption.toleration_policy import PolicyCache, scheduled_since
-from batchsched.preemption.victim_table import FloatArray, VictimTable, importance_key
+from batchsched.preemption.victim_table import FloatArray, importance_key, table_of
 from batchsched.preemption.victims import VictimRule, fits, pdb_violating, room_on
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray, rows_differ
@@ -103,7 +103,7 @@ class Reclaimer:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.table = VictimTable(state)
+        self.table = table_of(state)
         self.policies = PolicyCache()
         self._kept: _RowBounds | None = None
         self._nominated = _Nominated(state)

@@ -27,7 +27,7 @@ from batchsched.preemption.nodes import (
     row_results,
 )
 from batchsched.preemption.reasons import Reasons
-from batchsched.preemption.victim_table import FloatArray, VictimTable
+from batchsched.preemption.victim_table import FloatArray, table_of
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray, rows_differ
@@ -79,7 +79,7 @@ class _Ends:
 class PreemptionSearch:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.table = VictimTable(state)
+        self.table = table_of(state)
         # Per preemptor key (framework/signature.py: its priority and demand).
         self._shapes: OrderedDict[tuple[PreemptorKey, str | None], _Shape] = OrderedDict()
         # Per (priority, class verdicts): the per-row ends behind `protection_ends`.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import numpy.typing as npt
@@ -218,6 +219,19 @@ class VictimTable:
                     self._pdb_any[r, s] = True
                 on_row.update(covering)
             self._row_pdbs[r] = tuple(on_row)
+
+
+# One table per cluster state, for every search that reads it (priority preemption and
+# reclaim): building one costs a pass over every bound pod, and each follows the same log.
+_TABLES: WeakKeyDictionary[ClusterState, VictimTable] = WeakKeyDictionary()
+
+
+def table_of(state: ClusterState) -> VictimTable:
+    """The victim table of `state`, made at the first call."""
+    table = _TABLES.get(state)
+    if table is None:
+        table = _TABLES[state] = VictimTable(state)
+    return table
 
 
 def _grow(old: AnyArray, fill: object, shape: tuple[int, ...]) -> AnyArray:
