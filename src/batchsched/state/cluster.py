@@ -239,6 +239,10 @@ class ClusterState:
         """Each queue's usage: its subtree's bound and assumed pods' requests."""
         return self._counted_queues().usage
 
+    def queue_staying_usage(self) -> Usage:
+        """Each queue's usage without its terminating pods (docs/queues.md#reclaim)."""
+        return self._counted_queues().staying()
+
     def _counted_queues(self) -> QueueLedger:
         ledger = self.queue_ledger
         if not ledger.live:
@@ -552,6 +556,7 @@ class ClusterState:
             idx = pods.bound.get(key)
             if idx is not None:
                 pods.terminating.add(key)
+                self.queue_ledger.terminating_changed(key, pod)
                 # Per-node pod indexes (preemption's victim table) see it.
                 self.nodes.touch(idx, pod)
 

@@ -1,7 +1,8 @@
 """What each queue's pods take and ask, kept as pods come and go (docs/queues.md#admission).
 
-Per queue, the requests of its subtree's bound (and assumed) pods, its *usage*, and of its
-subtree's pending pods. A pod is counted once in each, under the leaf it was in when counted,
+Per queue, the requests of its subtree's bound (and assumed) pods, its *usage*, of those of
+them terminating (reclaim counts their room as already taken back), and of its subtree's
+pending pods. A pod is counted once in each, under the leaf it was in when counted,
 and taken off by that same record, so the totals always equal a recount; everything is
 recounted when what decides a pod's queue moves (the tree, a Namespace's or a PodGroup's
 queue label: `invalidate`). Binding a pod costs a walk up its leaf's path, not a recount of
@@ -25,7 +26,9 @@ class QueueLedger:
         self._count_of = count_of
         self.usage: dict[str, dict[str, int]] = {}  # queue -> resource -> its subtree's
         self.pending: dict[str, dict[str, int]] = {}
+        self.leaving: dict[str, dict[str, int]] = {}  # of `usage`: the terminating pods'
         self._bound: dict[str, Counted] = {}  # pod key -> what it was counted as
+        self._terminating: dict[str, Counted] = {}
         self._waiting: dict[str, Counted] = {}
         # Per leaf, how its demand (usage + pending) moved since `demand_version` was read:
         # binding a pending pod moves it by nothing.
@@ -50,6 +53,7 @@ class QueueLedger:
         if self.live:
             return
         self.usage, self.pending, self._bound, self._waiting = {}, {}, {}, {}
+        self.leaving, self._terminating = {}, {}
         self._drift = {}
         self._demand_version += 1
         if not self._tree.queues:
@@ -78,6 +82,22 @@ class QueueLedger:
         for counted in (old, new):
             if counted is not None:
                 self._usage_moved.add(counted[0])
+        self.terminating_changed(key, pod if pod is not None and pod.deletion_timestamp else None)
+
+    def terminating_changed(self, key: str, pod: Pod | None) -> None:
+        """The bound pod `key` is terminating now as `pod`, or not (None)."""
+        self._recount(self._terminating, self.leaving, key, pod, moves_demand=False)
+
+    def staying(self) -> Usage:
+        """Each queue's usage without its terminating pods (zero where all of it leaves)."""
+        if not self.leaving:
+            return self.usage
+        out = {name: dict(amounts) for name, amounts in self.usage.items()}
+        for name, amounts in self.leaving.items():
+            used = out[name]
+            for resource, amount in amounts.items():
+                used[resource] -= amount
+        return out
 
     def drain_usage_moved(self) -> set[str]:
         """The leaves whose usage moved since the last call (queue order rates them anew)."""
@@ -94,24 +114,28 @@ class QueueLedger:
         totals: dict[str, dict[str, int]],
         key: str,
         pod: Pod | None,
+        moves_demand: bool = True,
     ) -> None:
         if not self.live:
             return
         old = counted.pop(key, None)
         if old is not None:
-            self._add(totals, old, -1)
+            self._add(totals, old, -1, moves_demand)
         if pod is not None:
             new = self._count_of(pod)
             if new[0]:
                 counted[key] = new
-                self._add(totals, new, 1)
+                self._add(totals, new, 1, moves_demand)
 
-    def _add(self, totals: dict[str, dict[str, int]], counted: Counted, sign: int) -> None:
+    def _add(
+        self, totals: dict[str, dict[str, int]], counted: Counted, sign: int, moves_demand: bool
+    ) -> None:
         leaf, requests = counted
         signed = [(resource, sign * amount) for resource, amount in requests.items()]
-        drift = self._drift.setdefault(leaf, {})
-        for resource, amount in signed:
-            drift[resource] = drift.get(resource, 0) + amount
+        if moves_demand:
+            drift = self._drift.setdefault(leaf, {})
+            for resource, amount in signed:
+                drift[resource] = drift.get(resource, 0) + amount
         for queue in self._tree.path(leaf):
             total = totals.setdefault(queue.name, {})
             for resource, amount in signed:

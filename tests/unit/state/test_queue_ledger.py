@@ -1,8 +1,9 @@
-"""The queues' ledger (state/queue_ledger.py): usage and pending requests kept as pods come
-and go equal a recount after any sequence of operations."""
+"""The queues' ledger (state/queue_ledger.py): usage, the terminating pods' part of it and
+pending requests kept as pods come and go equal a recount after any sequence of operations."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from batchsched.state.cluster import ClusterState
 GPU = "nvidia.com/gpu"
 PARENT = {"org": "", "a": "org", "b": "org", "solo": ""}
 LEAVES = ("a", "b", "solo", "nowhere", "")
+WHEN = datetime(2026, 11, 27, tzinfo=UTC)
 
 
 def queue(name: str) -> Queue:
@@ -42,7 +44,18 @@ def nonzero(totals: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
 operations = st.lists(
     st.tuples(
         st.sampled_from(
-            ["pending", "bound", "assume", "forget", "remove", "namespace", "group", "queue"]
+            [
+                "pending",
+                "bound",
+                "leaving",
+                "assume",
+                "forget",
+                "remove",
+                "terminate",
+                "namespace",
+                "group",
+                "queue",
+            ]
         ),
         st.integers(0, 5),  # which pod (or group)
         st.sampled_from(LEAVES),
@@ -69,9 +82,10 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         requests = {GPU: gpus, "cpu": 100 * gpus}
         if op == "pending":
             state.upsert_pod(Pod("ml", f"p{i}", labels=labels, requests=requests))
-        elif op == "bound":
+        elif op in ("bound", "leaving"):
             node = "n1" if gpus % 2 else "n2"
             pod = Pod("ml", f"p{i}", labels=labels, requests=requests, node_name=node)
+            pod.deletion_timestamp = WHEN if op == "leaving" else None
             state.upsert_pod(pod)
         elif op == "assume" and key in state.pods.pending:
             state.assume(key, "n1")
@@ -79,6 +93,8 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
             state.forget(key)
         elif op == "remove":
             state.remove_pod(key)
+        elif op == "terminate":
+            state.mark_terminating(key, WHEN)
         elif op == "namespace":
             state.upsert_namespace(Namespace("ml", {QUEUE_LABEL: leaf} if leaf else {}))
         elif op == "group":
@@ -91,6 +107,10 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         assert nonzero(state.queue_usage()) == nonzero(recount(state, bound))
         pending = list(state.pods.pending.values())
         assert nonzero(state.queue_ledger.pending) == nonzero(recount(state, pending))
+        leaving = recount(state, [by_key[k] for k in state.pods.terminating])
+        assert nonzero(state.queue_ledger.leaving) == nonzero(leaving)
+        staying = recount(state, [p for p in bound if p.key not in state.pods.terminating])
+        assert nonzero(state.queue_staying_usage()) == nonzero(staying)
 
 
 def test_binding_a_pending_pod_leaves_the_demand_and_the_fair_shares_as_they_were() -> None:
