@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.commands import tables
-from batchsched.controllers.queues import pending_by_queue
+from batchsched.controllers.queues import queue_statuses
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queues import usage_unit
 from batchsched.state.cluster import ClusterState
@@ -17,33 +17,24 @@ from batchsched.state.cluster import ClusterState
 def queue_report(state: ClusterState) -> list[dict[str, Any]]:
     """One entry per queue, parents before their children, siblings by name."""
     tree = state.queues
-    usage = state.queue_usage()
-    shares = state.queue_fair_shares()
-    pending = pending_by_queue(state)
-    decayed = tree.decayed
-    weights = decayed.effective_weights(tree.queues) if decayed is not None else {}
+    statuses = queue_statuses(state)
     out: list[dict[str, Any]] = []
-
-    def visit(name: str, depth: int) -> None:
-        queue = tree.queues[name]
-        used = usage.get(name, {})
-        share = shares.get(name, {})
+    for name, depth in tree.in_tree_order():
+        queue, status = tree.queues[name], statuses[name]
         resources: dict[str, dict[str, str | None]] = {}
         for resource, quota in sorted(queue.resources.items()):
-            in_use = used.get(resource, 0)
             resources[resource] = {
                 "guaranteed": format_amount(resource, quota.guaranteed),
                 "nominal": format_amount(resource, quota.nominal),
                 "limit": None if quota.limit is None else format_amount(resource, quota.limit),
-                "inUse": format_amount(resource, in_use),
-                "fairShare": format_amount(resource, share.get(resource, 0)),
-                "borrowed": format_amount(resource, max(0, in_use - quota.nominal)),
+                "inUse": format_amount(resource, status.allocated[resource]),
+                "fairShare": format_amount(resource, status.fair_share[resource]),
+                "borrowed": format_amount(resource, status.borrowed[resource]),
             }
-            if decayed is not None:
-                past = decayed.usage.get(name, {}).get(resource, 0.0)
-                weight = weights.get(name, {}).get(resource, queue.weight)
-                resources[resource]["decayedUsage"] = f"{past / usage_unit(resource):.3f}"
-                resources[resource]["effectiveWeight"] = f"{weight:.4g}"
+            if status.decayed_usage is not None and status.effective_weight is not None:
+                past = status.decayed_usage[resource] / usage_unit(resource)
+                resources[resource]["decayedUsage"] = f"{past:.3f}"
+                resources[resource]["effectiveWeight"] = f"{status.effective_weight[resource]:.4g}"
         out.append(
             {
                 "name": name,
@@ -53,14 +44,9 @@ def queue_report(state: ClusterState) -> list[dict[str, Any]]:
                 "weight": queue.weight,
                 "priority": queue.priority,
                 "resources": resources,
-                "pendingPods": pending.get(name, 0),
+                "pendingPods": status.pending_pods,
             }
         )
-        for child in tree.children(name):
-            visit(child, depth + 1)
-
-    for root in tree.roots():
-        visit(root, 0)
     return out
 
 

@@ -81,6 +81,17 @@ class QueueTree:
         """The queues without a (known) parent, by name."""
         return self.children("")
 
+    def in_tree_order(self) -> list[tuple[str, int]]:
+        """Every queue reachable from a root with its depth, parents before their children,
+        siblings by name: the order in which the tree is shown."""
+        out: list[tuple[str, int]] = []
+        stack = [(root, 0) for root in reversed(self.roots())]
+        while stack:
+            name, depth = stack.pop()
+            out.append((name, depth))
+            stack.extend((child, depth + 1) for child in reversed(self.children(name)))
+        return out
+
     def is_leaf(self, name: str) -> bool:
         return name in self.queues and not self.children(name)
 

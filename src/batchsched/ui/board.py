@@ -15,6 +15,7 @@ from datetime import datetime
 
 import numpy as np
 
+from batchsched.controllers.queues import queue_statuses
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.quantity import CPU, format_amount
 from batchsched.objects.records import Pod
@@ -34,7 +35,7 @@ class Quota:
     nominal: int
     limit: int | None
     in_use: int
-    fair_share: int | None = None  # None: not computed for this resource
+    fair_share: int
 
     @property
     def borrowed(self) -> int:
@@ -127,8 +128,6 @@ class Board:
     domain_keys: tuple[str, ...] = ()
     preemptions: tuple[Preemption, ...] = ()  # newest first
     events: Mapping[str, tuple[Event, ...]] | None = None  # None: no history (a snapshot)
-    fair_share: bool = False  # whether quotas carry a fair share
-    expected_starts: bool = False  # whether workloads carry an expected start
     notice: str = ""  # a problem the page should show (e.g. a snapshot that failed to load)
     _by_key: dict[str, WorkloadView] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -202,47 +201,25 @@ def build_board(
         domain_keys=keys,
         preemptions=preemptions,
         events=events,
-        fair_share=bool(state.queues),
-        expected_starts=True,
         notice=notice,
     )
 
 
 def _queues(state: ClusterState) -> tuple[QueueView, ...]:
     tree = state.queues
-    if not tree:
-        return ()
-    usage = state.queue_usage()
-    shares = state.queue_fair_shares()
-    pending: dict[str, int] = {}
-    for pod in state.pods.pending.values():
-        for queue in tree.path(state.queue_of(pod).queue):
-            pending[queue.name] = pending.get(queue.name, 0) + 1
+    statuses = queue_statuses(state)
     out: list[QueueView] = []
-
-    def visit(name: str, depth: int) -> None:
-        queue = tree.queues[name]
-        used, share = usage.get(name, {}), shares.get(name, {})
+    for name, depth in tree.in_tree_order():
+        queue, status = tree.queues[name], statuses[name]
         quotas = tuple(
-            Quota(r, q.guaranteed, q.nominal, q.limit, used.get(r, 0), share.get(r))
+            Quota(r, q.guaranteed, q.nominal, q.limit, status.allocated[r], status.fair_share[r])
             for r, q in sorted(queue.resources.items())
         )
         out.append(
             QueueView(
-                name,
-                queue.parent,
-                depth,
-                queue.weight,
-                queue.priority,
-                quotas,
-                pending.get(name, 0),
+                name, queue.parent, depth, queue.weight, queue.priority, quotas, status.pending_pods
             )
         )
-        for child in tree.children(name):
-            visit(child, depth + 1)
-
-    for root in tree.roots():
-        visit(root, 0)
     return tuple(out)
 
 

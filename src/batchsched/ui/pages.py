@@ -78,26 +78,22 @@ def _bar(q: Quota) -> str:
     over = " over" if q.borrowed else ""
     marks = [f'<span class="mark guaranteed" style="left:{at(q.guaranteed)}"></span>']
     marks.append(f'<span class="mark nominal" style="left:{at(q.nominal)}"></span>')
-    if q.fair_share is not None:
-        marks.append(f'<span class="mark share" style="left:{at(q.fair_share)}"></span>')
+    marks.append(f'<span class="mark share" style="left:{at(q.fair_share)}"></span>')
     return (
         f'<span class="bar" role="img" aria-label="{_e(label)}">'
         f'<span class="fill{over}" style="width:{at(q.in_use)}"></span>{"".join(marks)}</span>'
     )
 
 
-def _quota_rows(queue: QueueView, fair_share: bool) -> str:
+def _quota_rows(queue: QueueView) -> str:
     if not queue.quotas:
         return '<tr><td colspan="8">no quota: only its children\'s</td></tr>'
     rows = []
     for q in queue.quotas:
-        share = '<span class="na">not available</span>'
-        if fair_share and q.fair_share is not None:
-            share = _e(q.text(q.fair_share))
+        amounts = (q.in_use, q.guaranteed, q.nominal, q.limit, q.fair_share, q.borrowed)
         cells = zip(
             _QUOTA_COLUMNS[1:],
-            (_bar(q), *(_e(q.text(a)) for a in (q.in_use, q.guaranteed, q.nominal, q.limit)),
-             share, _e(q.text(q.borrowed))),
+            (_bar(q), *(_e(q.text(a)) for a in amounts)),
             strict=True,
         )  # fmt: skip
         tds = "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells)
@@ -112,7 +108,7 @@ def _queue_card(queue: QueueView, board: Board, heading: str) -> str:
         f'{heading}<p class="meta">weight {queue.weight:g} · priority {queue.priority} · '
         f"<strong>{queue.pending}</strong> pod(s) pending</p>"
         f'<div class="scroll"><table class="quotas">{head}'
-        f"<tbody>{_quota_rows(queue, board.fair_share)}</tbody></table></div></section>"
+        f"<tbody>{_quota_rows(queue)}</tbody></table></div></section>"
     )
 
 
@@ -121,16 +117,11 @@ def queues_page(board: Board, viewer: Viewer) -> Page:
     if not board.queues:
         parts.append("<p>No Queue in the cluster: every pod waits in one line.</p>")
     if board.queues:
-        share = (
-            '<span class="key share"></span> fair share'
-            if board.fair_share
-            else "fair share: not available yet"
-        )
         parts.append(
             '<p class="legend"><span class="key fill"></span> in use '
             '<span class="key guaranteed"></span> guaranteed '
-            f'<span class="key nominal"></span> nominal {share}; the bar ends at the limit, red '
-            "when the queue borrows</p>"
+            '<span class="key nominal"></span> nominal <span class="key share"></span> fair '
+            "share; the bar ends at the limit, red when the queue borrows</p>"
         )
     for queue in board.queues:
         link = f'<a href="{_e(queue_url(queue.name))}">{_e(queue.name)}</a>'
@@ -252,10 +243,8 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
         start = _e(format_time(w.expected_start))
     elif w.reservation:
         start = _e(w.reservation)
-    elif board.expected_starts:
-        start = "none: no reservation holds room for it (docs/backfill.md)"
     else:
-        start = '<span class="na">not available</span> (reservations are not built yet)'
+        start = "none: no reservation holds room for it (docs/backfill.md)"
     facts = [
         ("Status", "pending"),
         ("Namespace", _e(w.namespace)),

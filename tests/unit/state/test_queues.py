@@ -93,3 +93,12 @@ def test_a_status_write_does_not_change_the_tree() -> None:
     assert state.queues.queues["a"].status == {"pendingPods": 3}  # kept all the same
     state.apply("Queue", read_queue(queue("a", guaranteed=1)))
     assert state.queues.version == version + 1 and state.generation == generation + 1
+
+
+def test_the_tree_is_shown_parents_first_siblings_by_name_and_cycles_left_out() -> None:
+    state = state_of(
+        queue("z"), queue("b", "a"), queue("a"), queue("c", "a"), queue("d", "b"),
+        queue("x", "y"), queue("y", "x"),
+    )  # fmt: skip
+    order = state.queues.in_tree_order()
+    assert order == [("a", 0), ("b", 1), ("d", 2), ("c", 1), ("z", 0)]
