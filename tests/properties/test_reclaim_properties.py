@@ -141,13 +141,18 @@ def test_reclaim_keeps_its_rules(manifests: list[dict[str, Any]]) -> None:
         if victim.priority_class_name == "guarded":
             assert age >= WINDOW, (key, age)
 
-    # No queue below guaranteed: what it ends with, where reclaim took from it.
+    # No queue below guaranteed: what it ends with, where reclaim took from it, once the
+    # preemptors bind where the victims made room for them (a gang's: all its members).
     final: dict[str, int] = {}
     taken: set[str] = set()
     bound = {b.pod for b in result.bindings}
+    groups = {group_key_of(pods[e.preemptor]) for e in result.evictions} - {None}
+    coming = {e.preemptor for e in result.evictions}
+    coming |= {key for key, p in pods.items() if group_key_of(p) in groups and not p.node_name}
     for key, p in pods.items():
         leaf = _leaf(p, objects)
-        if not leaf or not ((p.node_name and key not in victims) or key in bound):
+        placed = (p.node_name and key not in victims) or key in bound or key in coming
+        if not leaf or not placed:
             continue
         for name in (leaf, PARENT[leaf]):
             final[name] = final.get(name, 0) + p.requests.get(GPU, 0)

@@ -195,6 +195,26 @@ def test_cross_queue_preemption_counts_as_a_reclaim() -> None:
     assert summary["reclaim_lost_gpu_hours"] == pytest.approx(400 * 8 / 3600)
 
 
+def test_a_gang_reclaims_as_soon_as_its_victims_come_of_age() -> None:
+    # b fills both nodes; its pods may be reclaimed from 1000 s (b-1) and 1010 s (b-2).
+    # The gang arrives at 150 s: tried again at 1000 s, not at the next periodic retry
+    # (1050 s), and takes b-1, then binds once b-1's 30 s grace is over.
+    queues = [
+        Queue("a", QUEUE_API, resources={GPU: QueueQuota(0, 8)}),
+        Queue("b", QUEUE_API, resources={GPU: QueueQuota(0, 8)}, reclaim_min_runtime=1000.0),
+    ]
+    jobs = [
+        job("b-1", work=20000, queue="b"),
+        job("b-2", work=20000, submit=10, queue="b"),
+        job("gang", gpus=4, pods=2, min_member=2, work=600, submit=150, queue="a"),
+    ]
+    nodes = [gpu_node("n1"), gpu_node("n2")]
+    sim = Simulation("t", nodes, classes(), jobs, default_config(), START, queues=queues)
+    records = {r.name: r for r in sim.run().jobs}
+    assert records["default/gang"].start == 1030
+    assert records["default/b-1"].reclaims == 1
+
+
 def test_fair_share_deviation_and_jain_index_from_a_timeline() -> None:
     timeline = QueueTimeline("nvidia.com/gpu", ["a", "b"], ["", ""], [True, True], 16.0)
     # 0-10 s: a holds 12 (fair 8), b 4 (fair 8); 10-20 s: both at their fair share.

@@ -7,8 +7,9 @@ roots when they share none): Q's level and V's level. V's pods may go when
 - V's level is above its fair share (dominant ratio > 1: it borrows);
 - after the evictions V's level's dominant ratio is still >= Q's level's with the pod
   admitted, so two queues never take the same room from each other back and forth;
-- no queue on V's path below the common ancestor falls below its `guaranteed`, and none of
-  them says `reclaimable: false`.
+- no queue on V's path falls below its `guaranteed` (the common ancestor and up hold the
+  preemptor too once the victims are gone), and none below the common ancestor says
+  `reclaimable: false`.
 A victim is never a pod younger than its leaf queue's `reclaimMinRuntime`, nor one inside
 its PriorityClass's toleration window (`toleration-seconds` from when it was scheduled,
 whatever the preemptor's priority), nor one already terminating; a PodGroup preempted whole
@@ -78,6 +79,17 @@ class Reclaimed:
     changes_at: float = math.inf
 
 
+@dataclass(slots=True)
+class GroupUnits:
+    """What a gang may take back: the units in victim order, or why none; and when a
+    protected pod stops being protected (inf: never), as `Reclaimed.changes_at`."""
+
+    units: list[tuple[Pod, ...]] = field(default_factory=list)
+    message: str = ""
+    changes_at: float = math.inf
+    leaf: str = ""  # the gang's leaf queue ("": none, no reclaim)
+
+
 class ReclaimStrategy:
     """A plugin that reclaims (the Queues PostFilter): gang scheduling asks it for the units
     a gang may take from other queues (plugins/coscheduling)."""
@@ -91,10 +103,10 @@ class ReclaimStrategy:
         asks: Mapping[str, int],
         now: datetime,
         within: BoolArray | None = None,
-    ) -> tuple[str, list[tuple[Pod, ...]], str]:
-        """The gang's leaf queue ("": none, no reclaim), the units it may take in victim
-        order, and why none when there are none. `within`: only units whose pods all run on
-        these node rows (one topology domain, docs/topology.md); None: anywhere."""
+    ) -> GroupUnits:
+        """The units the gang may take, in victim order, or why none. `within`: only units
+        whose pods all run on these node rows (one topology domain, docs/topology.md); None:
+        anywhere."""
         raise NotImplementedError
 
 
@@ -108,21 +120,16 @@ class Reclaimer:
         self._kept: _RowBounds | None = None
         self._nominated = _Nominated(state)
 
-    def sides(
-        self, pod: Pod, leaf: str, shares: Shares, asks: Mapping[str, int] | None = None
-    ) -> list[Side]:
+    def sides(self, leaf: str, shares: Shares, added: Usage) -> list[Side]:
         """Every other leaf queue with pods in use, and whether its pods may be reclaimed
-        for `pod` of `leaf` asking `asks` (default: its requests), in victim order (most
-        above its share first).
+        for a pod of `leaf` that adds `added` to the queues of its path (`added`), in victim
+        order (most above its share first).
 
         The preemptor's side counts, besides its usage and the pod, the pods of its subtree
         nominated to a node (room freed for them, not bound yet): else a wave of preemptors
         in one pass would each see their queue as it was before the first."""
         tree = self.state.queues
         usage = staying_usage(self.state)
-        coming, own = self._nominated.totals(pod)
-        if asks is None:
-            asks = self.state.requests_by_name(pod)
         own_path = [q.name for q in tree.path(leaf)]
         found = []
         for other in sorted(usage):
@@ -134,10 +141,7 @@ class Reclaimer:
             ancestor = path[common].name if common < len(path) else None
             mine = own_path.index(ancestor) - 1 if ancestor is not None else len(own_path) - 1
             own_level = own_path[mine]
-            extra = dict(coming.get(own_level, {}))
-            for resource, amount in asks.items():  # the pod itself, once
-                extra[resource] = extra.get(resource, 0) + amount - own.get(resource, 0)
-            target = tree.dominant_ratio(own_level, usage, shares, extra)
+            target = tree.dominant_ratio(own_level, usage, shares, added[own_level])
             ratio = tree.dominant_ratio(level, usage, shares, {})
             below = tuple(path[:common])
             refused = ""
@@ -153,6 +157,18 @@ class Reclaimer:
         found.sort(key=lambda s: (-s.ratio, s.leaf))
         return found
 
+    def added(self, pod: Pod, leaf: str, asks: Mapping[str, int]) -> Usage:
+        """What each queue from `leaf` up to its root will hold besides its usage once `pod`
+        (asking `asks`) binds: the pod and the pods of its subtree nominated to a node (room
+        freed for them, not bound yet)."""
+        coming, own = self._nominated.totals(pod)
+        added: dict[str, dict[str, int]] = {}
+        for queue in self.state.queues.path(leaf):
+            extra = added[queue.name] = dict(coming.get(queue.name, {}))
+            for resource, amount in asks.items():  # the pod itself, once
+                extra[resource] = extra.get(resource, 0) + amount - own.get(resource, 0)
+        return added
+
     def find(
         self,
         pod: Pod,
@@ -165,13 +181,14 @@ class Reclaimer:
     ) -> Reclaimed:
         """The node and victims that make room for `pod` of queue `leaf`, or why none."""
         state = self.state
-        sides = self.sides(pod, leaf, shares)
+        added = self.added(pod, leaf, state.requests_by_name(pod))
+        sides = self.sides(leaf, shares, added)
         refusals = [f"{s.refused}" for s in sides if s.refused]
         open_sides = [s for s in sides if not s.refused]
         if not open_sides:
             return Reclaimed(message=_said(refusals))
         bounds = self._bounds(open_sides, demand, free, now)
-        checks = _Checks(state, shares, {s.leaf: s for s in open_sides})
+        checks = _Checks(state, shares, {s.leaf: s for s in open_sides}, added)
         rule = VictimRule(state, pod, 0, now, lambda name: (False, None))
         names = state.nodes.name_rank()
         rank_of = {side.leaf: rank for rank, side in enumerate(open_sides)}
@@ -221,25 +238,27 @@ class Reclaimer:
         now: datetime,
         shares: Shares,
         within: BoolArray | None = None,
-    ) -> tuple[list[tuple[Pod, ...]], str]:
+    ) -> GroupUnits:
         """For a gang of queue `leaf` (its pending members ask `asks` together; `lead` the
         first), every unit reclaim may take in the whole cluster, in victim order, each
         kept only if the rules still hold with it and those before it gone: any choice of
         them keeps the rules (taking less only keeps more). Gang preemption's search then
         finds the fewest that make room for minMember members (docs/gang.md). Also why none,
-        when there are none."""
+        when there are none, and when protected pods stop being protected (the units found
+        may be too few, then: the gang is tried again at that time, as a pod is)."""
         state = self.state
-        sides = self.sides(lead, leaf, shares, asks)
+        added = self.added(lead, leaf, asks)
+        sides = self.sides(leaf, shares, added)
         refusals = [s.refused for s in sides if s.refused]
         open_sides = [s for s in sides if not s.refused]
         if not open_sides:
-            return [], _said(refusals)
+            return GroupUnits(message=_said(refusals), leaf=leaf)
         table = self.table
         table.sync()
         rows = state.nodes.rows
         take = self._takeable(open_sides, slice(0, rows), now)[0]
         rank_of = {side.leaf: rank for rank, side in enumerate(open_sides)}
-        checks = _Checks(state, shares, {s.leaf: s for s in open_sides})
+        checks = _Checks(state, shares, {s.leaf: s for s in open_sides}, added)
         candidates = [table.pods[r][s] for r, s in zip(*np.nonzero(take), strict=True)]
         candidates.sort(key=lambda p: (*_order_key(rank_of[checks.leaf_of(p)], p), p.key))
         at = now.timestamp()
@@ -256,11 +275,13 @@ class Reclaimer:
                 continue  # a pod outside the domain
             if all(checks.takeable(m, self, at) for m in unit) and checks.take(unit):
                 units.append(unit)
+        ends = self._protection_ends(open_sides, now)
         if units:
-            return units, ""
+            return GroupUnits(units, "", ends, leaf)
         refusals.extend(self._protections(open_sides, now))
         refusals.extend(checks.refusals)
-        return [], _said(refusals or ["no pod of another queue may be taken"])
+        said = _said(refusals or ["no pod of another queue may be taken"])
+        return GroupUnits(message=said, changes_at=ends, leaf=leaf)
 
     def _bounds(
         self, sides: list[Side], demand: Demand, free: IntArray, now: datetime
@@ -545,12 +566,20 @@ class _RowBounds:
 
 class _Checks:
     """The rules reclaim keeps across the victims of one node: guaranteed amounts and the
-    victim level's share against the preemptor's, from the amounts taken so far."""
+    victim level's share against the preemptor's, from the amounts taken so far.
 
-    def __init__(self, state: ClusterState, shares: Shares, sides: Mapping[str, Side]) -> None:
+    A queue above the victim's level (the common ancestor and up) holds the preemptor too
+    (`added`) once the victims are gone: it keeps its guaranteed amount only if what the
+    preemptor brings makes up for what the victims take (a whole gang may free more than
+    the pod asks, docs/queues.md#reclaim)."""
+
+    def __init__(
+        self, state: ClusterState, shares: Shares, sides: Mapping[str, Side], added: Usage
+    ) -> None:
         self.state = state
         self.shares = shares
         self.sides = sides
+        self.added = added
         self.usage: Usage = staying_usage(state)
         self.freed: dict[str, dict[str, int]] = {}  # queue -> resource -> taken so far
         self.refusals: list[str] = []
@@ -576,21 +605,21 @@ class _Checks:
     def take(self, unit: tuple[Pod, ...]) -> bool:
         """Take `unit` if the rules still hold with it gone (kept in `freed` then)."""
         freed = {q: dict(amounts) for q, amounts in self.freed.items()}
+        tree = self.state.queues
         for member in unit:
-            side = self.sides[self.leaf_of(member)]
             requests = self.state.requests_by_name(member)
-            for queue in side.below:
+            for queue in tree.path(self.leaf_of(member)):
                 got = freed.setdefault(queue.name, {})
                 for resource in queue.resources:
                     got[resource] = got.get(resource, 0) + requests.get(resource, 0)
-        tree = self.state.queues
-        for name in {self.leaf_of(m) for m in unit}:
+        for name in sorted({self.leaf_of(m) for m in unit}):
             side = self.sides[name]
-            for queue in side.below:
+            for queue in tree.path(name):
                 used, got = self.usage.get(queue.name, {}), freed.get(queue.name, {})
+                brought = self.added.get(queue.name, {})
                 for resource, quota in sorted(queue.resources.items()):
-                    taken = got.get(resource, 0)
-                    if taken and used.get(resource, 0) - taken < quota.guaranteed:
+                    change = brought.get(resource, 0) - got.get(resource, 0)
+                    if change < 0 and used.get(resource, 0) + change < quota.guaranteed:
                         self._refuse(f"{queue.name} would fall below its guaranteed {resource}")
                         return False
             less = {r: -amount for r, amount in freed.get(side.level, {}).items()}

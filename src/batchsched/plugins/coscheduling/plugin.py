@@ -20,6 +20,7 @@ whichever API declared them (the CRD, the annotation/label, upstream's Workload 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -435,10 +436,12 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
                 return said
             # Across queues only reclaim evicts (docs/queues.md#reclaim), inside one domain
             # for a required topology.
-            reclaimed, decisions = reclaim_for_group(
+            reclaimed, decisions, ends = reclaim_for_group(
                 self._reclaim, attempt, members, pending, need, free, key
             )
             outcome.decisions.extend(decisions)
+            if math.isfinite(ends):  # a protected victim coming of age may make room
+                outcome.retry_at = datetime.fromtimestamp(ends, now.tzinfo)
             return f"{said} {reclaimed}" if reclaimed else said
         outcome.decisions.extend(
             decisions_for(state, found, attempt.group, lead, priority, plugin.name)

@@ -7,6 +7,7 @@ fit at once, all or nothing. The units and the rules they keep are the reclaim s
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -39,10 +40,12 @@ def reclaim_for_group(
     need: int,
     free: IntArray,
     key: str = "",
-) -> tuple[str, list[Decision]]:
+) -> tuple[str, list[Decision], float]:
     """The message part ("reclaim: ...", "" when the group is in no queue) and, when the
-    group gets room, the evictions (each naming both queues) and nominations. With the `key`
-    of a required topology, inside one domain of it only (docs/topology.md)."""
+    group gets room, the evictions (each naming both queues) and nominations; when the
+    group gets none, the time a protected pod of another queue stops being protected (inf:
+    never): the group is tried again then (docs/queues.md#reclaim). With the `key` of a
+    required topology, inside one domain of it only (docs/topology.md)."""
     state, now, group = attempt.state, attempt.now, attempt.group
     lead = pending[0]
     if any(
@@ -51,7 +54,7 @@ def reclaim_for_group(
         if (row := state.nominations.get(pod.key)) is not None
         for other in state.nodes.pods_on[row].values()
     ):
-        return "reclaim: waiting for the victims of an earlier reclaim to go.", []
+        return "reclaim: waiting for the victims of an earlier reclaim to go.", [], math.inf
     asks: dict[str, int] = {}
     for pod in pending:
         for resource, amount in state.requests_by_name(pod).items():
@@ -59,16 +62,20 @@ def reclaim_for_group(
     rule = VictimRule(state, lead, 0, now, lambda name: (False, None))
     own = {m.key for m in members}
 
+    ends = math.inf  # when a protected pod anywhere searched stops being protected
+
     def search(within: BoolArray | None) -> tuple[str, Found | None, str, int]:
         """Reclaim's units on the rows of `within` (None: anywhere) and the fewest of them
         that place minMember members there: (leaf, victims or None, why none, their pods)."""
-        leaf, chosen, why = strategy.group_units(state, lead, asks, now, within)
-        if not leaf or not chosen:
-            return leaf, None, why, 0
-        index = UnitIndex(state, rule, (), units_of(rule, chosen))
+        nonlocal ends
+        given = strategy.group_units(state, lead, asks, now, within)
+        ends = min(ends, given.changes_at)
+        if not given.leaf or not given.units:
+            return given.leaf, None, given.message, 0
+        index = UnitIndex(state, rule, (), units_of(rule, given.units))
         fit = GroupFit(attempt.framework, state, now, group, free, pending, need, index, within)
-        takeable = sum(len(unit) for unit in chosen)
-        return leaf, find_victims(fit, index.usable(state, own)), "", takeable
+        takeable = sum(len(unit) for unit in given.units)
+        return given.leaf, find_victims(fit, index.usable(state, own)), "", takeable
 
     where = ""
     if key:
@@ -81,29 +88,31 @@ def reclaim_for_group(
             within[found_rows.rows[value]] = True
             leaf, victims, why, count = search(within)
             if not leaf:
-                return why, []  # in no queue: no reclaim anywhere
+                return why, [], math.inf  # in no queue: no reclaim anywhere
             takeable, said = max(takeable, count), said or why
             if victims is not None and (best is None or (*victims.cost(), value) < best[0]):
                 best = ((*victims.cost(), value), leaf, value, victims)
         if best is None and not takeable:
-            return said, []
+            return said, [], ends
         if best is None:
             return (
                 f"reclaim: the pod(s) other queues may give back inside any one {key} domain "
                 f"(at most {takeable}) are not enough for minMember.",
                 [],
+                ends,
             )
         _, leaf, value, found = best
         where = f" in {key} {value}"
     else:
         leaf, maybe, why, takeable = search(None)
         if not leaf or (maybe is None and not takeable):
-            return why, []
+            return why, [], ends
         if maybe is None:
             return (
                 f"reclaim: the {takeable} pod(s) other queues may give back are not enough "
                 "for minMember.",
                 [],
+                ends,
             )
         found = maybe
     priority = min(p.priority or 0 for p in pending)
@@ -123,4 +132,4 @@ def reclaim_for_group(
         f"reclaim: evicting {len(found.victims)} pod(s) of other queues{where} to make room "
         f"for {placed} members."
     )
-    return message, out
+    return message, out, math.inf

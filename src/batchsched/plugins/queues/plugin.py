@@ -37,7 +37,7 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader, ConfigError
 from batchsched.preemption.evaluator import outranked_nominations
-from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy
+from batchsched.preemption.reclaim import GroupUnits, Reclaimer, ReclaimStrategy
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.queue_decay import Decay
@@ -137,13 +137,13 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
         asks: Mapping[str, int],
         now: datetime,
         within: BoolArray | None = None,
-    ) -> tuple[str, list[tuple[Pod, ...]], str]:
+    ) -> GroupUnits:
         leaf = state.queue_of(lead).queue if state.queues else ""
         if not leaf:
-            return "", [], ""
+            return GroupUnits()
         reclaimer = self._reclaimer_for(state)
         shares = state.queue_fair_shares()
-        return leaf, *reclaimer.group_units(lead, leaf, asks, now, shares, within)
+        return reclaimer.group_units(lead, leaf, asks, now, shares, within)
 
     def _reclaimer_for(self, state: ClusterState) -> Reclaimer:
         if self._reclaimer is None or self._reclaimer.state is not state:

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config
+from batchsched.decisions import Evict, Unschedulable
 from batchsched.framework.interface import Cycle
 from batchsched.objects.load import load_text
 from batchsched.objects.parse import parse_time
@@ -40,3 +41,40 @@ def test_the_post_filter_asks_to_be_tried_again_when_the_oldest_comes_of_age() -
     result = queues.post_filter(cycle, diagnosis)  # type: ignore[arg-type]
     assert result.retry_at == parse_time("2026-11-22T10:02:00Z")
     assert cycle.holds_until == parse_time("2026-11-22T10:02:00Z").timestamp()
+
+
+GANG = """
+---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: train, labels: {batchsched.io/queue: team-a}}
+spec: {minMember: 2}
+""" + "".join(
+    f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: train-{i}, labels: {{scheduling.x-k8s.io/pod-group: train}}}}
+spec: {{containers: [{{name: c, resources: {{requests: {{cpu: "1", nvidia.com/gpu: "4"}}}}}}]}}
+"""
+    for i in range(2)
+)
+
+
+def test_a_gang_is_tried_again_when_the_victims_it_needs_come_of_age() -> None:
+    # team-b's pods come of age at 10:02, 10:04, 10:06 and 10:08 (started 09:52 to 09:58,
+    # reclaimMinRuntime 10m); the gang of two 4-GPU members needs two of them.
+    text = YOUNG.read_text().split("\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a-1")[0]
+    scheduler = Scheduler(build_state(load_text(text + GANG, "gang")), default_config())
+    first = scheduler.schedule_pass(AT)
+    said = {d.pod: d.message for d in first if isinstance(d, Unschedulable)}
+    assert "younger than its reclaimMinRuntime 10m" in said["default/train-0"]
+    assert scheduler.queue.next_wakeup() == parse_time("2026-11-22T10:02:00Z").timestamp()
+    # At 10:02 one pod may go: too few for minMember; tried again when the next comes of age.
+    second = scheduler.schedule_pass(AT + timedelta(minutes=2))
+    said = {d.pod: d.message for d in second if isinstance(d, Unschedulable)}
+    assert "not enough for minMember" in said["default/train-0"]
+    assert not [d for d in second if isinstance(d, Evict)]
+    assert scheduler.queue.next_wakeup() == parse_time("2026-11-22T10:04:00Z").timestamp()
+    third = scheduler.schedule_pass(AT + timedelta(minutes=4))
+    assert sorted(d.pod for d in third if isinstance(d, Evict)) == ["default/b-1", "default/b-2"]
