@@ -7,13 +7,15 @@ nowhere, the preemption candidates with the minimal victims per node (the preemp
 evaluator, `preemption.evaluator`, node by node: the rule the plugins apply to every node at
 once), the pods protected by a toleration policy and until when, PDB violations; and for a
 gang member the group's members and minMember, and the group's preemption instead of the
-member's alone (a gang preempts as one). A pod bound during the run is judged with its own
-binding taken back, so its node's verdict shows why it was chosen. A running pod the plan
-evicts is told by whom and under which rule (explain_eviction).
+member's alone (a gang preempts as one); for a pending pod in a queue, each other queue's
+standing for reclaim (the rule that keeps its pods). A pod bound during the run is judged
+with its own binding taken back, so its node's verdict shows why it was chosen. A running
+pod the plan evicts is told by whom and under which rule (explain_eviction).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -33,6 +35,7 @@ from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
 from batchsched.preemption.evaluator import Evaluator, strategy_of
 from batchsched.preemption.reasons import preemption_said
+from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy, Standing
 from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -121,6 +124,40 @@ class GangStory:
 
 
 @dataclass
+class ReclaimStory:
+    """A pending pod's reclaim (docs/queues.md#reclaim): each other queue's standing."""
+
+    queue: str  # the pod's leaf queue
+    summary: str
+    standings: list[Standing] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "summary": self.summary,
+            "queues": [
+                {
+                    "queue": s.side.leaf,
+                    "level": s.side.level,
+                    "against": s.side.own_level,
+                    "ratio": _finite(s.side.ratio),
+                    "againstRatio": _finite(s.side.target),
+                    "pods": s.pods,
+                    "takeable": s.takeable,
+                    "rule": s.rule,
+                    "why": s.why,
+                }
+                for s in self.standings
+            ],
+        }
+
+
+def _finite(ratio: float) -> float | None:
+    """A dominant ratio for JSON: null where it is infinite (a fair share of 0)."""
+    return round(ratio, 4) if math.isfinite(ratio) else None
+
+
+@dataclass
 class Explanation:
     pod: str
     now: datetime
@@ -140,6 +177,7 @@ class Explanation:
     eviction: EvictionStory | None = None  # for an evicted pod
     runtime: int | None = None  # its stated runtime in seconds (docs/backfill.md)
     reservation: StartReservation | None = None  # what it (or its gang) holds
+    reclaim: ReclaimStory | None = None  # a pending pod in a queue that reclaim did not help
 
     def _backfill_json(self) -> dict[str, Any]:
         held = self.reservation
@@ -175,6 +213,7 @@ class Explanation:
             "gang": self.gang.to_json() if self.gang is not None else None,
             "eviction": self.eviction.to_json() if self.eviction is not None else None,
             "backfill": self._backfill_json(),
+            "reclaim": self.reclaim.to_json() if self.reclaim is not None else None,
         }
 
 
@@ -254,6 +293,8 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
             out.gang.domains = hook.domains_tried(framework, state, now, out.gang.group)
     else:
         _preemption(framework, cycle, resolvable, result, out)
+    if not bound and not evicted:
+        out.reclaim = _reclaim(framework, state, pod, now)
     return out
 
 
@@ -384,6 +425,42 @@ def _preemption(
     rank = state.nodes.name_rank()
     index = {state.nodes.name(r): int(rank[r]) for r, _ in state.nodes.live()}
     out.candidates.sort(key=lambda c: (not c.works, index[c.node]))
+
+
+def _reclaim(
+    framework: Framework, state: ClusterState, pod: Pod, now: datetime
+) -> ReclaimStory | None:
+    """Why reclaim did not help a pending pod in a queue: each other queue with pods in use,
+    judged as the pod's (or its gang's) reclaim judges it now; None for a pod in no queue or
+    a profile that does not reclaim."""
+    leaf = state.queue_of(pod).queue if state.queues else ""
+    if not leaf or not any(isinstance(p, ReclaimStrategy) for p in framework.post_filters):
+        return None
+    story = ReclaimStory(leaf, "")
+    if state.policy.preemption_policy_of(pod) == "Never":
+        story.summary = "not eligible: preemptionPolicy is Never"
+        return story
+    # A gang reclaims as one: its pending members ask together (docs/queues.md#reclaim).
+    key = group_key_of(pod)
+    members = sorted(state.groups.members.get(key, ())) if key is not None else []
+    pending = [state.pods.pending[m] for m in members if m in state.pods.pending] or [pod]
+    asks: dict[str, int] = {}
+    for member in pending:
+        for resource, amount in state.requests_by_name(member).items():
+            asks[resource] = asks.get(resource, 0) + amount
+    reclaimer = Reclaimer(state)
+    story.standings = reclaimer.standings(pod, leaf, asks, now, state.queue_fair_shares())
+    takeable = sum(s.takeable for s in story.standings)
+    if not story.standings:
+        story.summary = "no other queue has pods running"
+    elif takeable:
+        story.summary = (
+            f"the rules let it take {takeable} pod(s) of other queues; they do not make "
+            "room for it (see pending above)"
+        )
+    else:
+        story.summary = f"every other queue's pods are kept ({len(story.standings)} queue(s))"
+    return story
 
 
 def _candidate(evaluator: Evaluator, row: int, found: NodeVictims | None) -> Candidate:

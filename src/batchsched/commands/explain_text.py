@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from batchsched.commands import tables
-from batchsched.commands.explain import Explanation, NodeVerdict
+from batchsched.commands.explain import Explanation, NodeVerdict, ReclaimStory
 from batchsched.commands.explain_eviction import RECLAIM, EvictionStory
 from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
@@ -55,6 +57,8 @@ def render_explanation(e: Explanation) -> str:
         if rows:
             lines.extend(tables.table(["node", "victims", "PDB violations", "protected"], rows))
         lines.append("")
+    if e.reclaim is not None:
+        lines.extend(_reclaim(e.reclaim))
     if e.gang is not None:
         g = e.gang
         lines.append(f"GANG {g.group}: minMember {g.min_member}, phase {g.phase}")
@@ -79,6 +83,31 @@ def _backfill(e: Explanation) -> list[str]:
             waits = ", ".join(held.waits_for)
             lines.extend(tables.wrap(f"  waits for: {waits}", indent="    "))
     return lines
+
+
+def _reclaim(story: ReclaimStory) -> list[str]:
+    """Each other queue's standing for the pod's reclaim: the levels compared (their
+    dominant ratios, docs/queues.md#reclaim), its pods and how many the rules let go, or
+    the rule that keeps them all."""
+    lines = tables.wrap(f"RECLAIM for queue {story.queue}: {story.summary}", indent="  ")
+    rows = [
+        [
+            s.side.leaf,
+            f"{s.side.level} {_ratio(s.side.ratio)} vs {s.side.own_level} {_ratio(s.side.target)}",
+            str(s.pods),
+            str(s.takeable),
+            f"{s.rule}: {s.why}" if s.rule else "-",
+        ]
+        for s in story.standings
+    ]
+    if rows:
+        lines.extend(tables.table(["queue", "compared", "pods", "may take", "kept by"], rows))
+    lines.append("")
+    return lines
+
+
+def _ratio(ratio: float) -> str:
+    return f"{ratio:.2f}" if math.isfinite(ratio) else "inf"
 
 
 def _domains(search: DomainSearch) -> list[str]:

@@ -32,6 +32,10 @@ StillFails = Callable[[int, Collection[str]], bool]
 # Cycle.scratch key: checks (StillFails) a filter passed but that victims could break (the pod's
 # required affinity to pods that might be taken); preemption keeps every one of them holding.
 PREEMPTION_GUARDS = "preemption.guards"
+# Cycle.scratch key: in a group's tentative placement (all or none kept), the members placed
+# before this one in the same attempt (a tuple of Pods): a pre-filter that counts a group's
+# members together (the Queues limits, docs/queues.md#admission) counts them as in use.
+GROUP_PLACED = "group.placed"
 MAX_NODE_SCORE = 100
 
 

@@ -66,6 +66,31 @@ class Side:
     refused: str  # "" when its pods may be reclaimed, else why not
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Another queue's standing for a pending pod's reclaim (explain): how many of its
+    running pods reclaim may take, or the rule that refuses them all and why."""
+
+    side: Side
+    pods: int  # its pods running (and not terminating)
+    takeable: int
+    rule: str  # "" when some may be taken; else one of RECLAIM_RULES
+    why: str
+
+
+# The rules that keep a queue's pods (docs/queues.md#reclaim), as explain names them.
+RECLAIM_RULES = {
+    "would go over its fair share": "preemptor over fair share",
+    "is within its fair share": "within fair share",
+    "is less above its fair share than": "ping-pong",
+    "would fall below its guaranteed": "below guaranteed",
+    "share": "ping-pong",  # "would fall below X's share"
+    "is not reclaimable": "not reclaimable",
+    "reclaimMinRuntime": "too young",
+    "toleration window": "toleration window",
+}
+
+
 @dataclass(slots=True)
 class Reclaimed:
     """The node and victims of a reclaim, each victim's leaf queue; or why there is none."""
@@ -282,6 +307,52 @@ class Reclaimer:
         refusals.extend(checks.refusals)
         said = _said(refusals or ["no pod of another queue may be taken"])
         return GroupUnits(message=said, changes_at=ends, leaf=leaf)
+
+    def standings(
+        self, pod: Pod, leaf: str, asks: Mapping[str, int], now: datetime, shares: Shares
+    ) -> list[Standing]:
+        """Every other leaf queue with pods in use, for `pod` of `leaf` asking `asks`, in
+        victim order: how many of its pods the rules let reclaim take, taken alone in the
+        victim order, or the rule that refuses them all (explain, docs/explain.md)."""
+        added = self.added(pod, leaf, asks)
+        sides = self.sides(leaf, shares, added)
+        table = self.table
+        table.sync()
+        rows = slice(0, self.state.nodes.rows)
+        open_sides = [side for side in sides if not side.refused]
+        take, young, tolerated, _, _ = self._takeable(open_sides, rows, now)
+        queue = table.queue[rows]
+        at = now.timestamp()
+        out = []
+        for side in sides:
+            mine = queue == table.queue_id(side.leaf)
+            pods = int(np.count_nonzero(mine))
+            if side.refused:
+                out.append(Standing(side, pods, 0, _rule_of(side.refused), side.refused))
+                continue
+            checks = _Checks(self.state, shares, {side.leaf: side}, added)
+            candidates = [table.pods[r][c] for r, c in zip(*np.nonzero(take & mine), strict=True)]
+            candidates.sort(key=lambda p: (*_order_key(0, p), p.key))
+            taken: set[str] = set()
+            for candidate in candidates:
+                if candidate.key in taken:
+                    continue
+                unit = running_members(self.state, candidate)
+                if all(checks.takeable(m, self, at) for m in unit) and checks.take(unit):
+                    taken.update(m.key for m in unit)
+            if taken:
+                out.append(Standing(side, pods, len(taken), "", ""))
+            elif checks.refusals:
+                why = checks.refusals[0]
+                out.append(Standing(side, pods, 0, _rule_of(why), why))
+            else:
+                kind = "young" if np.any(young & mine) else "tolerated"
+                if not np.any((young | tolerated) & mine):
+                    out.append(Standing(side, pods, 0, "none running", "no pod of it runs"))
+                    continue
+                why = _protected(kind, side)
+                out.append(Standing(side, pods, 0, _rule_of(why), why))
+        return out
 
     def _bounds(
         self, sides: list[Side], demand: Demand, free: IntArray, now: datetime
@@ -661,6 +732,11 @@ def _protected(kind: str, side: Side) -> str:
         runtime = format_go_duration(side.below[0].reclaim_min_runtime)
         return f"{side.leaf}'s pods are younger than its reclaimMinRuntime {runtime}"
     return f"{side.leaf}'s pods are inside their PriorityClass's toleration window"
+
+
+def _rule_of(why: str) -> str:
+    """The rule a refusal (one of the messages reclaim says) names."""
+    return next(rule for part, rule in RECLAIM_RULES.items() if part in why)
 
 
 def _said(reasons: list[str]) -> str:

@@ -24,6 +24,7 @@ from datetime import datetime
 import numpy as np
 
 from batchsched.framework.interface import (
+    GROUP_PLACED,
     Cycle,
     Diagnosis,
     NodeTotals,
@@ -96,7 +97,9 @@ class TentativePlacement:
         """The node row chosen for `pod` (its room now taken), or why none fits."""
         state = self.state
         demand = state.pods.demand(pod)
-        cycle = Cycle(state, pod, self.now, demand, self.free, {ADMITTED: self.group})
+        before = tuple(placed for _, _, placed in self._taken)
+        scratch = {ADMITTED: self.group, GROUP_PLACED: before}
+        cycle = Cycle(state, pod, self.now, demand, self.free, scratch)
         pre = self.framework.pre_filter(cycle)
         if pre.reject is not None:
             self.row_local = False
@@ -177,7 +180,8 @@ def base_results(
     pass can place)."""
     results: dict[str, NodeTotals | None] = {}
     for pod in pods:
-        cycle = Cycle(state, pod, now, state.pods.demand(pod), free, {ADMITTED: group})
+        scratch = {ADMITTED: group, GROUP_PLACED: ()}
+        cycle = Cycle(state, pod, now, state.pods.demand(pod), free, scratch)
         pre = framework.pre_filter(cycle)
         usable = pre.reject is None and pre.allowed_nodes is None
         results[pod.key] = framework.evaluate(cycle) if usable else None

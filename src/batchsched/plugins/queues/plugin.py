@@ -15,12 +15,13 @@ share and nominates the node, as preemption does.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from batchsched.decisions import Decision, Evict
 from batchsched.framework.interface import (
+    GROUP_PLACED,
     PREEMPTION_GUARDS,
     ClusterEvent,
     Cycle,
@@ -41,6 +42,7 @@ from batchsched.preemption.reclaim import GroupUnits, Reclaimer, ReclaimStrategy
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.queue_decay import Decay
+from batchsched.state.queues import Usage
 
 ARGS = ("usageHalfLife", "usageWeightK")
 
@@ -90,7 +92,15 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
             return PreFilterResult(reject=member.problem)
         if not member.queue:
             return None
-        blocked = state.queues.blocking(member.queue, state.queue_usage(), _asks(state, cycle.pod))
+        usage = state.queue_usage()
+        asks: Mapping[str, int]
+        placed = cycle.scratch.get(GROUP_PLACED)
+        if placed is not None:  # placed with its group: the members before it are in use
+            usage = _with(state, member.queue, usage, placed)
+            asks = state.requests_by_name(cycle.pod)
+        else:
+            asks = _asks(state, cycle.pod)
+        blocked = state.queues.blocking(member.queue, usage, asks)
         return PreFilterResult(reject=blocked) if blocked else None
 
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
@@ -152,19 +162,40 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
 
 
 def _asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:
-    """What placing the pod asks of its queue: its own requests, or for a gang member the
-    requests of every pending member together, so a gang is admitted whole or not at all."""
+    """What placing the pod asks of its queue, judged outside its group's placement: its own
+    requests, or for a gang member those of the members its group must place at once with
+    it (minMember less those bound or done, `pod` first, then in the group's order: priority,
+    name); the members beyond minMember join later, one by one (docs/queues.md#admission)."""
     key = group_key_of(pod)
     group = state.groups.by_key.get(key) if key is not None else None
     if group is None or not group.gang:
         return state.requests_by_name(pod)
-    pending = state.pods.pending
-    total: dict[str, int] = {}
-    for member in sorted(state.groups.members.get(group.key, ())):
-        if member in pending:
-            for resource, amount in state.requests_by_name(pending[member]).items():
-                total[resource] = total.get(resource, 0) + amount
+    pods = state.pods
+    members = [pods.by_key[k] for k in sorted(state.groups.members.get(group.key, ()))]
+    done = sum(1 for m in members if m.key in pods.bound or m.phase == "Succeeded")
+    others = sorted(
+        (m for m in members if m.key in pods.pending and m.key != pod.key),
+        key=lambda m: (-(m.priority or 0), m.key),
+    )
+    total = dict(state.requests_by_name(pod))
+    for member in others[: max(group.min_member - done - 1, 0)]:
+        for resource, amount in state.requests_by_name(member).items():
+            total[resource] = total.get(resource, 0) + amount
     return total
+
+
+def _with(state: ClusterState, leaf: str, usage: Usage, placed: Sequence[Pod]) -> Usage:
+    """`usage` with the requests of `placed` (members of the pod's group, in its queue)
+    added on `leaf`'s path."""
+    if not placed:
+        return usage
+    out = dict(usage)
+    for queue in state.queues.path(leaf):
+        amounts = out[queue.name] = dict(usage.get(queue.name, {}))
+        for pod in placed:
+            for resource, amount in state.requests_by_name(pod).items():
+                amounts[resource] = amounts.get(resource, 0) + amount
+    return out
 
 
 def _said(decay: Decay) -> str:

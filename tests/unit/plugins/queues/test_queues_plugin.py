@@ -78,7 +78,9 @@ def test_a_gang_is_admitted_whole_or_not_at_all() -> None:
     group["metadata"]["labels"] = {QUEUE_LABEL: "a"}  # the group's label holds for members
     bound, pending = outcome(*TREE, group, *members)
     assert bound == set()
-    assert "queue a: nvidia.com/gpu limit 8, in use 0, asks 12" in pending["ml/g-0"]
+    # The members placed before it count as in use: the third goes over the limit.
+    said = "2/3 members can run (0 bound or succeeded, 2 fit); ml/g-2: queue a: nvidia.com/gpu "
+    assert said + "limit 8, in use 8, asks 4" in pending["ml/g-0"]
     group["spec"]["minMember"] = 2
     members.pop()
     bound, _ = outcome(*TREE, group, *members)
@@ -161,3 +163,28 @@ def test_the_three_teams_example_holds_back_at_each_teams_limit(
     bound = out.split("EVICTIONS")[0]
     for placed in ("vision/train-0", "vision/train-1", "nlp/finetune-0", "ops/eval-0"):
         assert placed in bound
+
+
+def test_a_gang_is_held_to_its_limit_by_the_members_it_places_now() -> None:
+    # minMember 2 of 3 members of 4 GPUs, a limit of 8: two are placed now (upstream places
+    # minMember first), the third waits for room under the limit and joins later alone.
+    members = [
+        gpu_pod(f"g-{i}", 4, namespace="ml", labels={"scheduling.x-k8s.io/pod-group": "g"})
+        for i in range(3)
+    ]
+    group = pod_group("g", 2)
+    group["metadata"]["labels"] = {QUEUE_LABEL: "a"}
+    bound, pending = outcome(*TREE, group, *members)
+    assert bound == {"ml/g-0", "ml/g-1"}
+    assert pending == {"ml/g-2": "queue a: nvidia.com/gpu limit 8, in use 8, asks 4"}
+    # Two running already: the third, alone, is held by the limit as a pod is.
+    running = [{**m, "spec": {**m["spec"], "nodeName": "n1"}} for m in members[:2]]
+    for m in running:
+        m["status"] = {"phase": "Running"}
+    bound, pending = outcome(*TREE, group, *running, members[2])
+    assert bound == set()
+    assert pending == {"ml/g-2": "queue a: nvidia.com/gpu limit 8, in use 8, asks 4"}
+    # Room for one more under the limit: it joins.
+    group_b = [queue("org", limit=16), queue("a", "org", limit=12), queue("b", "org")]
+    bound, pending = outcome(*group_b, group, *running, members[2])
+    assert bound == {"ml/g-2"}
