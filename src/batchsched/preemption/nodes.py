@@ -98,6 +98,22 @@ class Slots:
         return float(self.ends.min(initial=math.inf))
 
 
+def room_alone(
+    table: VictimTable, rule: VictimRule, demand: Demand, free: IntArray
+) -> BoolArray | None:
+    """When no pod of any row is lower than the rule's preemptor (say a reclaiming pod whose
+    queue runs nothing below it, its victims of earlier attempts terminating), the rows
+    where it fits with the room of terminating pods come free and no victim: what the
+    search finds there, without it. None when some pod is lower."""
+    rows = free.shape[0]
+    lowest = table.state.pods.lowest_bound_priority()  # mostly the answer, at no array cost
+    if lowest is not None and lowest < rule.priority and _lower(table, rule, slice(0, rows)).any():
+        return None
+    cols = demand.cols
+    room = free[:, cols] + table.terminating_room[:rows][:, cols]
+    return np.asarray((room >= demand.amounts).all(axis=1))
+
+
 def _lower(table: VictimTable, rule: VictimRule, rows: IndexArray | slice) -> BoolArray:
     """The slots of `rows` the rule's preemptor outranks (`VictimRule.lower`): lower priority,
     not terminating, in its queue when the cluster has queues."""

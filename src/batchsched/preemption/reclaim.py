@@ -539,31 +539,55 @@ class Reclaimer:
 class _Nominated:
     """The pods nominated to a node and not bound (room freed for them), summed per queue
     over its subtree; followed from one attempt to the next rather than counted again, as a
-    wave of reclaims nominates one more pod per attempt."""
+    wave of reclaims nominates one more pod per attempt: only the pods nominated to, or
+    counted on, a row the state's log of changed rows names are looked at again (a
+    nomination coming, moving or going logs its rows, and binding a pod drops its
+    nomination)."""
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._counted: dict[str, tuple[str, dict[str, int]]] = {}  # pod key -> leaf, requests
+        self._counted: dict[str, tuple[int, str, dict[str, int]]] = {}  # key -> row, leaf, requests
+        self._on_row: dict[int, set[str]] = {}  # row -> the counted keys nominated there
         self._totals: dict[str, dict[str, int]] = {}
         self._at: tuple[int, int, int] | None = None  # the membership they were counted at
+        self._mark = 0  # where in the log of changed rows they were counted
 
     def totals(self, pod: Pod) -> tuple[Usage, Mapping[str, int]]:
         """Per queue, the requests of its subtree's nominated pods; and `pod`'s own among
         them (empty when it has no nomination)."""
         state = self.state
-        if self._at != state.membership_version():
-            self._counted, self._totals, self._at = {}, {}, state.membership_version()
-        current = set(state.nominations).difference(state.pods.bound)
-        for key in self._counted.keys() - current:
-            self._add(*self._counted.pop(key), -1)
-        for key in current - self._counted.keys():
-            nominated = state.pods.by_key.get(key)
-            if nominated is not None:
-                leaf = state.queue_of(nominated).queue
-                counted = self._counted[key] = (leaf, state.requests_by_name(nominated))
-                self._add(*counted, 1)
+        nominations = state.nominations
+        changed = None
+        if self._at == state.membership_version():
+            changed = state.nodes.rows_changed_since(self._mark)
+        self._mark = state.nodes.change_mark()
+        if changed is None:
+            self._counted, self._on_row, self._totals = {}, {}, {}
+            self._at = state.membership_version()
+            keys: set[str] = set(nominations)
+        else:
+            keys = set()
+            for row in set(changed):
+                keys.update(self._on_row.get(row, ()), nominations.on_row(row))
+        for key in keys:
+            self._recount(key)
         own = self._counted.get(pod.key)
-        return self._totals, own[1] if own is not None else {}
+        return self._totals, own[2] if own is not None else {}
+
+    def _recount(self, key: str) -> None:
+        state = self.state
+        counted = self._counted.pop(key, None)
+        if counted is not None:
+            self._on_row[counted[0]].discard(key)
+            self._add(*counted[1:], -1)
+        row = state.nominations.get(key)
+        nominated = state.pods.by_key.get(key)
+        if row is None or nominated is None or key in state.pods.bound:
+            return
+        leaf = state.queue_of(nominated).queue
+        counted = self._counted[key] = (row, leaf, state.requests_by_name(nominated))
+        self._on_row.setdefault(row, set()).add(key)
+        self._add(*counted[1:], 1)
 
     def _add(self, leaf: str, requests: dict[str, int], sign: int) -> None:
         for queue in self.state.queues.path(leaf):

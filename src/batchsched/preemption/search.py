@@ -23,10 +23,11 @@ from batchsched.preemption.nodes import (
     Ranking,
     RowResults,
     Slots,
+    room_alone,
     row_protection_ends,
     row_results,
 )
-from batchsched.preemption.reasons import Reasons
+from batchsched.preemption.reasons import NO_VICTIMS, Reasons
 from batchsched.preemption.victim_table import FloatArray, table_of
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
@@ -107,6 +108,13 @@ class PreemptionSearch:
         table.sync()
         rows = state.nodes.rows
         classes = ClassArrays.of(table, rule)
+        fits = room_alone(table, rule, demand, free[:rows])
+        if fits is not None and not (fits & candidates[:rows]).any():
+            # Every candidate fails for want of victims (as `row_results` would find): no
+            # per-row search, which a wave of reclaims (docs/queues.md#reclaim) would run
+            # for each of its preemptors as their victims of earlier attempts terminate.
+            failed = int(candidates[:rows].sum())
+            return Evaluation(reasons={NO_VICTIMS: failed} if failed else {})
         shape = self._refresh(rule, demand, classes, free[:rows], plain)
         best = shape.ranking.best(shape.results, candidates, state.nodes.name_rank())
         if best is None:

@@ -85,7 +85,8 @@ class VictimTable:
         if log is None:
             changed = np.arange(rows)
         elif log or self.rows_built < rows:
-            changed = np.unique(np.asarray([*log, *range(self.rows_built, rows)], dtype=np.intp))
+            # A few rows mostly (one attempt's): sorted in Python, not by `np.unique`.
+            changed = np.asarray(sorted({*log, *range(self.rows_built, rows)}), dtype=np.intp)
         else:
             return  # nothing changed: no array work over the rows
         if changed.size == 0:
