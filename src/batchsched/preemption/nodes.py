@@ -109,9 +109,11 @@ def room_alone(
     lowest = table.state.pods.lowest_bound_priority()  # mostly the answer, at no array cost
     if lowest is not None and lowest < rule.priority and _lower(table, rule, slice(0, rows)).any():
         return None
-    cols = demand.cols
-    room = free[:, cols] + table.terminating_room[:rows][:, cols]
-    return np.asarray((room >= demand.amounts).all(axis=1))
+    fits: BoolArray = np.ones(rows, dtype=np.bool_)
+    coming = table.terminating_room
+    for col, amount in demand.key:  # column by column: `free` is column-major
+        fits &= free[:, col] + coming[:rows, col] >= amount
+    return fits
 
 
 def _lower(table: VictimTable, rule: VictimRule, rows: IndexArray | slice) -> BoolArray:
