@@ -203,8 +203,11 @@ class Reclaimer:
         candidates: BoolArray,
         now: datetime,
         shares: Shares,
+        plain: bool = False,
     ) -> Reclaimed:
-        """The node and victims that make room for `pod` of queue `leaf`, or why none."""
+        """The node and victims that make room for `pod` of queue `leaf`, or why none.
+        `plain`: `free` is `free_for` the pod, which has no nomination of its own, unchanged
+        (`Cycle.plain_room`)."""
         state = self.state
         added = self.added(pod, leaf, state.requests_by_name(pod))
         sides = self.sides(leaf, shares, added)
@@ -212,7 +215,8 @@ class Reclaimer:
         open_sides = [s for s in sides if not s.refused]
         if not open_sides:
             return Reclaimed(message=_said(refusals))
-        bounds = self._bounds(open_sides, demand, free, now)
+        seen_as = (pod.priority or 0) if plain else None
+        bounds = self._bounds(open_sides, demand, free, now, seen_as)
         checks = _Checks(state, shares, {s.leaf: s for s in open_sides}, added)
         rule = VictimRule(state, pod, 0, now, lambda name: (False, None))
         names = state.nodes.name_rank()
@@ -355,10 +359,17 @@ class Reclaimer:
         return out
 
     def _bounds(
-        self, sides: list[Side], demand: Demand, free: IntArray, now: datetime
+        self,
+        sides: list[Side],
+        demand: Demand,
+        free: IntArray,
+        now: datetime,
+        seen_as: int | None = None,
     ) -> _RowBounds:
         """Each row's bound, kept between attempts alike (the same sides in the same order,
-        demand and time): only rows whose pods or room changed are computed again."""
+        demand and time): only rows whose pods or room changed are computed again.
+        `seen_as`: `free` is `free_for` a pod of this priority without a nomination of its
+        own (None: some other room)."""
         state, table = self.state, self.table
         table.sync()
         rows = state.nodes.rows
@@ -378,13 +389,20 @@ class Reclaimer:
             stale = np.arange(rows)
         else:
             changed = state.nodes.rows_changed_since(kept.mark)
-            moved = rows_differ(free[:rows], kept.seen, cols.tolist())
             if changed is None:
-                moved[:] = True
-            elif changed:
-                moved[np.asarray(changed, dtype=np.intp)] = True
-            stale = np.flatnonzero(moved)
+                stale = np.arange(rows)
+            elif seen_as is not None and seen_as == kept.seen_as:
+                # Both rooms are `free_for` such a pod: the state's room less what the
+                # nominations at its priority or above hold, both changing only on logged
+                # rows (as in the preemption search), so no comparison over every row.
+                stale = np.asarray(sorted(set(changed)), dtype=np.intp)
+            else:
+                moved = rows_differ(free[:rows], kept.seen, cols.tolist())
+                if changed:
+                    moved[np.asarray(changed, dtype=np.intp)] = True
+                stale = np.flatnonzero(moved)
         kept.mark = state.nodes.change_mark()
+        kept.seen_as = seen_as
         if stale.size:
             kept.seen[stale] = free[stale][:, cols]
             self._fill(kept, stale, sides, demand, now)
@@ -625,6 +643,7 @@ class _RowBounds:
     last_start: FloatArray  # minus the start: later starts first
     order: IntArray  # rows x slots: slot positions in victim order
     taken: BoolArray  # rows x slots: whether the slot at that position is takeable
+    seen_as: int | None = None  # `seen` is `free_for` a pod of this priority (`_bounds`)
 
     @classmethod
     def empty(cls, key: tuple[object, ...], rows: int, slots: int, width: int) -> _RowBounds:

@@ -118,7 +118,14 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
         for nodes, _ in diagnosis.clashes:  # in the way there are pods, not too little room
             candidates &= ~nodes
         found = self._reclaimer_for(state).find(
-            pod, leaf, cycle.demand, cycle.free, candidates, cycle.now, state.queue_fair_shares()
+            pod,
+            leaf,
+            cycle.demand,
+            cycle.free,
+            candidates,
+            cycle.now,
+            state.queue_fair_shares(),
+            cycle.plain_room,
         )
         cycle.changes_at(found.changes_at)
         if found.row is None:
