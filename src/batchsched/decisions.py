@@ -84,6 +84,9 @@ class Evict:
     # A reclaim (docs/queues.md#reclaim): the preemptor's queue and the victim's queue. Not
     # in the repr, which the benchmarks' decision hashes read: the reason names both queues.
     reclaim: tuple[str, str] | None = field(default=None, repr=False)
+    # A broken promise (docs/backfill.md#broken-promises): the reservation's holder whose
+    # start the victim delayed by running past its stated runtime. Not in the repr either.
+    broken_promise: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

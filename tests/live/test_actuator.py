@@ -188,6 +188,25 @@ def test_a_reclaim_tells_victim_and_preemptor_naming_both_queues(rig: Rig) -> No
     assert "Preempted" not in events
 
 
+def test_a_broken_promise_tells_the_victim_its_overrun_and_the_reservation(rig: Rig) -> None:
+    rig.add_node("n1")
+    rig.add_pod("victim", node_name="n1")
+    rig.add_pod("big")
+    reason = (
+        "Backfill: broken promise: ran 30m past its stated runtime 1h; evicted for the "
+        "reservation of PodGroup ml/big (expected start 2026-11-22T10:00:00Z) on node n1"
+    )
+    rig.run(Evict("default/victim", "n1", "default/big", reason, broken_promise="PodGroup ml/big"))
+    assert rig.api.get("pods", "victim") is None
+    events = {e["reason"]: e for e in rig.api.objects("events")}
+    assert events["BrokenPromise"]["note"] == reason.removeprefix("Backfill: ")
+    assert events["BrokenPromise"]["regarding"]["name"] == "victim"
+    assert events["Reserving"]["note"] == (
+        "Evicted default/victim on node n1, past its stated runtime"
+    )
+    assert "Preempted" not in events
+
+
 def test_eviction_never_deletes_a_new_pod_that_took_the_victims_name(rig: Rig) -> None:
     rig.add_node("n1")
     rig.add_pod("victim", node_name="n1")

@@ -1,8 +1,9 @@
 """`batchsched explain` on a pod the plan evicts: by whom, under which rule, and which
 protection it did not have (docs/explain.md#a-pod-the-plan-evicts).
 
-The rule is read from the eviction and the preemptor as the run left them: reclaim (a queue
-took back room another borrowed, docs/queues.md#reclaim), DaemonSet preemption (the preemptor
+The rule is read from the eviction and the preemptor as the run left them: a broken promise
+(the victim ran past its stated runtime on a reservation's node, docs/backfill.md), reclaim (a
+queue took back room another borrowed, docs/queues.md#reclaim), DaemonSet preemption (the preemptor
 may run only on the victim's node), gang preemption (the preemptor's group preempted as one),
 or the profile's single-pod preemption (DefaultPreemption, or PreemptionToleration with the
 victims' toleration policies). The victim's side: its own
@@ -24,6 +25,7 @@ from batchsched.objects.daemonset import daemonset_node
 from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.preemption.broken_promises import overrun
 from batchsched.preemption.daemonset_victims import OPT_OUT_KEY, victim_class
 from batchsched.preemption.evaluator import PreemptionStrategy
 from batchsched.preemption.gang_victims import whole_group_of
@@ -39,6 +41,7 @@ DAEMONSET = "DaemonSet preemption"
 GANG = "gang preemption"
 DEFAULT = "default preemption"
 RECLAIM = "reclaim"
+BROKEN_PROMISE = "broken promise"
 TOLERATION = "preemption with toleration policies"
 _VICTIM_CLASSES = (
     "a regular pod",
@@ -74,7 +77,7 @@ class EvictionStory:
     preemptor: str
     preemptor_priority: int
     plugin: str  # the plugin that chose the victims, as the eviction's reason names it
-    rule: str  # DAEMONSET, GANG, DEFAULT or TOLERATION
+    rule: str  # DAEMONSET, GANG, DEFAULT, TOLERATION, RECLAIM or BROKEN_PROMISE
     why: str  # what the preemptor needed
     reason: str  # the eviction's reason, as the API gets it
     group: str = ""  # the victim's own PodGroup, preempted as one
@@ -111,11 +114,12 @@ def eviction_story(
     eviction); `framework` is the preemptor's profile."""
     preemptor = state.pods.by_key.get(eviction.preemptor)
     priority = state.policy.priority_of(preemptor) if preemptor is not None else 0
-    rule = (
-        _reclaim(state, eviction.reclaim, eviction.node)
-        if eviction.reclaim is not None
-        else _rule(state, framework, preemptor, priority, eviction.node)
-    )
+    if eviction.broken_promise is not None:
+        rule = _broken_promise(state, eviction.broken_promise, victim, eviction.node, now)
+    elif eviction.reclaim is not None:
+        rule = _reclaim(state, eviction.reclaim, eviction.node)
+    else:
+        rule = _rule(state, framework, preemptor, priority, eviction.node)
     story = EvictionStory(
         eviction.node,
         eviction.preemptor,
@@ -134,11 +138,16 @@ def eviction_story(
             and other.preemptor == eviction.preemptor
             and group_key_of(pod) == group
         )
-    story.toleration = (
-        _reclaim_protection(state, victim, eviction.reclaim[1], now)
-        if eviction.reclaim is not None
-        else _toleration(state, framework, story, victim)
-    )
+    if eviction.broken_promise is not None:
+        story.toleration = (
+            "none: a pod past its stated runtime yields to a reservation whatever its "
+            "priority (only DaemonSet pods, system-critical pods and pods inside their "
+            "PriorityClass's toleration window are kept)"
+        )
+    elif eviction.reclaim is not None:
+        story.toleration = _reclaim_protection(state, victim, eviction.reclaim[1], now)
+    else:
+        story.toleration = _toleration(state, framework, story, victim)
     if story.rule == DAEMONSET:
         story.toleration += f"; it was {_VICTIM_CLASSES[victim_class(state, victim)]}"
     covering = state.policy.pdb_index.covering
@@ -155,6 +164,19 @@ def _reclaim(state: ClusterState, queues: tuple[str, str], node: str) -> tuple[s
         f"queue {mine} was within its fair share and queue {theirs} borrowed above its own; "
         f"taking its pods back made room on node {node} without leaving {theirs} below "
         f"{mine}'s share or any queue below its guaranteed amounts"
+    )
+
+
+def _broken_promise(
+    state: ClusterState, holder: str, victim: Pod, node: str, now: datetime
+) -> tuple[str, str]:
+    """What allowed the eviction: the victim ran past the runtime it stated, and the
+    reservation it sat on had come to its expected start (docs/backfill.md#broken-promises)."""
+    late = overrun(state, victim, now)
+    ran = "past its stated runtime" if late is None else late.how_far()
+    return BROKEN_PROMISE, (
+        f"the pod ran {ran}; node {node} was reserved for {holder}, whose expected start had "
+        "come, and the pods past their stated runtime there had to go for it to start"
     )
 
 

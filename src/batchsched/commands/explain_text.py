@@ -6,7 +6,7 @@ import math
 
 from batchsched.commands import tables
 from batchsched.commands.explain import Explanation, NodeVerdict, ReclaimStory
-from batchsched.commands.explain_eviction import RECLAIM, EvictionStory
+from batchsched.commands.explain_eviction import BROKEN_PROMISE, RECLAIM, EvictionStory
 from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
 from batchsched.state.topology import DomainSearch
@@ -140,8 +140,10 @@ def _eviction(story: EvictionStory) -> list[str]:
     if story.group:
         went = ", ".join(story.with_it) or "no other member running"
         said.append(f"its PodGroup {story.group} is preempted as one: with it {went}")
-    # For a reclaim: its queue's reclaimMinRuntime and its class's toleration window.
-    said.append(f"{'protection' if story.rule == RECLAIM else 'toleration'}: {story.toleration}")
+    # For a reclaim: its queue's reclaimMinRuntime and its class's toleration window; for a
+    # broken promise, what would have kept it.
+    protection = story.rule in (RECLAIM, BROKEN_PROMISE)
+    said.append(f"{'protection' if protection else 'toleration'}: {story.toleration}")
     budgets = [
         f"{b.pdb} allows {b.disruptions_allowed} disruption(s), the plan evicts {b.evicted} of "
         f"its pods" + (" (the budget is exceeded)" if b.violated else "")

@@ -425,6 +425,25 @@ class WaitPlugin(Plugin):
         to add to their pending message ("" for nothing)."""
         raise NotImplementedError
 
+    def overdue(
+        self, state: ClusterState, holder: str, waiting: Sequence[Pod], now: datetime
+    ) -> Overdue:
+        """After `after_attempt`, for the holder's pods left pending with no way found: the
+        evictions owed to what it holds (pods that broke a promise, docs/backfill.md) and
+        when to try it again whatever changes."""
+        return Overdue()
+
+
+@dataclass(slots=True)
+class Overdue:
+    """What a wait plugin asks for a holder left pending: decisions to carry out (evictions,
+    nominations), a message part, and a time to try its pods again (None: when the cluster
+    changes)."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    message: str = ""
+    retry_at: float | None = None
+
 
 @dataclass(slots=True)
 class GroupAttempt:

@@ -418,6 +418,8 @@ class Actuator:
         why = "preempting to accommodate a higher priority pod"
         if decision.reclaim is not None:
             why = f"reclaiming for queue {decision.reclaim[0]} from queue {decision.reclaim[1]}"
+        elif decision.broken_promise is not None:
+            why = f"past its stated runtime on a node reserved for {decision.broken_promise}"
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -450,6 +452,17 @@ class Actuator:
             return
         self.metrics.victims.inc()
         ref = victim.object_ref()
+        if decision.broken_promise is not None:
+            # docs/backfill.md#broken-promises: the victim is told the holder and its overrun
+            # (the eviction's reason says both), the holder's pod what went for it.
+            note = decision.reason.removeprefix("Backfill: ")
+            self.events.record(ref, "Normal", "BrokenPromise", "Preempting", note, once=True)
+            if preemptor is not None:
+                note = f"Evicted {victim.key} on node {decision.node}, past its stated runtime"
+                self.events.record(
+                    preemptor.object_ref(), "Normal", "Reserving", "Preempting", note
+                )
+            return
         if decision.reclaim is None:
             note = f"Preempted by {decision.preemptor} on node {decision.node}"
             self.events.record(ref, "Normal", "Preempted", "Preempting", note, once=True)

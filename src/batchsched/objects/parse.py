@@ -830,6 +830,7 @@ def read_pod(obj: Json) -> Pod:
         start_time=r.time(obj, "status.startTime"),
         deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
         max_runtime_seconds=f.active_deadline_seconds or stated,
+        runtime_enforced=f.active_deadline_seconds is not None,
         nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
         termination_grace_period_seconds=f.termination_grace_period_seconds,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),

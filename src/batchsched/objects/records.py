@@ -185,6 +185,9 @@ class Pod:
     deletion_timestamp: datetime | None = None
     # Its stated maximum runtime in seconds, None if it states none (objects/runtime_bound.py).
     max_runtime_seconds: int | None = None
+    # Whether that bound is spec.activeDeadlineSeconds, which the kubelet enforces (a label or
+    # annotation bound is only a promise: docs/backfill.md#broken-promises).
+    runtime_enforced: bool = False
     nominated_node_name: str = ""
     termination_grace_period_seconds: int = 30
     resource_version: str = ""

@@ -227,11 +227,16 @@ class Scheduler:
             pods = []
         state = self.state
         rejected_by = self._rejected_by
-        said = " ".join(
-            part
-            for w in waiters
-            if (part := w.after_attempt(framework, state, holder, pods, rejected_by, now))
-        )
+        parts = [w.after_attempt(framework, state, holder, pods, rejected_by, now) for w in waiters]
+        if pods:
+            for waiter in waiters:
+                owed = waiter.overdue(state, holder, pods, now)
+                step = step + self._carry_out(owed.decisions, now)
+                parts.append(owed.message)
+                if owed.retry_at is not None:
+                    for pod in pods:
+                        self.queue.wake_at(pod.key, owed.retry_at)
+        said = " ".join(part for part in parts if part)
         if not said:
             return step
         told = []

@@ -10,7 +10,14 @@ import yaml
 
 from batchsched.commands.cli import main
 from batchsched.commands.explain import explain_pod
-from batchsched.commands.explain_eviction import DAEMONSET, DEFAULT, GANG, RECLAIM, TOLERATION
+from batchsched.commands.explain_eviction import (
+    BROKEN_PROMISE,
+    DAEMONSET,
+    DEFAULT,
+    GANG,
+    RECLAIM,
+    TOLERATION,
+)
 from batchsched.config import default_config, parse_config
 from batchsched.objects.parse import parse_time
 from tests.builders import node, pod, priority_class
@@ -52,6 +59,24 @@ def test_cli_says_a_reclaimed_pod_was_taken_back_naming_both_queues(
     text = path.read_text()
     objects = objects_of(*(d for d in yaml.safe_load_all(text) if d["kind"] != "Scenario"))
     assert explained(objects, "default/b-2", now=parse_time(AT)).rule == RECLAIM
+
+
+def test_cli_says_a_pod_past_its_stated_runtime_broke_its_promise(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = SCENARIOS / "backfill" / "broken-promise-evicted.yaml"
+    assert main(["explain", "default/run-a", "-f", str(path), "--now", AT]) == 0
+    out = capsys.readouterr().out
+    assert "  evicted in this plan from gpu-1 by ml/big-0 (priority 0)\n" in out
+    assert (
+        "  rule: broken promise (Backfill): the pod ran 30m past its stated runtime 1h; node "
+        "gpu-1 was\n    reserved for PodGroup ml/big" in out
+    )
+    assert "  protection: none: a pod past its stated runtime yields to a reservation" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    text = path.read_text()
+    objects = objects_of(*(d for d in yaml.safe_load_all(text) if d["kind"] != "Scenario"))
+    assert explained(objects, "default/run-b", now=parse_time(AT)).rule == BROKEN_PROMISE
 
 
 def explained(objects: Any, key: str, config: Any = None, now: Any = NOW) -> Any:

@@ -12,6 +12,8 @@
 - Filter: on a reserved node another pod fits only if its stated runtime ends by the expected
   start, or if the node keeps room for the holder's share after it. A pod that states no
   runtime goes there only by the second rule.
+- Broken promises: a holder left waiting once its expected start has come evicts the pods on
+  its nodes that run past a runtime stated by label or annotation (`promises.owed`).
 
 Args: `reserveAfterSeconds` (600, >= 0), `maxReservations` (4, >= 0).
 """
@@ -31,6 +33,7 @@ from batchsched.framework.interface import (
     Cycle,
     FilterPlugin,
     IndexArray,
+    Overdue,
     PlacementFramework,
     QueueingHint,
     Rejection,
@@ -44,6 +47,8 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.picture import Picture, bound_of, ends_at
 from batchsched.plugins.backfill.planner import IntArray, Plan, earliest_start, packs_now
+from batchsched.plugins.backfill.promises import owed
+from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.reservations import StartReservation
@@ -78,6 +83,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         # The holders that reserved, in the order they first did.
         self._holders: dict[str, None] = {}
         self._picture = Picture()
+        self._promises = BrokenPromises()  # the search for pods past their stated runtime
         # The rows reserved when the holders were last planned, and where the state's log
         # of changed rows stood then: they are planned again once one of those rows changes.
         self._planned_rows: set[int] = set()
@@ -272,6 +278,12 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
                 self._holders[holder] = None
                 self._planned_rows.update(held.shares)
         return "" if held is None else held.message()
+
+    def overdue(
+        self, state: ClusterState, holder: str, waiting: Sequence[Pod], now: datetime
+    ) -> Overdue:
+        held = state.start_reservations.by_holder.get(holder)
+        return Overdue() if held is None else owed(self._promises, state, held, waiting, now)
 
     def _hold(self, state: ClusterState, reservation: StartReservation) -> None:
         state.hold_start(reservation)
