@@ -95,6 +95,37 @@ def test_stated_runtime_is_the_runtime_times_the_factor(tmp_path: Path) -> None:
     assert [j.stated_runtime for j in none] == [None, None]
 
 
+def test_a_share_of_jobs_under_estimates(tmp_path: Path) -> None:
+    under = load_scenario(_scenario(tmp_path, "{under: 1, underFactor: 0.25}")).jobs(0)
+    assert [j.stated_runtime for j in under] == [900, 450]
+    default = load_scenario(_scenario(tmp_path, "{under: 1}")).jobs(0)
+    assert [j.stated_runtime for j in default] == [1800, 900]
+    # `under: 0` draws nothing more: the bounds are those of a scenario without it.
+    kept = load_scenario(_scenario(tmp_path, "{factor: {uniform: [1, 3]}, under: 0}")).jobs(3)
+    plain = load_scenario(_scenario(tmp_path, "{factor: {uniform: [1, 3]}}")).jobs(3)
+    assert [j.stated_runtime for j in kept] == [j.stated_runtime for j in plain]
+
+
+def test_a_job_past_its_stated_runtime_is_evicted_for_a_reservation() -> None:
+    """`late` states 1 h but runs 2 h; `big`, waiting since 1 s, reserves at its first
+    attempt after reserveAfterSeconds (600 s) with expected start 3600 (late's stated end),
+    is tried again then, evicts late and starts once late's grace period (30 s) is over.
+    late starts again (from scratch: it saved no checkpoint) when big ends, at 4630."""
+    jobs = [
+        job("late", gpus=8, work=7200, priority_class="low", stated_runtime=3600),
+        job("big", gpus=8, work=1000, submit=1, priority_class="low", stated_runtime=2000),
+    ]
+    result = simulation([gpu_node("n1")], jobs).run()
+    by_name = {j.name: j for j in result.jobs}
+    # late, waiting again, reserves for big's stated end (3630 + 2000).
+    assert result.backfill.expected_start == {"default/big": 3600, "default/late": 5630}
+    assert by_name["default/big"].start == 3630
+    assert by_name["default/late"].preemptions == by_name["default/late"].broken_promises == 1
+    assert backfill_summary(result)["broken_promises_evicted"] == 1
+    assert by_name["default/big"].end == 4630
+    assert by_name["default/late"].end == 4630 + 7200
+
+
 def test_the_jobs_of_a_seed_are_the_same_with_stated_runtimes(tmp_path: Path) -> None:
     with_bounds = load_scenario(_scenario(tmp_path, "{factor: {uniform: [1, 3]}}")).jobs(4)
     (tmp_path / "s.yaml").write_text(
@@ -113,6 +144,8 @@ def test_the_jobs_of_a_seed_are_the_same_with_stated_runtimes(tmp_path: Path) ->
         ("{none: 2}", "work.statedRuntime.none"),
         ("{factor: 0}", "work.statedRuntime.factor"),
         ("{factors: 2}", "unknown field"),
+        ("{under: -0.1}", "work.statedRuntime.under"),
+        ("{underFactor: 0}", "work.statedRuntime.underFactor"),
     ],
 )
 def test_bad_stated_runtime(tmp_path: Path, stated: str, fragment: str) -> None:

@@ -505,7 +505,7 @@ class Simulation:
             and bool(preemptor.job.spec.queue)
             and victim.job.spec.queue != preemptor.job.spec.queue
         )
-        self._evict(decision.pod, reclaim)
+        self._evict(decision.pod, reclaim, decision.broken_promise is not None)
         if preemptor is not None:
             preemptor.job.record.evictions_caused += 1
 
@@ -581,7 +581,7 @@ class Simulation:
             self.now + (job.spec.work - unit.done) * unit.pace, Kind.FINISH, (unit, unit.token)
         )
 
-    def _evict(self, key: str, reclaim: bool = False) -> None:
+    def _evict(self, key: str, reclaim: bool = False, broken_promise: bool = False) -> None:
         unit = self._unit_of.get(key)
         if unit is None:
             pod = self.state.pods.by_key.get(key)
@@ -593,6 +593,7 @@ class Simulation:
             return  # already going (e.g. another member of a gang that restarts whole)
         record = unit.job.record
         record.preemptions += 1
+        record.broken_promises += broken_promise
         lost_before = record.lost_gpu_seconds
         self._interrupt(unit)
         if reclaim:

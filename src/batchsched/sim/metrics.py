@@ -31,6 +31,8 @@ class JobRecord:
     evictions_caused: int = 0  # pods evicted to make room for this job's pods
     queue: str = ""  # its leaf queue, "" for none
     reclaims: int = 0  # preemptions for another queue's pod
+    # Preemptions for a reservation, past its stated runtime (docs/backfill.md#broken-promises)
+    broken_promises: int = 0
     reclaim_lost_gpu_seconds: float = 0.0  # the part of lost_gpu_seconds those cost
     held_by_toleration: bool = False  # told at least once that victims tolerate it
     first_bind: float | None = None
@@ -153,6 +155,7 @@ def backfill_summary(result: RunResult) -> dict[str, Any]:
         "wait_seconds_by_size": {name: spread(waits) for name, waits in by_size.items()},
         "jobs_by_size": {name: len(waits) for name, waits in by_size.items()},
         "backfilled_jobs": len(result.backfill.backfilled),
+        "broken_promises_evicted": sum(job.broken_promises for job in result.jobs),
         "reserved_jobs": len(result.backfill.expected_start),
         "start_error_seconds": spread(errors),
         "start_error_abs_seconds": spread([abs(e) for e in errors]),

@@ -139,10 +139,16 @@ _GENERATOR = (*_TEMPLATE, "arrivalsPerHour", "from", "to", "count")
 @dataclass(frozen=True)
 class StatedRuntime:
     """What the jobs' pods state as their maximum runtime (docs/backfill.md): the true
-    runtime times `factor` (users over-estimate), none for a share `none` of the jobs."""
+    runtime times `factor` (users over-estimate), none for a share `none` of the jobs; for a
+    share `under` of the others, times `under_factor` instead (an under-estimate: the job
+    breaks its promise, docs/backfill.md#broken-promises)."""
 
     factor: Distribution[float]
     none: float
+    under: float = 0.0
+    under_factor: Distribution[float] = field(
+        default_factory=lambda: Distribution(lambda _rng: 0.5)
+    )
 
     def apply(self, jobs: list[JobSpec], seed: int) -> list[JobSpec]:
         """The jobs with their stated runtimes, drawn from a stream of their own: the jobs
@@ -152,6 +158,9 @@ class StatedRuntime:
         for job in jobs:
             states_none = rng.random() < self.none
             factor = self.factor.draw(rng)
+            # Drawn only when asked for: a scenario without `under` gives the same bounds.
+            if self.under and rng.random() < self.under:
+                factor = self.under_factor.draw(rng)
             if states_none:
                 out.append(job)
             else:
@@ -320,12 +329,14 @@ def _check_trace_queues(path: Path, trace: Trace, queues: ScenarioQueues) -> Non
 
 
 def _stated_runtime(path: Path, raw: Any) -> StatedRuntime:
-    """`work.statedRuntime: {factor: 2, none: 0.1}`: the factor a distribution of positive
-    numbers (default 2), `none` a share of the jobs from 0 to 1 (default 0)."""
-    f = Fields(path, raw, "work.statedRuntime", ("factor", "none"))
+    """`work.statedRuntime: {factor: 2, none: 0.1, under: 0.1, underFactor: 0.5}`: the
+    factors distributions of positive numbers (default 2 and 0.5), `none` and `under` shares
+    of the jobs from 0 to 1 (default 0)."""
+    f = Fields(path, raw, "work.statedRuntime", ("factor", "none", "under", "underFactor"))
     factor = f.dist("factor", positive_number, 2.0)
     share = f.value("none", _share, 0.0)
-    return StatedRuntime(factor, share)
+    under = f.value("under", _share, 0.0)
+    return StatedRuntime(factor, share, under, f.dist("underFactor", positive_number, 0.5))
 
 
 def _share(value: Any) -> float:

@@ -212,20 +212,27 @@ class QueueTree:
             ratio = max(ratio, amount / fair)
         return ratio
 
-    def blocking(self, leaf: str, usage: Usage, asks: Mapping[str, int]) -> str:
+    def blocking(
+        self, leaf: str, usage: Usage, asks: Mapping[str, int], reserved: Usage | None = None
+    ) -> str:
         """Why `asks` more at `leaf` would take it or an ancestor over a limit ("" if it would
-        not): the lowest such level, its resources by name."""
+        not): the lowest such level, its resources by name. `reserved`: what reservations
+        hold per queue, counted as usage (docs/backfill.md#queue-limits)."""
         for queue in self.path(leaf):
             used = usage.get(queue.name, {})
+            held = reserved.get(queue.name, {}) if reserved else {}
             for resource, quota in sorted(queue.resources.items()):
                 asked = asks.get(resource, 0)
                 if quota.limit is None or not asked:
                     continue
                 in_use = used.get(resource, 0)
-                if in_use + asked > quota.limit:
+                kept = held.get(resource, 0)
+                if in_use + kept + asked > quota.limit:
+                    said = f", reserved {format_amount(resource, kept)}" if kept else ""
                     return (
                         f"queue {queue.name}: {resource} limit "
                         f"{format_amount(resource, quota.limit)}, in use "
-                        f"{format_amount(resource, in_use)}, asks {format_amount(resource, asked)}"
+                        f"{format_amount(resource, in_use)}{said}, asks "
+                        f"{format_amount(resource, asked)}"
                     )
         return ""

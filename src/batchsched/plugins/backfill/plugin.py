@@ -52,6 +52,7 @@ from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.reservations import StartReservation
+from batchsched.state.reserved_quota import limit_refusal
 
 ARGS = ("reserveAfterSeconds", "maxReservations")
 # The filters whose rejection says a pod lacks room: only then can holding room help it (a
@@ -222,6 +223,9 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
                 continue
             if len(planned) >= self.max_reservations:
                 break
+            if limit_refusal(state, holder, pods, planned.values()):
+                del self._holders[holder]  # its queue's limit no longer leaves it the room
+                continue
             kept = held.get(holder)
             if (
                 kept is not None
@@ -271,6 +275,11 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             and _lacks_room(state, holder, rejected_by)
             and self._waited(state, holder, waiting, now)
         ):
+            # Reserved room counts against the queue's limits as usage does.
+            blocked = limit_refusal(state, holder, waiting)
+            if blocked:
+                told = rejected_by is not None and "Queues" in rejected_by  # said so already
+                return "" if told else f"reserves nothing: {blocked}."
             taken = set(state.start_reservations.by_row) | set(state.reservations.by_row)
             held = self._plan(framework, state, holder, waiting, now, taken)
             if held is not None:

@@ -4,8 +4,9 @@ PreFilter: a pod, or a gang as one unit, is placed only if at its leaf queue and
 ancestor its usage plus the request stays within `limit` for each resource the queue names
 (docs/queues.md#admission). Usage is the requests (as NodeResourcesFit counts them) of the
 bound and assumed pods of the queue's subtree; the tree and its usage are the state's
-(state/queues.py). A pod the limits hold back stays pending with a message naming the level
-that blocks; neither preemption nor reclaim is tried for it.
+(state/queues.py). Room Backfill reserved for another pod or gang of the subtree counts as
+usage (docs/backfill.md#queue-limits). A pod the limits hold back stays pending with a message
+naming the level that blocks; neither preemption nor reclaim is tried for it.
 
 PostFilter: reclaim (docs/queues.md#reclaim, preemption/reclaim.py), after priority
 preemption found no way inside the pod's queue: it evicts pods of queues above their fair
@@ -43,6 +44,7 @@ from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.queue_decay import Decay
 from batchsched.state.queues import Usage
+from batchsched.state.reserved_quota import holders_of, reserved_usage
 
 ARGS = ("usageHalfLife", "usageWeightK")
 
@@ -100,7 +102,9 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
             asks = state.requests_by_name(cycle.pod)
         else:
             asks = _asks(state, cycle.pod)
-        blocked = state.queues.blocking(member.queue, usage, asks)
+        # Room a reservation of another pod or gang holds counts as used (docs/backfill.md).
+        reserved = reserved_usage(state, holders_of(cycle.pod))
+        blocked = state.queues.blocking(member.queue, usage, asks, reserved)
         return PreFilterResult(reject=blocked) if blocked else None
 
     def post_filter(self, cycle: Cycle, diagnosis: Diagnosis) -> PostFilterResult:
