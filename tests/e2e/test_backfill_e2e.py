@@ -79,3 +79,26 @@ def test_a_gang_reserves_a_short_pod_backfills_a_long_one_waits(cluster: Cluster
     )
     wait(lambda: cluster.events("ReservationStarted"), what="ReservationStarted event")
     assert cluster.node_of("long") == ""  # the gang fills both nodes now
+
+
+def test_a_pod_past_its_stated_runtime_is_evicted_for_a_reservation(cluster: Cluster) -> None:
+    """docs/backfill.md#broken-promises: a pod stating 1 s runs on; a waiting pod reserves
+    its node with expected start that end, evicts it (DisruptionTarget, a BrokenPromise event
+    naming the holder and the overrun) and starts there."""
+    node = f"bp-{cluster.namespace[-6:]}"
+    cluster.node(node, cpu="4")
+    _pod(cluster, "late", "1s", node=node, cpu="4")
+    wait(
+        lambda: bool((cluster.get_pod("late") or {}).get("status", {}).get("startTime")),
+        what="the late pod started",
+    )
+    config = shipped_config({"name": "Backfill", "args": {"reserveAfterSeconds": 0}})
+    cluster.run_scheduler(config)
+    holder = cluster.pod_body("holder", cpu="4")
+    holder["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}  # other tests' nodes
+    cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", holder)
+    wait(lambda: cluster.get_pod("late") is None, what="the late pod evicted", timeout=60)
+    [event] = cluster.events("BrokenPromise")
+    assert "past its stated runtime 1s; evicted for the reservation of Pod " in event["note"]
+    assert "/holder (expected start " in event["note"]
+    wait(lambda: cluster.node_of("holder") == node, what="the holder started", timeout=60)

@@ -102,7 +102,7 @@ def test_the_queue_tree(browser: Any, server: str) -> None:
     cards = browser.find_elements(By.CSS_SELECTOR, "section.queue h2")
     assert [c.text for c in cards] == ["ops", "research", "nlp", "vision"]
     bars = [b.get_attribute("aria-label") for b in browser.find_elements(By.CSS_SELECTOR, ".bar")]
-    assert "nvidia.com/gpu: 20 in use of nominal 16, guaranteed 8, limit 40" in bars
+    assert "nvidia.com/gpu: 20 in use of nominal 16, guaranteed 8, limit 64" in bars
     shown = text(browser)
     assert (
         "5 pod(s) pending" in shown and "#1 in vision vision/pretrain (gang of 2, min 2)" in shown

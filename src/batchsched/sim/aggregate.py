@@ -83,7 +83,8 @@ def _backfill_metrics(sizes: list[str]) -> list[Metric]:
         ),
         ("backfilled jobs", lambda s: s["backfill"]["backfilled_jobs"], None),
         ("reserved jobs", lambda s: s["backfill"]["reserved_jobs"], None),
-        ("broken promises evicted", lambda s: s["backfill"]["broken_promises_evicted"], None),
+        # Absent from summaries written before it was counted.
+        ("broken promises evicted", lambda s: s["backfill"].get("broken_promises_evicted"), None),
         (
             "reservation start error mean (min)",
             lambda s: _minutes(s["backfill"]["start_error_abs_seconds"]["mean"]),

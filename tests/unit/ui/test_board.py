@@ -43,7 +43,7 @@ def test_queues_carry_quotas_and_usage_parents_first(board: Board) -> None:
     vision = board.queue("vision")
     assert vision is not None and vision.pending == 5 and vision.weight == 2
     (gpu,) = vision.quotas
-    assert (gpu.guaranteed, gpu.nominal, gpu.limit, gpu.in_use, gpu.borrowed) == (8, 16, 40, 20, 4)
+    assert (gpu.guaranteed, gpu.nominal, gpu.limit, gpu.in_use, gpu.borrowed) == (8, 16, 64, 20, 4)
     assert gpu.fair_share == 28  # water-filled (docs/queues.md)
 
 
