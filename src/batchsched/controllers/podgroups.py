@@ -17,11 +17,16 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from batchsched.decisions import Decision, Evict, PodGroupUpdate, Warn
-from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
-from batchsched.objects.workload_api import DISRUPTION_TARGET, SCHEDULED_CONDITION
+from batchsched.objects.records import (
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
+    Pod,
+    PodGroup,
+    PodGroupStatus,
+)
+from batchsched.objects.workload_api import SCHEDULED_CONDITION
 from batchsched.plugins.coscheduling.admission import existing_members
 from batchsched.plugins.coscheduling.conditions import (
-    PREEMPTION_BY_SCHEDULER,
     SCHEDULED,
     disruption_targets,
     set_condition,

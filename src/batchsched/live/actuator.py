@@ -52,7 +52,7 @@ from batchsched.live.metrics import Metrics
 from batchsched.live.prebind import PreBinder, PreBindError
 from batchsched.live.workers import Workers
 from batchsched.objects.parse import format_time, pod_group_status_json
-from batchsched.objects.records import Pod
+from batchsched.objects.records import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Pod
 from batchsched.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
@@ -421,9 +421,9 @@ class Actuator:
         elif decision.broken_promise is not None:
             why = f"past its stated runtime on a node reserved for {decision.broken_promise}"
         condition = {
-            "type": "DisruptionTarget",
+            "type": DISRUPTION_TARGET,
             "status": "True",
-            "reason": "PreemptionByScheduler",
+            "reason": PREEMPTION_BY_SCHEDULER,
             "message": f"{self.scheduler_name}: {why}",
             "lastTransitionTime": _now(),
         }

@@ -18,6 +18,10 @@ TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# The condition and reason a scheduler sets on a victim before deleting it (as kube-scheduler
+# does; the disruption controller sets a stale one False after two minutes).
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +221,14 @@ class Pod:
             if cond.type == type_:
                 return cond
         return None
+
+    def preempted_since(self) -> datetime | None:
+        """When a scheduler marked the pod as its preemption victim (DisruptionTarget True,
+        reason PreemptionByScheduler): its deletion is on the way. None when it has not."""
+        cond = self.condition(DISRUPTION_TARGET)
+        if cond is None or cond.status != "True" or cond.reason != PREEMPTION_BY_SCHEDULER:
+            return None
+        return cond.last_transition_time
 
 
 @dataclass(slots=True)

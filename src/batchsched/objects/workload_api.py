@@ -41,7 +41,6 @@ VERSIONS = (V1BETA1, V1ALPHA2)  # newest first: what discovery prefers
 
 # The condition kube-scheduler sets when it has (or has not yet) placed the group.
 SCHEDULED_CONDITION = {V1ALPHA2: "PodGroupScheduled", V1BETA1: "PodGroupInitiallyScheduled"}
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def is_upstream(obj: Json) -> bool:

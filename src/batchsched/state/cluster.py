@@ -397,6 +397,11 @@ class ClusterState:
         if pod.owner_references:
             pods.count_owner_refs(pod, +1)
         terminated = pod.terminated
+        if pod.deletion_timestamp is None and pod.node_name and not terminated:
+            # A victim whose deletion is on the way: the report of its DisruptionTarget
+            # condition (written before the delete) must not show it staying, else a second
+            # preemptor would take the room it frees (docs/queues.md#reclaim).
+            pod.deletion_timestamp = pod.preempted_since()
         if pod.pod_affinity is not None:
             pods.with_pod_affinity.add(key)
             pods.term_label_keys |= pod.pod_affinity.label_keys()

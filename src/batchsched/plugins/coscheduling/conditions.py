@@ -28,7 +28,6 @@ from batchsched.state.cluster import ClusterState
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def set_condition(

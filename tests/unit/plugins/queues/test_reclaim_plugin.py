@@ -3,6 +3,7 @@ pending pod is told, and when it is tried again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from batchsched.commands.schedule import build_state, run
@@ -11,6 +12,7 @@ from batchsched.decisions import Evict, Unschedulable
 from batchsched.framework.interface import Cycle
 from batchsched.objects.load import load_text
 from batchsched.objects.parse import parse_time
+from batchsched.objects.records import PodCondition
 from batchsched.scheduling.scheduler import Scheduler
 from tests.paths import ROOT
 
@@ -78,3 +80,32 @@ def test_a_gang_is_tried_again_when_the_victims_it_needs_come_of_age() -> None:
     assert scheduler.queue.next_wakeup() == parse_time("2026-11-22T10:04:00Z").timestamp()
     third = scheduler.schedule_pass(AT + timedelta(minutes=4))
     assert sorted(d.pod for d in third if isinstance(d, Evict)) == ["default/b-1", "default/b-2"]
+
+
+THREE_TEAMS = ROOT / "tests" / "scenarios" / "queues" / "reclaim-three-teams.yaml"
+
+
+def test_a_victim_reported_with_its_disruption_target_condition_is_not_taken_twice() -> None:
+    # In `run`, the scheduler writes a victim's DisruptionTarget condition before deleting
+    # it: the watch reports that write (no deletionTimestamp yet). The victim must still
+    # count as going, else the next pass takes its room (or the victim) a second time.
+    objects = load_text(THREE_TEAMS.read_text(), str(THREE_TEAMS))
+    scheduler = Scheduler(build_state(objects), default_config())
+    first = [d for d in scheduler.schedule_pass(AT) if isinstance(d, Evict)]
+    assert sorted(d.pod for d in first) == ["default/b-2", "default/b-4"]
+    state = scheduler.state
+    for evict in first:
+        victim = state.pods.by_key[evict.pod]
+        marked = PodCondition(
+            "DisruptionTarget", "True", AT, "PreemptionByScheduler", "batchsched: reclaiming"
+        )
+        report = replace(victim, deletion_timestamp=None, conditions=(*victim.conditions, marked))
+        state.upsert_pod(report)
+    assert state.pods.terminating == {"default/b-2", "default/b-4"}
+    second = scheduler.schedule_pass(AT + timedelta(seconds=1))
+    assert not [d for d in second if isinstance(d, Evict)]
+    # Set False (the disruption controller resets a stale one): the pod stays after all.
+    stale = replace(marked, status="False")
+    victim = state.pods.by_key["default/b-2"]
+    state.upsert_pod(replace(victim, deletion_timestamp=None, conditions=(stale,)))
+    assert state.pods.terminating == {"default/b-4"}
