@@ -219,8 +219,9 @@ class Scheduler:
         now: datetime,
     ) -> list[Decision]:
         """The wait plugins are told how the attempt ended: the pods left pending with no
-        way found (no victims, no nomination), if any; what they add goes into the pods'
-        messages."""
+        way found (no victims, no nomination), if any; then, for such pods, what they are
+        owed (Backfill: evictions of pods past their stated runtime, docs/backfill.md) is
+        carried out. What they add goes into the pods' messages."""
         pending = self.state.pods.pending
         pods = [pending[d.pod] for d in step if isinstance(d, Unschedulable) and d.pod in pending]
         if any(isinstance(d, Evict) or (isinstance(d, Nominate) and d.node) for d in step):
