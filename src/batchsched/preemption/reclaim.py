@@ -440,6 +440,11 @@ class Reclaimer:
         the last of them, which the rules can only make more and later."""
         table = self.table
         take, _, _, rank, _ = self._takeable(sides, rows, now)
+        if not take.any():
+            # Nothing to take on any of them (mostly the one row a reclaim just took from):
+            # none works, and the rest of a bound is read only where one does.
+            kept.works[rows] = False
+            return
         slots = table.slots
         # Per row, the takeable slots in victim order: by the queue's rank, then the reverse
         # of the table's importance order (lowest priority, most recently started first).
