@@ -5,7 +5,8 @@ keeps the diagnosis of its last attempt (as kube-scheduler's PodScheduled condit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,13 +17,22 @@ from hypothesis import strategies as st
 from batchsched.commands.schedule import build_state, run
 from batchsched.config import default_config, parse_config
 from batchsched.decisions import Decision, Evict, Unschedulable
-from batchsched.framework.interface import ClusterChange, ClusterEvent, IndexArray, PodsHint
+from batchsched.framework.interface import (
+    ClusterChange,
+    ClusterEvent,
+    Cycle,
+    IndexArray,
+    PodsHint,
+)
+from batchsched.framework.runtime import Framework
+from batchsched.framework.signature import HintGroup
 from batchsched.objects.load import Objects
 from batchsched.objects.records import Node, Pod
 from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
+from tests.builders import node, pod
 from tests.conftest import NOW, objects_of
 from tests.properties.strategies import clusters
 from tests.properties.test_gang_properties import gang_clusters, preemption_clusters
@@ -247,3 +257,125 @@ def _fits_alone(state: ClusterState, changed: IndexArray, pod: Pod) -> bool:
 
 def _pod(name: str, amounts: tuple[int, ...], node: str = "") -> Pod:
     return Pod("ns", name, requests=dict(zip(_ROOM, amounts, strict=True)), node_name=node)
+
+
+_BOUND = st.one_of(st.none(), st.sampled_from([10, 30, 45, 60, 90, 120, 240]))
+
+
+@st.composite
+def _reserving_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """GPU nodes with running pods that state runtimes (or none), and pending pods that have
+    waited long enough to reserve (or not), stating runtimes (or none): reservations hold
+    room, some pods backfill, others are kept off (docs/backfill.md)."""
+    manifests: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(1, 4))):
+        manifests.append(node(f"n{i}", cpu="64", nvidia_com__gpu="8"))
+        for j, (gpus, minutes) in enumerate(
+            draw(st.lists(st.tuples(st.integers(1, 4), _BOUND), max_size=2))
+        ):
+            manifests.append(
+                pod(
+                    f"r{i}-{j}",
+                    node_name=f"n{i}",
+                    phase="Running",
+                    annotations=_stated(minutes),
+                    scheduled_at=f"2026-11-22T09:{10 * j:02d}:00Z",
+                    extra_requests={"nvidia.com/gpu": str(gpus)},
+                )
+            )
+    for k, (gpus, minutes, old) in enumerate(
+        draw(st.lists(st.tuples(st.integers(1, 8), _BOUND, st.booleans()), max_size=8))
+    ):
+        manifests.append(
+            pod(
+                f"p{k}",
+                annotations=_stated(minutes),
+                created=f"2026-11-22T0{8 if old else 9}:{k:02d}:00Z",
+                extra_requests={"nvidia.com/gpu": str(gpus)},
+            )
+        )
+    return manifests
+
+
+def _stated(minutes: int | None) -> dict[str, str]:
+    return {} if minutes is None else {"batchsched.io/max-runtime": f"{minutes}m"}
+
+
+def _could_bind(state: ClusterState, now: datetime, pods: list[Pod]) -> list[str]:
+    """Those of `pods` (pending, not nominated) that pass every filter on some node now, as
+    a framework that never saw the cluster before finds (it keeps nothing from earlier
+    attempts; reading the state changes nothing)."""
+    framework = Framework(default_config().profiles[0])
+    for plugin in framework.plugins.values():
+        plugin.attach(state)
+    found = []
+    for waiting in pods:
+        if waiting.key in state.nominations:
+            continue
+        cycle = Cycle(state, waiting, now, state.pods.demand(waiting), state.free_for(waiting))
+        if framework.pre_filter(cycle).reject is None and framework.find_nodes(cycle)[0].any():
+            found.append(waiting.key)
+    return found
+
+
+@SETTINGS
+@given(
+    _reserving_clusters(),
+    # Between passes: minutes passing, and which pods end or are deleted (by place among the
+    # running, then the pending ones).
+    st.lists(st.tuples(st.integers(1, 90), st.lists(st.integers(0, 9), max_size=3)), max_size=4),
+)
+# A gang-sized pod reserves the one node; a pod that would run past its start is kept off by
+# Backfill alone (it fits by room); the holder is deleted: only Backfill's hint can wake it.
+@example(
+    manifests=[
+        node("n0", cpu="64", nvidia_com__gpu="8"),
+        pod(
+            "r0",
+            node_name="n0",
+            phase="Running",
+            annotations=_stated(60),
+            scheduled_at="2026-11-22T09:30:00Z",
+            extra_requests={"nvidia.com/gpu": "4"},
+        ),
+        pod("p0", created="2026-11-22T08:00:00Z", extra_requests={"nvidia.com/gpu": "8"}),
+        pod(
+            "p1",
+            annotations=_stated(240),
+            created="2026-11-22T08:01:00Z",
+            extra_requests={"nvidia.com/gpu": "2"},
+        ),
+    ],
+    steps=[(1, [1])],
+)
+def test_hints_with_reservations_never_leave_a_pod_that_could_bind_asleep(
+    manifests: list[dict[str, Any]], steps: list[tuple[int, list[int]]]
+) -> None:
+    """With Backfill's reservations, hints cannot decide as retrying everything does (a pod
+    reserves when it is attempted, so which pod reserves when follows the retries), but a
+    waiting pod the hints leave asleep at a pass's start could not bind then: whatever
+    ended, moved or gave back a reservation (its holder deleted), or freed room, wakes it."""
+    state = build_state(objects_of(*manifests))
+    scheduler = Scheduler(state, default_config(), queueing_hints=True)
+    # Hints alone wake a waiting pod, as in the simulator when no rule reads the clock
+    # (sim/engine.py): not the retry of every pod that waited 5 minutes.
+    scheduler.queue.max_unschedulable_seconds = math.inf
+    instant = [NOW]
+    wakes = scheduler.hints.wakes
+
+    def judged(asked: Sequence[tuple[HintGroup, Pod, Hashable]]) -> list[str | None]:
+        # Asked once the pass planned the reservations again, before anything is tried.
+        events = wakes(asked)
+        asleep = [pod for (_, pod, _), event in zip(asked, events, strict=True) if not event]
+        could = _could_bind(state, instant[0], asleep)
+        assert not could, f"left asleep though they could bind: {could}"
+        return events
+
+    scheduler.hints.wakes = judged  # type: ignore[method-assign]
+    for minutes, gone in [(0, []), *steps]:
+        instant[0] += timedelta(minutes=minutes)
+        present = [*sorted(state.pods.bound), *sorted(state.pods.pending)]
+        for i in sorted(set(gone)):
+            if i < len(present):
+                state.remove_pod(present[i])
+        scheduler.schedule_pass(instant[0])

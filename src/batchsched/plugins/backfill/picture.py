@@ -25,16 +25,11 @@ def bound_of(state: ClusterState, pod: Pod) -> int | None:
     return stated_runtime(pod, state.groups.by_key.get(key) if key else None)
 
 
-def ends_at(state: ClusterState, pod: Pod, now: float) -> float:
-    """When a pod on a node is expected to be gone (seconds since the epoch): a leaving pod
-    after its grace period, a running one at its start plus its bound (a pod bound but not
-    started yet: from now); inf if it states no runtime."""
-    fixed, bound = _end_terms(state, pod)
-    return fixed if not math.isnan(fixed) else now + bound
-
-
 def _end_terms(state: ClusterState, pod: Pod) -> tuple[float, float]:
-    """The pod's end when it does not depend on the clock (else nan), and its bound."""
+    """When a pod on a node is expected to be gone (seconds since the epoch), when that
+    does not depend on the clock, else nan (a pod bound but not started yet: from now), and
+    its bound: a leaving pod after its grace period, a running one at its start plus its
+    bound; inf if it states no runtime."""
     if pod.deletion_timestamp is not None:
         return pod.deletion_timestamp.timestamp() + pod.termination_grace_period_seconds, 0.0
     bound = bound_of(state, pod)
@@ -102,6 +97,20 @@ class Picture:
             found = self._rows[row] = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests)
             self._row_of.update((key, row) for key in found.keys)
         return found
+
+    def staying(
+        self, state: ClusterState, row: int, now: float, start: float | None, gone: Collection[str]
+    ) -> IntArray:
+        """What the pods on `row` that are still there at `start` request in all: those
+        expected to end after it, or, with no start, those not in `gone`."""
+        self._follow(state)
+        part = self._row(state, row)
+        if start is None:
+            stays = np.fromiter((k not in gone for k in part.keys), np.bool_, len(part.keys))
+        else:
+            stays = np.where(np.isnan(part.fixed), now + part.bound, part.fixed) > start
+        total: IntArray = part.requests[stays].sum(axis=0)
+        return total
 
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
         """The pods on `rows` (in that order, as candidate indices 0..len-1)."""

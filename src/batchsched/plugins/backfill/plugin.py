@@ -35,6 +35,7 @@ from batchsched.framework.interface import (
     IndexArray,
     Overdue,
     PlacementFramework,
+    PodsHint,
     QueueingHint,
     Rejection,
     RowCheck,
@@ -45,7 +46,7 @@ from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.backfill.picture import Picture, bound_of, ends_at
+from batchsched.plugins.backfill.picture import Picture, bound_of
 from batchsched.plugins.backfill.planner import IntArray, Plan, earliest_start, packs_now
 from batchsched.plugins.backfill.promises import owed
 from batchsched.preemption.broken_promises import BrokenPromises
@@ -89,19 +90,57 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         # of changed rows stood then: they are planned again once one of those rows changes.
         self._planned_rows: set[int] = set()
         self._mark: int | None = None
-        # Every row ever reserved: a pod kept off one wakes when it changes.
+        # Every row ever reserved: only there may a pod have been kept off.
         self._reserved_rows: set[int] = set()
+        # The instant of the current pass (told at its start, before the queue's hints are
+        # asked): the hint judges a reserved node as of then.
+        self._now: datetime | None = None
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
-        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: self._reserved_row_changed}
+        return {ClusterEvent.NODE: None, ClusterEvent.NODE_ROOM: PodsHint(self._let_in)}
 
-    def _reserved_row_changed(self, change: ClusterChange, pod: Pod) -> bool:
-        """Only a reserved (or once reserved) node's change can let a pod it kept off in,
-        and only by a pod leaving it or its reservation changing (a pod arriving takes room)."""
-        if not any(row in self._reserved_rows for row in change.rows.tolist()):
-            return False
-        bound = change.state.pods.bound
-        return change.pods_where(lambda p: p.key not in bound or p.deletion_timestamp is not None)
+    def _let_in(self, change: ClusterChange, pods: Sequence[Pod]) -> list[bool]:
+        """Per pod, whether it may now pass this filter on a node it may have been kept off
+        (one reserved, now or before): judged as of the pass's instant on the reserved nodes
+        that a pod left (more room at the expected start) or whose reservation changed (a
+        change no pod made); any pod may pass once a reservation was given back. A pod
+        arriving only takes room; a node no longer reserved that a pod left is
+        NodeResourcesFit's to judge; and with the cluster unchanged a refusal only hardens
+        as time passes (the pod would run further past the start). So a pod kept off
+        reserved nodes is not woken by every pod leaving them, only when it may pass."""
+        rows = self._rows_to_judge(change)
+        now = self._now
+        if rows is None or now is None:
+            return [True] * len(pods)
+        state = change.state
+        answers = []
+        for pod in pods:
+            cycle = Cycle(state, pod, now, state.pods.demand(pod), state.nodes.free)
+            answers.append(any(self._refusal(cycle, row) is None for row in rows))
+        return answers
+
+    def _rows_to_judge(self, change: ClusterChange) -> list[int] | None:
+        """The reserved rows the change may open (see `_let_in`); None: any pod may pass (a
+        reservation was given back, or the log no longer reaches back)."""
+        state = change.state
+        mark = change.mark
+        rows = None if mark is None else state.nodes.rows_changed_since(mark)
+        pods = None if mark is None else state.nodes.pods_changed_since(mark)
+        if rows is None or pods is None:
+            return None
+        held = state.start_reservations.by_row
+        bound = state.pods.bound
+        judged: dict[int, None] = {}
+        for row, other in zip(rows, pods, strict=True):
+            if row in judged or row not in self._reserved_rows:
+                continue
+            if other is not None and other.key in bound and other.deletion_timestamp is None:
+                continue  # it arrived
+            if row in held:
+                judged[row] = None
+            elif other is None:
+                return None  # given back (or its room changed otherwise)
+        return list(judged)
 
     def forget_pods(self, keys: Collection[str]) -> None:
         self._picture.forget(keys)
@@ -143,24 +182,14 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             f"this pod {why} and would take room kept for it"
         )
 
-    @staticmethod
-    def _keeps_share(cycle: Cycle, row: int, held: StartReservation) -> bool:
+    def _keeps_share(self, cycle: Cycle, row: int, held: StartReservation) -> bool:
         """Whether, with the pod placed, the node has room for the holder's share at the
         expected start: the pods still there then (those not expected to be gone by it, and
         this one) leave at least that much of its allocatable."""
         state = cycle.state
-        now = cycle.now.timestamp()
         start = None if held.start is None else held.start.timestamp()
-        left = state.nodes.allocatable[row].copy()
-        for other in state.nodes.pods_on[row].values():
-            stays = (
-                other.key not in held.waits_for
-                if start is None
-                else ends_at(state, other, now) > start
-            )
-            if stays:
-                demand = state.pods.demand(other)
-                left[demand.cols] -= demand.amounts
+        staying = self._picture.staying(state, row, cycle.now.timestamp(), start, held.waits_for)
+        left = state.nodes.allocatable[row] - staying
         left[cycle.demand.cols] -= cycle.demand.amounts
         resources = state.nodes.resources
         for name, amount in held.shares[row].items():
@@ -204,6 +233,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     # ---- reservations ------------------------------------------------------------------
 
     def before_pass(self, state: ClusterState, now: datetime) -> None:
+        self._now = now
         framework = self._framework
         if framework is None or not self._holders:
             return
