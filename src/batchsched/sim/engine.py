@@ -684,7 +684,10 @@ class Simulation:
         rows = self.state.nodes.rows
         col = self.state.nodes.resources.intern(resource)
         alloc = self.state.nodes.allocatable[:rows, col][self.state.nodes.valid[:rows]]
-        scheduler = self._scheduler_fair_shares if self._queues_on else None
+        scheduler = None
+        if self._queues_on:
+            scheduler = self._scheduler_fair_shares
+            self.state.queues.measured = frozenset({resource})  # named by no queue, maybe
         return QueueMeter(queues, resource, int(alloc.sum()), scheduler)
 
     def _scheduler_fair_shares(self) -> list[int]:

@@ -9,16 +9,17 @@ what capped children do not take spread again over the others. A resource a queu
 name counts as guaranteed = nominal = 0 without a limit: the queue still gets its weight's
 share of it.
 
-Amounts are integers (batchsched's units); where a split is not exact, the units left go one
-each to the largest remainders, ties by name, so the same input always gives the same shares.
+Amounts are integers (batchsched's units) and so is the arithmetic: siblings' weights are
+scaled to whole numbers with one common power-of-two denominator (a float's own is one), which
+leaves every proportion as it was. Where a split is not exact, the units left go one each to
+the largest remainders, ties by name, so the same input always gives the same shares.
 A pure computation over plain mappings: the state caches its result (state/queues.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 from batchsched.objects.queues import Queue, QueueQuota
 
@@ -36,7 +37,7 @@ class Claim:
     guaranteed: int
     nominal: int
     priority: int
-    weight: Fraction
+    weight: int  # scaled with its siblings' to whole numbers (whole_weights)
 
 
 def fair_shares(
@@ -44,29 +45,34 @@ def fair_shares(
     demand: Mapping[str, Mapping[str, int]],
     cluster: Mapping[str, int],
     weights: Mapping[str, Mapping[str, float]] | None = None,
+    resources: Collection[str] | None = None,
 ) -> Shares:
     """Every queue's fair share of every resource in play (the cluster's, those any queue
-    names, those any queue demands). `demand` is per queue, of its whole subtree; `weights`
-    (queue -> resource -> weight) replaces queues' own `weight` where given (weights moved
-    by past usage, state/queue_decay.py)."""
-    resources = sorted(
-        {*cluster, *(r for q in queues.values() for r in q.resources)}
-        | {r for amounts in demand.values() for r in amounts}
-    )
+    names, those any queue demands), or of `resources` only. `demand` is per queue, of its
+    whole subtree; `weights` (queue -> resource -> weight) replaces queues' own `weight` where
+    given (weights moved by past usage, state/queue_decay.py)."""
+    if resources is None:
+        resources = {*cluster, *(r for q in queues.values() for r in q.resources)} | {
+            r for amounts in demand.values() for r in amounts
+        }
     children: dict[str, list[Queue]] = {}
     for queue in sorted(queues.values(), key=lambda q: q.name):
         parent = queue.parent if queue.parent in queues else ""
         children.setdefault(parent, []).append(queue)
     # Queues in a cycle of parents (refused elsewhere, but live objects arrive one by one)
     # are reached from no root: they keep 0.
-    shares: Shares = {name: dict.fromkeys(resources, 0) for name in queues}
-    for resource in resources:
+    ordered = sorted(resources)
+    shares: Shares = {name: dict.fromkeys(ordered, 0) for name in queues}
+    for resource in ordered:
         have = {"": cluster.get(resource, 0)}
         level = [""]
         while level:
             below: list[str] = []
             for parent in level:
-                claims = [_claim(q, resource, demand, weights) for q in children.get(parent, ())]
+                kids = children.get(parent, ())
+                if not kids:
+                    continue
+                claims = _claims(kids, resource, demand, weights)
                 for name, amount in divide(have[parent], claims).items():
                     shares[name][resource] = have[name] = amount
                     below.append(name)
@@ -74,27 +80,43 @@ def fair_shares(
     return shares
 
 
-def _claim(
-    queue: Queue,
+def _claims(
+    siblings: Sequence[Queue],
     resource: str,
     demand: Mapping[str, Mapping[str, int]],
     weights: Mapping[str, Mapping[str, float]] | None,
-) -> Claim:
-    quota = queue.resources.get(resource, _UNNAMED)
-    cap = max(0, demand.get(queue.name, {}).get(resource, 0))
-    if quota.limit is not None:
-        cap = min(cap, quota.limit)
-    weight = (
-        queue.weight if weights is None else weights.get(queue.name, {}).get(resource, queue.weight)
-    )
-    return Claim(queue.name, cap, quota.guaranteed, quota.nominal, queue.priority, Fraction(weight))
+) -> list[Claim]:
+    own = [
+        q.weight if weights is None else weights.get(q.name, {}).get(resource, q.weight)
+        for q in siblings
+    ]
+    out: list[Claim] = []
+    for queue, weight in zip(siblings, whole_weights(own), strict=True):
+        quota = queue.resources.get(resource, _UNNAMED)
+        cap = max(0, demand.get(queue.name, {}).get(resource, 0))
+        if quota.limit is not None:
+            cap = min(cap, quota.limit)
+        out.append(Claim(queue.name, cap, quota.guaranteed, quota.nominal, queue.priority, weight))
+    return out
+
+
+def whole_weights(weights: Sequence[float]) -> list[int]:
+    """`weights` as whole numbers in the same proportions, exactly: each float is a whole
+    number over a power of two, so all are scaled by the largest such denominator."""
+    ratios = [float(w).as_integer_ratio() for w in weights]
+    scale = max((d for _, d in ratios), default=1)
+    return [n * (scale // d) for n, d in ratios]
 
 
 def divide(available: int, claims: Sequence[Claim]) -> dict[str, int]:
     """Split `available` among sibling claims: guaranteed, then nominal, then the surplus by
     priority and weight, never more than a claim's cap."""
-    given = {c.name: 0 for c in claims}
     left = max(0, available)
+    if sum(c.cap for c in claims) <= left and all(c.weight > 0 or not c.cap for c in claims):
+        # Room for every cap, and every claim takes surplus: each gets its cap, as the
+        # levels below would give.
+        return {c.name: c.cap for c in claims}
+    given = {c.name: 0 for c in claims}
     for level in ("guaranteed", "nominal"):
         wants = {c.name: min(getattr(c, level), c.cap) - given[c.name] for c in claims}
         wants = {name: amount for name, amount in wants.items() if amount > 0}
@@ -121,7 +143,8 @@ def _fill_by_weight(left: int, claims: Iterable[Claim], given: dict[str, int]) -
     while open_claims and left > spent:
         rest = left - spent
         total = sum(c.weight for c in open_claims)
-        capped = [c for c in open_claims if c.cap - given[c.name] <= rest * c.weight / total]
+        # Capped: what it still may take is within its share, rest * weight / total.
+        capped = [c for c in open_claims if (c.cap - given[c.name]) * total <= rest * c.weight]
         if capped:
             for c in capped:
                 spent += c.cap - given[c.name]
@@ -135,13 +158,16 @@ def _fill_by_weight(left: int, claims: Iterable[Claim], given: dict[str, int]) -
     return spent
 
 
-def _proportional(amount: int, weights: Mapping[str, int | Fraction]) -> dict[str, int]:
-    """`amount` split in proportion to positive `weights`, in whole units: each its floor,
-    then the units left one each to the largest remainders (ties by name)."""
-    total = Fraction(sum(weights.values()))
-    exact = {name: amount * Fraction(w) / total for name, w in weights.items()}
-    out = {name: int(share) for name, share in exact.items()}  # shares are >= 0: int floors
+def _proportional(amount: int, weights: Mapping[str, int]) -> dict[str, int]:
+    """`amount` split in proportion to positive whole `weights`: each its floor, then the
+    units left one each to the largest remainders (ties by name)."""
+    total = sum(weights.values())
+    out: dict[str, int] = {}
+    remainders: dict[str, int] = {}  # of amount * weight / total, in 1 / total
+    for name, weight in weights.items():
+        out[name], remainders[name] = divmod(amount * weight, total)
     short = amount - sum(out.values())
-    for name in sorted(exact, key=lambda n: (-(exact[n] - out[n]), n))[:short]:
-        out[name] += 1
+    if short:
+        for name in sorted(remainders, key=lambda n: (-remainders[n], n))[:short]:
+            out[name] += 1
     return out

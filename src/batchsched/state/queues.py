@@ -36,6 +36,7 @@ class _Kept:
     version: int  # the tree's version it was derived at
     children: dict[str, list[str]]  # parent ("": none) -> children by name
     paths: dict[str, list[Queue]]  # filled as asked
+    named: frozenset[str]  # the resources some queue names
 
 
 class QueueTree:
@@ -48,13 +49,16 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._derived = _Kept(-1, {}, {})
+        self._derived = _Kept(-1, {}, {}, frozenset())
         self._shares: Shares = {}
         self._shares_at: Hashable = None
         self._problems: dict[str, ManifestError] = {}
         self._problems_at = -1
         # Each queue's usage over time, when a profile's Queues plugin asks for it.
         self.decayed: DecayedUsage | None = None
+        # Resources whose fair shares are computed though no queue names them (the
+        # simulator measures queues' shares of one).
+        self.measured: frozenset[str] = frozenset()
 
     def upsert(self, queue: Queue) -> bool:
         """Keep `queue`; False if only its status or resourceVersion changed (the tree and
@@ -111,7 +115,8 @@ class QueueTree:
             for queue in sorted(self.queues.values(), key=lambda q: q.name):
                 parent = queue.parent if queue.parent in self.queues else ""
                 children.setdefault(parent, []).append(queue.name)
-            self._derived = _Kept(self.version, children, {})
+            named = frozenset(r for q in self.queues.values() for r in q.resources)
+            self._derived = _Kept(self.version, children, {}, named)
         return self._derived
 
     def _walk_up(self, name: str) -> list[Queue]:
@@ -171,15 +176,17 @@ class QueueTree:
     def fair_shares(
         self, at: Hashable, demand: Callable[[], Usage], cluster: Callable[[], Mapping[str, int]]
     ) -> Shares:
-        """Every queue's fair share of every resource in play (state/fair_share.py), from each
-        queue's `demand` (its subtree's usage and pending requests) and the `cluster`'s
-        allocatable; computed again only when `at` (what the caller's pods and nodes are as
-        of), the tree or the decayed usage (its effective weights) moves."""
+        """Every queue's fair share (state/fair_share.py) of each resource some queue names
+        (only those are read: dominant ratios, reclaim, status) and of the `measured` ones,
+        from each queue's `demand` (its subtree's usage and pending requests) and the
+        `cluster`'s allocatable; computed again only when `at` (what the caller's pods and
+        nodes are as of), the tree or the decayed usage (its effective weights) moves."""
         decayed = self.decayed
-        key = (at, self.version, None if decayed is None else decayed.version)
+        key = (at, self.version, None if decayed is None else decayed.version, self.measured)
         if self._shares_at != key:
             weights = None if decayed is None else decayed.effective_weights(self.queues)
-            self._shares = fair_shares(self.queues, demand(), cluster(), weights)
+            resources = self._kept().named | self.measured
+            self._shares = fair_shares(self.queues, demand(), cluster(), weights, resources)
             self._shares_at = key
         return self._shares
 

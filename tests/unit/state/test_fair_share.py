@@ -4,6 +4,7 @@ and properties over random trees."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
 from batchsched.objects.records import Node, Pod
 from batchsched.state.cluster import ClusterState
-from batchsched.state.fair_share import fair_shares
+from batchsched.state.fair_share import Claim, divide, fair_shares, whole_weights
 from batchsched.state.queues import QueueTree
 
 GPU = "nvidia.com/gpu"
@@ -182,15 +183,15 @@ def test_the_state_shares_schedulable_nodes_by_usage_and_pending_demand() -> Non
     state.upsert_node(Node("n1", {GPU: 8, "cpu": 8000}))
     state.upsert_node(Node("n2", {GPU: 8, "cpu": 8000}))
     state.upsert_node(Node("cordoned", {GPU: 8}, unschedulable=True))
-    state.upsert_queue(q("a", weight=3))
-    state.upsert_queue(q("b"))
+    state.upsert_queue(q("a", weight=3, nominal=0))  # naming the GPU: its share is computed
+    state.upsert_queue(q("b", nominal=0))
     running = Pod("ml", "run", labels={QUEUE_LABEL: "a"}, requests={GPU: 2}, node_name="n1")
     state.upsert_pod(running)
     state.upsert_pod(Pod("ml", "wait", labels={QUEUE_LABEL: "b"}, requests={GPU: 3}))
     # a demands 2 (running), b 3 (pending): both get what they demand.
     shares = state.queue_fair_shares()
     assert (shares["a"][GPU], shares["b"][GPU]) == (2, 3)
-    assert shares["a"]["cpu"] == 0  # in play, demanded by none
+    assert "cpu" not in shares["a"]  # named by no queue: nothing reads its share
     # More pending work in a: the 16 GPUs of the schedulable nodes split 3:1, b keeping 3.
     state.upsert_pod(Pod("ml", "big", labels={QUEUE_LABEL: "a"}, requests={GPU: 20}))
     shares = state.queue_fair_shares()
@@ -233,3 +234,94 @@ def test_the_worked_example_of_the_docs() -> None:
         "x": 9,
         "y": 5,
     }
+
+
+def _exact_divide(
+    available: int, claims: list[Claim], weights: dict[str, Fraction]
+) -> dict[str, int]:
+    """The water-filling of one level in exact rationals (the arithmetic divide's whole
+    numbers must reproduce): guaranteed, nominal, then the surplus by priority and weight."""
+
+    def proportional(amount: int, parts: dict[str, Fraction]) -> dict[str, int]:
+        total = sum(parts.values(), Fraction(0))
+        exact = {n: amount * w / total for n, w in parts.items()}
+        out = {n: math.floor(x) for n, x in exact.items()}
+        for n in sorted(exact, key=lambda n: (out[n] - exact[n], n))[: amount - sum(out.values())]:
+            out[n] += 1
+        return out
+
+    given = {c.name: 0 for c in claims}
+    left = available
+    for level in ("guaranteed", "nominal"):
+        wants = {c.name: min(getattr(c, level), c.cap) - given[c.name] for c in claims}
+        wants = {n: a for n, a in wants.items() if a > 0}
+        if sum(wants.values()) > left:
+            for n, a in proportional(left, {n: Fraction(a) for n, a in wants.items()}).items():
+                given[n] += a
+            return given
+        for n, a in wants.items():
+            given[n] += a
+        left -= sum(wants.values())
+    for priority in sorted({c.priority for c in claims}, reverse=True):
+        open_ = [c for c in claims if c.priority == priority and weights[c.name] > 0]
+        open_ = [c for c in open_ if c.cap > given[c.name]]
+        while open_ and left:
+            total = sum((weights[c.name] for c in open_), Fraction(0))
+            capped = [c for c in open_ if c.cap - given[c.name] <= left * weights[c.name] / total]
+            if not capped:
+                parts = {c.name: weights[c.name] for c in open_}
+                for n, a in proportional(left, parts).items():
+                    given[n] += a
+                left = 0
+                break
+            for c in capped:
+                left -= c.cap - given[c.name]
+                given[c.name] = c.cap
+            open_ = [c for c in open_ if c not in capped]
+    return given
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # guaranteed
+            st.integers(0, 3),  # more for nominal
+            st.integers(0, 40),  # cap
+            st.integers(0, 2),  # priority
+            st.one_of(
+                st.sampled_from([0.0, 0.1, 1 / 3, 0.7, 1.0, 2.5]),
+                st.floats(0, 1e3, allow_subnormal=False),
+            ),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(0, 100),
+)
+def test_whole_number_arithmetic_gives_the_exact_split(
+    rows: list[tuple[int, int, int, int, float]], available: int
+) -> None:
+    # Effective weights are arbitrary floats (state/queue_decay.py): the split in scaled
+    # whole numbers must be the split in exact rationals, remainders and ties included.
+    floats = [row[4] for row in rows]
+    claims = [
+        Claim(f"q{i}", cap, g, g + more, priority, weight)
+        for i, ((g, more, cap, priority, _), weight) in enumerate(
+            zip(rows, whole_weights(floats), strict=True)
+        )
+    ]
+    weights = {c.name: Fraction(w) for c, w in zip(claims, floats, strict=True)}
+    assert divide(available, claims) == _exact_divide(available, claims, weights)
+
+
+def test_only_named_and_measured_resources_are_shared() -> None:
+    state = ClusterState()
+    state.upsert_node(Node("n1", {GPU: 8, "cpu": 8000}))
+    state.upsert_queue(q("a"))
+    state.upsert_queue(q("b", nominal=2))  # names the GPU only
+    state.upsert_pod(Pod("ml", "wait", labels={QUEUE_LABEL: "a"}, requests={GPU: 3, "cpu": 10}))
+    assert state.queue_fair_shares() == {"a": {GPU: 3}, "b": {GPU: 0}}
+    # The simulator measures a resource no queue names: its shares are computed too.
+    state.queues.measured = frozenset({"cpu"})
+    assert state.queue_fair_shares() == {"a": {GPU: 3, "cpu": 10}, "b": {GPU: 0, "cpu": 0}}
