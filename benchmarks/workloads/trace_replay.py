@@ -5,6 +5,7 @@
 `TraceReplay/openb`: Alibaba's openb pods on the trace's own 1,213 GPU nodes.
 `TraceReplay/philly_queues`: the whole Philly trace with its 14 tenants as 14 queues (nominal
 GPU quotas in proportion to each tenant's GPU-hours), on 300 nodes of 8 GPUs.
+`TraceReplay/philly_queues_decay`: the same with decayed usage on (half-life 24 h).
 Trace files come from `BATCHSCHED_TRACES` (default `../shared/traces` from the repository
 root); without them the workload reports a skip.
 """
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from batchsched.config import default_config
+from batchsched.config import SchedulerConfig, default_config, load_config
 from batchsched.objects.queues import Queue
 from batchsched.objects.records import Node, PriorityClass
 from batchsched.sim.engine import Simulation
@@ -55,10 +56,10 @@ def replay(
     nodes: list[Node],
     until: float | None = None,
     queues: list[Queue] | None = None,
+    config: SchedulerConfig | None = None,
 ) -> Metrics:
-    sim = Simulation(
-        name, nodes, CLASSES, jobs, default_config(), START, until=until, queues=queues or ()
-    )
+    config = config or default_config()
+    sim = Simulation(name, nodes, CLASSES, jobs, config, START, until=until, queues=queues or ())
     cpu = time.process_time()
     with timed() as watch:
         result = sim.run()
@@ -113,6 +114,17 @@ def philly_queues() -> Metrics:
     """Multi-tenant: each of the trace's 14 tenants (its `cluster` column) a queue, each with
     a nominal GPU quota in proportion to the GPU-hours it asks (examples/traces/
     philly-tenants.yaml)."""
+    return philly_tenants("philly_queues")
+
+
+@workload("TraceReplay/philly_queues_decay")
+def philly_queues_decay() -> Metrics:
+    """The same with decayed usage on (examples/traces/philly-decay.yaml: half-life 24 h,
+    k 1): effective weights move with time, so fair shares are computed again each pass."""
+    return philly_tenants("philly_queues_decay", ROOT / "examples/traces/philly-decay.yaml")
+
+
+def philly_tenants(name: str, config: Path | None = None) -> Metrics:
     if (skip := missing("philly_2017_jobs.csv")) is not None:
         return skip
     jobs, _ = load(
@@ -121,7 +133,7 @@ def philly_queues() -> Metrics:
     nodes = gpu_nodes(300)
     derive = Derive(resource=GPU, by="gpuHours", level="nominal", total=None, parent="")
     queues = derive.queues(sorted({j.queue for j in jobs}), jobs, nodes)
-    return replay("philly_queues", jobs, nodes, queues=queues)
+    return replay(name, jobs, nodes, queues=queues, config=load_config(config))
 
 
 def gpu_nodes(count: int) -> list[Node]:

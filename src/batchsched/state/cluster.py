@@ -40,7 +40,7 @@ from batchsched.state.nodes import IntArray, Nodes
 from batchsched.state.nominations import Nominations
 from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
-from batchsched.state.queue_ledger import Counted, QueueLedger, merged
+from batchsched.state.queue_ledger import Counted, QueueLedger
 from batchsched.state.queues import Membership, QueueTree, Usage
 from batchsched.state.reservations import (
     Reservation,
@@ -263,7 +263,7 @@ class ClusterState:
         cluster = self._schedulable_allocatable()
         return self.queues.fair_shares(
             (cluster, ledger.demand_version()),
-            lambda: merged(ledger.usage, ledger.pending),
+            (ledger.usage, ledger.pending),
             lambda: cluster,
         )
 

@@ -55,49 +55,81 @@ def fair_shares(
         resources = {*cluster, *(r for q in queues.values() for r in q.resources)} | {
             r for amounts in demand.values() for r in amounts
         }
-    children: dict[str, list[Queue]] = {}
-    for queue in sorted(queues.values(), key=lambda q: q.name):
-        parent = queue.parent if queue.parent in queues else ""
-        children.setdefault(parent, []).append(queue)
-    # Queues in a cycle of parents (refused elsewhere, but live objects arrive one by one)
-    # are reached from no root: they keep 0.
-    ordered = sorted(resources)
-    shares: Shares = {name: dict.fromkeys(ordered, 0) for name in queues}
-    for resource in ordered:
-        have = {"": cluster.get(resource, 0)}
+    return FairSharePlan(queues, resources).shares((demand,), cluster, weights)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sibling:
+    name: str
+    priority: int
+    weight: float
+    quotas: dict[str, tuple[int, int, int | None]]  # resource -> guaranteed, nominal, limit
+
+
+class FairSharePlan:
+    """What water-filling reads of a tree, derived once per tree and set of resources: the
+    groups of siblings top-down, each sibling's quotas, and their own weights as whole
+    numbers. Only demand, the cluster and moved weights vary from one computation to the
+    next."""
+
+    def __init__(self, queues: Mapping[str, Queue], resources: Collection[str]) -> None:
+        self.resources = sorted(resources)
+        self.names = list(queues)
+        children: dict[str, list[Queue]] = {}
+        for queue in sorted(queues.values(), key=lambda q: q.name):
+            parent = queue.parent if queue.parent in queues else ""
+            children.setdefault(parent, []).append(queue)
+        # Top-down from the roots. Queues in a cycle of parents (refused elsewhere, but live
+        # objects arrive one by one) are reached from no root: they keep 0.
+        self.groups: list[tuple[str, list[_Sibling], list[int]]] = []
         level = [""]
         while level:
             below: list[str] = []
             for parent in level:
-                kids = children.get(parent, ())
-                if not kids:
-                    continue
-                claims = _claims(kids, resource, demand, weights)
+                kids = children.get(parent, [])
+                if kids:
+                    group = [_sibling(q, self.resources) for q in kids]
+                    whole = whole_weights([q.weight for q in kids])
+                    self.groups.append((parent, group, whole))
+                    below.extend(q.name for q in kids)
+            level = below
+
+    def shares(
+        self,
+        demand: Sequence[Mapping[str, Mapping[str, int]]],
+        cluster: Mapping[str, int],
+        weights: Mapping[str, Mapping[str, float]] | None = None,
+    ) -> Shares:
+        """Every queue's fair share of the plan's resources; `demand` per queue, of its whole
+        subtree, is the sum of the given parts (usage and pending, say)."""
+        shares: Shares = {name: dict.fromkeys(self.resources, 0) for name in self.names}
+        for resource in self.resources:
+            have = {"": cluster.get(resource, 0)}
+            for parent, group, whole in self.groups:
+                if weights is not None:
+                    moved = [weights.get(s.name, {}).get(resource, s.weight) for s in group]
+                    whole = whole_weights(moved)
+                claims = []
+                for sibling, weight in zip(group, whole, strict=True):
+                    guaranteed, nominal, limit = sibling.quotas[resource]
+                    cap = sum(part.get(sibling.name, {}).get(resource, 0) for part in demand)
+                    cap = max(0, cap)
+                    if limit is not None:
+                        cap = min(cap, limit)
+                    claims.append(
+                        Claim(sibling.name, cap, guaranteed, nominal, sibling.priority, weight)
+                    )
                 for name, amount in divide(have[parent], claims).items():
                     shares[name][resource] = have[name] = amount
-                    below.append(name)
-            level = below
-    return shares
+        return shares
 
 
-def _claims(
-    siblings: Sequence[Queue],
-    resource: str,
-    demand: Mapping[str, Mapping[str, int]],
-    weights: Mapping[str, Mapping[str, float]] | None,
-) -> list[Claim]:
-    own = [
-        q.weight if weights is None else weights.get(q.name, {}).get(resource, q.weight)
-        for q in siblings
-    ]
-    out: list[Claim] = []
-    for queue, weight in zip(siblings, whole_weights(own), strict=True):
+def _sibling(queue: Queue, resources: Sequence[str]) -> _Sibling:
+    quotas = {}
+    for resource in resources:
         quota = queue.resources.get(resource, _UNNAMED)
-        cap = max(0, demand.get(queue.name, {}).get(resource, 0))
-        if quota.limit is not None:
-            cap = min(cap, quota.limit)
-        out.append(Claim(queue.name, cap, quota.guaranteed, quota.nominal, queue.priority, weight))
-    return out
+        quotas[resource] = (quota.guaranteed, quota.nominal, quota.limit)
+    return _Sibling(queue.name, queue.priority, queue.weight, quotas)
 
 
 def whole_weights(weights: Sequence[float]) -> list[int]:

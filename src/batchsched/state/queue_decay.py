@@ -14,7 +14,7 @@ The clock is the caller's: a world passes its `now` (a pass's time), the core ne
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from batchsched.objects.queues import Queue
@@ -79,9 +79,11 @@ class DecayedUsage:
             if self.usage.pop(queue, None) is not None:
                 self.version += 1
 
-    def effective_weights(self, queues: Mapping[str, Queue]) -> Weights:
+    def effective_weights(
+        self, queues: Mapping[str, Queue], only: Collection[str] | None = None
+    ) -> Weights:
         """Per queue and resource, the weight its decayed usage gives it among its siblings,
-        for every resource some sibling used."""
+        for every resource some sibling used (of those in `only`, if given)."""
         siblings: dict[str, list[Queue]] = {}
         for queue in queues.values():
             parent = queue.parent if queue.parent in queues else ""
@@ -90,6 +92,8 @@ class DecayedUsage:
         for group in siblings.values():
             total_weight = sum(q.weight for q in group)
             resources = {r for q in group for r in self.usage.get(q.name, {})}
+            if only is not None:
+                resources &= set(only)
             if not total_weight:
                 continue
             for resource in sorted(resources):

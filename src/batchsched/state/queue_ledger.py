@@ -144,14 +144,3 @@ class QueueLedger:
                     total[resource] = left
                 else:
                     del total[resource]
-
-
-def merged(*parts: Usage) -> dict[str, dict[str, int]]:
-    """Per queue and resource, the sum of the parts' amounts."""
-    out: dict[str, dict[str, int]] = {}
-    for part in parts:
-        for name, amounts in part.items():
-            total = out.setdefault(name, {})
-            for resource, amount in amounts.items():
-                total[resource] = total.get(resource, 0) + amount
-    return out

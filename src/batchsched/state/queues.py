@@ -8,14 +8,14 @@ Queue objects of every world here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
 from batchsched.objects.queues import Queue, queue_tree_errors
-from batchsched.state.fair_share import Shares, fair_shares
+from batchsched.state.fair_share import FairSharePlan, Shares
 from batchsched.state.queue_decay import Decay, DecayedUsage
 
 
@@ -51,6 +51,7 @@ class QueueTree:
         self.version = 0  # bumped on every change: what caches of the tree compare
         self._derived = _Kept(-1, {}, {}, frozenset())
         self._shares: Shares = {}
+        self._fair_share_plan: tuple[int, frozenset[str], FairSharePlan] | None = None
         self._shares_at: Hashable = None
         self._problems: dict[str, ManifestError] = {}
         self._problems_at = -1
@@ -174,21 +175,32 @@ class QueueTree:
         return Membership(named.name)
 
     def fair_shares(
-        self, at: Hashable, demand: Callable[[], Usage], cluster: Callable[[], Mapping[str, int]]
+        self, at: Hashable, demand: Sequence[Usage], cluster: Callable[[], Mapping[str, int]]
     ) -> Shares:
         """Every queue's fair share (state/fair_share.py) of each resource some queue names
         (only those are read: dominant ratios, reclaim, status) and of the `measured` ones,
-        from each queue's `demand` (its subtree's usage and pending requests) and the
+        from each queue's `demand` (its subtree's usage and pending requests, in parts) and the
         `cluster`'s allocatable; computed again only when `at` (what the caller's pods and
         nodes are as of), the tree or the decayed usage (its effective weights) moves."""
         decayed = self.decayed
         key = (at, self.version, None if decayed is None else decayed.version, self.measured)
         if self._shares_at != key:
-            weights = None if decayed is None else decayed.effective_weights(self.queues)
             resources = self._kept().named | self.measured
-            self._shares = fair_shares(self.queues, demand(), cluster(), weights, resources)
+            weights = None if decayed is None else decayed.effective_weights(self.queues, resources)
+            self._shares = self._plan(resources).shares(demand, cluster(), weights)
             self._shares_at = key
         return self._shares
+
+    def _plan(self, resources: frozenset[str]) -> FairSharePlan:
+        """The tree's water-filling plan for `resources`, derived again when either moves."""
+        plan = self._fair_share_plan
+        if plan is None or plan[:2] != (self.version, resources):
+            plan = self._fair_share_plan = (
+                self.version,
+                resources,
+                FairSharePlan(self.queues, resources),
+            )
+        return plan[2]
 
     def use_decay(self, decay: Decay) -> None:
         """Keep decayed usage with this half-life and k (docs/queues.md#fairness-over-time);
