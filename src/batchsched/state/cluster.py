@@ -275,7 +275,7 @@ class ClusterState:
             return
         decayed.forget([name for name in decayed.usage if name not in self.queues.queues])
         if self.queues.queues:
-            decayed.advance(now, self.queue_usage())
+            decayed.advance(now, self.queue_usage(), self.queues.shared())
 
     def _schedulable_allocatable(self) -> dict[str, int]:
         """The allocatable of the nodes pods may be placed on (not cordoned), by resource;

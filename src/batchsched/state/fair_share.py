@@ -112,7 +112,9 @@ class FairSharePlan:
                 claims = []
                 for sibling, weight in zip(group, whole, strict=True):
                     guaranteed, nominal, limit = sibling.quotas[resource]
-                    cap = sum(part.get(sibling.name, {}).get(resource, 0) for part in demand)
+                    cap = 0
+                    for part in demand:
+                        cap += part.get(sibling.name, {}).get(resource, 0)
                     cap = max(0, cap)
                     if limit is not None:
                         cap = min(cap, limit)

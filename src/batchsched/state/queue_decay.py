@@ -37,8 +37,11 @@ class DecayedUsage:
         self.at: float | None = None  # the world's time of the last step (seconds)
         self.version = 0  # moves whenever `usage` does
 
-    def advance(self, now: float, current: Mapping[str, Mapping[str, int]]) -> None:
-        """Step to `now`, `current` (each queue's usage now) having held since the last step."""
+    def advance(
+        self, now: float, current: Mapping[str, Mapping[str, int]], resources: Collection[str]
+    ) -> None:
+        """Step to `now`, `current` (each queue's usage now) having held since the last step;
+        kept for `resources` only (those the fair shares read, QueueTree.shared)."""
         if self.at is None or now < self.at:
             self.at = now
             return
@@ -49,10 +52,11 @@ class DecayedUsage:
         stepped: Decayed = {}
         for queue in self.usage.keys() | current.keys():
             old, used = self.usage.get(queue, {}), current.get(queue, {})
-            amounts = {
-                r: old.get(r, 0.0) * factor + used.get(r, 0) * dt for r in old.keys() | used.keys()
-            }
-            kept = {r: v for r, v in amounts.items() if v > _NEGLIGIBLE}
+            kept = {}
+            for r in resources:
+                amount = old.get(r, 0.0) * factor + used.get(r, 0) * dt
+                if amount > _NEGLIGIBLE:
+                    kept[r] = amount
             if kept:
                 stepped[queue] = kept
         self.usage, self.at = stepped, now

@@ -185,11 +185,16 @@ class QueueTree:
         decayed = self.decayed
         key = (at, self.version, None if decayed is None else decayed.version, self.measured)
         if self._shares_at != key:
-            resources = self._kept().named | self.measured
+            resources = self.shared()
             weights = None if decayed is None else decayed.effective_weights(self.queues, resources)
             self._shares = self._plan(resources).shares(demand, cluster(), weights)
             self._shares_at = key
         return self._shares
+
+    def shared(self) -> frozenset[str]:
+        """The resources whose fair shares are computed: those some queue names and the
+        `measured` ones."""
+        return self._kept().named | self.measured
 
     def _plan(self, resources: frozenset[str]) -> FairSharePlan:
         """The tree's water-filling plan for `resources`, derived again when either moves."""

@@ -20,13 +20,13 @@ GPU = "nvidia.com/gpu"
 
 def test_usage_integrates_and_halves_each_half_life() -> None:
     decayed = DecayedUsage(Decay(half_life=10.0))
-    decayed.advance(100.0, {"a": {GPU: 2}})  # the first step only starts the clock
+    decayed.advance(100.0, {"a": {GPU: 2}}, {GPU})  # the first step only starts the clock
     assert decayed.usage == {}
-    decayed.advance(110.0, {"a": {GPU: 2}})
+    decayed.advance(110.0, {"a": {GPU: 2, "cpu": 500}}, {GPU})  # cpu: not shared, not kept
     assert decayed.usage == {"a": {GPU: pytest.approx(20.0)}}
-    decayed.advance(120.0, {})
+    decayed.advance(120.0, {}, {GPU})
     assert decayed.usage == {"a": {GPU: pytest.approx(10.0)}}
-    decayed.advance(115.0, {})  # a clock that went back restarts from there
+    decayed.advance(115.0, {}, {GPU})  # a clock that went back restarts from there
     assert decayed.at == 115.0 and decayed.usage == {"a": {GPU: pytest.approx(10.0)}}
 
 
