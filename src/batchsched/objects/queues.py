@@ -90,8 +90,13 @@ def read_batchsched_queue(obj: Json) -> Queue:
         limit = amounts.get("limit")
         resources[str(resource)] = _quota(r, QUEUE_API, str(resource), guaranteed, nominal, limit)
     weight = s.get(spec, "weight", object, 1)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
-        raise s.fail("weight", f"must be a number >= 0, got {shown(weight)}")
+    if (
+        isinstance(weight, bool)
+        or not isinstance(weight, int | float)
+        or not 0 <= weight < math.inf
+    ):
+        # An infinite weight has no share to compute (docs/queues.md#fair-share).
+        raise s.fail("weight", f"must be a finite number >= 0, got {shown(weight)}")
     return Queue(
         name=r.name,
         api_version=QUEUE_API,
@@ -218,8 +223,10 @@ def read_kai_queue(obj: Json) -> Queue:
         limit = _kai_amount(at, entry, "limit", factor)
         weight = entry.get("overQuotaWeight")
         if weight is not None:
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
-                raise at.fail("overQuotaWeight", f"must be a number >= 0, got {shown(weight)}")
+            bad = isinstance(weight, bool) or not isinstance(weight, int | float)
+            if bad or not 0 <= weight < math.inf:
+                what = f"must be a finite number >= 0, got {shown(weight)}"
+                raise at.fail("overQuotaWeight", what)
             weights.append(float(weight))
         if quota is not None or limit is not None:
             guaranteed = quota or 0

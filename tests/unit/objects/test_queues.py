@@ -73,6 +73,8 @@ def test_a_bad_resource_entry_names_the_queue_and_the_field(
     ("extra", "field"),
     [
         ({"weight": -1}, "spec.weight"),
+        ({"weight": float("inf")}, "spec.weight"),  # YAML .inf: no share to compute
+        ({"weight": float("nan")}, "spec.weight"),
         ({"reclaimMinRuntime": "ten minutes"}, "spec.reclaimMinRuntime"),
     ],
 )
@@ -216,6 +218,17 @@ def test_kai_queue_maps_quota_limit_and_units() -> None:
             }
         )
     assert err.value.field == "spec.resources.gpu.quota" and "limit 4" in err.value.what
+    with pytest.raises(ManifestError) as err:
+        read_queue(
+            {
+                "apiVersion": KAI_QUEUE_API,
+                "kind": "Queue",
+                "metadata": {"name": "kq"},
+                "spec": {"resources": {"gpu": {"quota": 1, "overQuotaWeight": float("inf")}}},
+            }
+        )
+    assert err.value.field == "spec.resources.gpu.overQuotaWeight"
+    assert "finite" in err.value.what
 
 
 def test_cluster_state_applies_and_removes_queues_through_the_registry() -> None:
