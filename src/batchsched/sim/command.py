@@ -95,7 +95,10 @@ def simulate(run: Run, seed: int | None, until: float | None, console: Console |
     )
     total = horizon if horizon is not None else max((j.submit for j in jobs), default=0.0)
     with _progress(console, run.name, total) as hook:
-        return sim.run(hook)
+        result = sim.run(hook)
+    if result.queues is not None and scenario.queues is not None:
+        result.queues.since = scenario.queues.measure_from
+    return result
 
 
 @contextmanager
@@ -260,7 +263,8 @@ def main(
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     per_run = [seeds_of(run, seed, seeds) for run in runs]
-    caveat = few_seeds(min(len(s) for s in per_run), len(runs))
+    same_work = all(run.scenario.same_work for run in runs)
+    caveat = few_seeds(min(len(s) for s in per_run), len(runs), same_work)
     if caveat:
         print(f"warning: {caveat}", file=sys.stderr)
     tasks = [(i, s) for i, run_seeds in enumerate(per_run) for s in run_seeds]

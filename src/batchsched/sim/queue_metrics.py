@@ -12,6 +12,7 @@ measured against the same yardstick.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ class QueueTimeline:
     parents: list[str]  # "" for a root
     leaves: list[bool]
     capacity: int  # the cluster's allocatable of `resource`
+    since: float = 0.0  # where the time averages start (the scenario's queues.measureFrom)
     times: list[float] = field(default_factory=list)
     allocated: list[list[int]] = field(default_factory=list)
     fair: list[list[int] | None] = field(default_factory=list)
@@ -181,14 +183,15 @@ def _tree_order(queues: list[Queue]) -> list[str]:
 def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) -> dict[str, Any]:
     """Per queue: jobs, time-averaged share and fair share (% of the cluster), the
     time-averaged |allocated - fair share| / fair share, waits, reclaims and the GPU-hours
-    reclaim lost; for the run: Jain's index over the leaves, time-averaged."""
+    reclaim lost; for the run: Jain's index over the leaves, time-averaged. The time averages
+    start at the timeline's `since`; the job figures are of every job."""
     tl = timeline
     n = len(tl.queues)
-    times = tl.times
-    allocated = np.asarray(tl.allocated, dtype=np.float64).reshape(len(times), n)
+    times, kept = _window(tl.times, tl.since)
+    allocated = np.asarray(tl.allocated[kept:], dtype=np.float64).reshape(len(times), n)
     scale = 100.0 / tl.capacity if tl.capacity else 0.0
     share = time_average(times, allocated, end) * scale
-    fair = np.asarray(tl.fair, dtype=np.float64).reshape(len(times), n)
+    fair = np.asarray(tl.fair[kept:], dtype=np.float64).reshape(len(times), n)
     fair_share = time_average(times, fair, end) * scale
     deviation = _deviation(times, allocated, fair, end)
     leaves = [i for i in range(n) if tl.leaves[i]]
@@ -224,12 +227,22 @@ def queue_summary(timeline: QueueTimeline, jobs: list[JobRecord], end: float) ->
     ]
     return {
         "resource": tl.resource,
+        "measured_from_seconds": tl.since,
         "jain_index_mean": jain,
         "deviation_percent_mean": float(np.mean(leaf_deviations)) if leaf_deviations else None,
         "reclaims": sum(j.reclaims for j in jobs),
         "reclaim_lost_gpu_hours": sum(j.reclaim_lost_gpu_seconds for j in jobs) / 3600.0,
         "queues": per_queue,
     }
+
+
+def _window(times: list[float], since: float) -> tuple[list[float], int]:
+    """The sample times of a step function from `since` on (the value in force at `since`
+    starting there), and the index of its first sample kept."""
+    if not times or since <= times[0]:
+        return times, 0
+    first = bisect.bisect_right(times, since) - 1  # the sample in force at `since`
+    return [since, *times[first + 1 :]], first
 
 
 def _maybe(value: float) -> float | None:

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 
 from batchsched.sim.metrics import RunResult, run_summary
+from batchsched.sim.plotting import legend
 from batchsched.sim.queue_metrics import jain_series
 from batchsched.sim.stats import binned
+from batchsched.sim.workload import format_duration
 
 QUEUE_HEAD = [
     "queue",
@@ -35,12 +37,12 @@ def queue_rows(results: list[RunResult]) -> tuple[str, list[list[str]]]:
     share over the runs, then longest p95 wait, then name; each queue's runs in order). No
     rows when no run measured queues."""
     per_queue: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    resource = ""
+    resource, since = "", 0.0
     for result in results:
         summary = run_summary(result)["queues"]
         if summary is None:
             continue
-        resource = summary["resource"]
+        resource, since = summary["resource"], summary["measured_from_seconds"]
         for name, q in summary["queues"].items():
             if q["leaf"]:
                 per_queue.setdefault(name, []).append((result.name, q))
@@ -68,7 +70,8 @@ def queue_rows(results: list[RunResult]) -> tuple[str, list[list[str]]]:
         for name in sorted(per_queue, key=badness)
         for run, q in per_queue[name]
     ]
-    return f"PER QUEUE (shares of {resource}, time-averaged)", rows
+    window = f"from {format_duration(since)} on" if since else ""
+    return f"PER QUEUE (shares of {resource}, time-averaged{window and ' '}{window})", rows
 
 
 def share_plot(results: list[RunResult], bins: int) -> Any | None:
@@ -111,15 +114,18 @@ def share_plot(results: list[RunResult], bins: int) -> Any | None:
             i = tl.queues.index(name)
             ax.plot(x / 3600, shares[:, i] * scale, color=colour, label=result.name)
             ax.plot(x / 3600, fair[:, i] * scale, color=colour, linestyle="--")
+    since = max(r.queues.since for r in measured if r.queues is not None)
     for ax, name in zip(flat, leaves, strict=False):
         ax.set_title(name, fontsize="small")
         ax.set_ylabel("% of cluster", fontsize="small")
+        if since:  # where the time averages start (queues.measureFrom)
+            ax.axvline(since / 3600, color="grey", linestyle=":", linewidth=1)
     last = flat[len(leaves)]
     last.set_title("Jain's index of share / fair share", fontsize="small")
     last.set_ylim(0, 1.05)
     for ax in flat[panels:]:
         ax.set_visible(False)
-    flat[0].legend(fontsize="x-small", loc="upper right")
+    legend(flat[0], fontsize="x-small", loc="upper right")
     fig.supxlabel("hours")
     fig.suptitle(
         "Each queue's share of the cluster over time (solid) against its fair share (dashed)",

@@ -13,6 +13,7 @@ queues:
     level: nominal                   # nominal | guaranteed (which also sets nominal)
     total: 2400                      # default: the cluster's allocatable of `resource`
     parent: org                      # optional: a declared queue the derived ones hang from
+  measureFrom: 1d                    # time averages from this instant on (default: the start)
 ```
 """
 
@@ -34,9 +35,9 @@ from batchsched.objects.queues import (
 )
 from batchsched.objects.records import Node
 from batchsched.sim.fields import REQUIRED, Fields, ScenarioError, string
-from batchsched.sim.workload import JobSpec
+from batchsched.sim.workload import JobSpec, parse_duration
 
-_QUEUES = ("objects", "table", "derive")
+_QUEUES = ("objects", "table", "derive", "measureFrom")
 _TABLE = ("name", "parent", "resources", "weight", "priority", "reclaimMinRuntime")
 _DERIVE = ("resource", "by", "level", "total", "parent")
 DERIVE_BY = ("gpuHours", "jobs", "equal")
@@ -104,6 +105,8 @@ class ScenarioQueues:
     source: Path
     declared: tuple[Queue, ...] = ()
     derive: Derive | None = None
+    # Seconds from the start: the per-queue time averages count from there (a warm-up left out).
+    measure_from: float = 0.0
 
     def __bool__(self) -> bool:
         return bool(self.declared) or self.derive is not None
@@ -166,7 +169,8 @@ def read_queues(source: Path, raw: Any) -> ScenarioQueues:
     derive = _derive(q, declared) if q.has("derive") else None
     if not declared and derive is None:
         raise q.fail("", "declares nothing: give objects, table or derive")
-    return ScenarioQueues(source, tuple(declared), derive)
+    measure_from = q.value("measureFrom", parse_duration, 0.0)
+    return ScenarioQueues(source, tuple(declared), derive, measure_from)
 
 
 def _queue(q: Fields, where: str, manifest: Any) -> Queue:

@@ -15,6 +15,7 @@ import orjson
 from batchsched.sim.aggregate import INTERVAL_LEGEND, Comparison, verdicts
 from batchsched.sim.aggregate import rows as comparison_rows
 from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+from batchsched.sim.plotting import legend
 from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows, share_plot
 from batchsched.sim.stats import binned
 
@@ -133,8 +134,8 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     import matplotlib.pyplot as plt
 
     plots: list[tuple[str, str]] = []
-    resources = sorted(
-        {r for res in results for r in res.timeline.resources},
+    resources = sorted(  # those some run's nodes have: the others would plot nothing
+        {r for res in results for r in res.timeline.resources if res.capacity.get(r)},
         key=lambda r: (r != gpu_resource([r]), r),
     )
     fig, axes = plt.subplots(
@@ -151,7 +152,7 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
             ax.plot(x / 3600, 100 * y[:, 0] / result.capacity[resource], label=result.name)
         ax.set_ylabel(f"{resource} %")
         ax.set_ylim(0, 105)
-        ax.legend(fontsize="small", loc="lower right")
+        legend(ax, fontsize="small", loc="lower right")
     axes[-1, 0].set_xlabel("hours")
     fig.suptitle("Utilisation (allocated share of allocatable)")
     plots.append(("Utilisation over time", _figure_png(fig)))
@@ -168,7 +169,7 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
             ax.plot(x / 3600, y[:, i], label=cls)
         ax.set_title(result.name, fontsize="medium")
         ax.set_ylabel("pending pods")
-        ax.legend(fontsize="small", loc="upper right")
+        legend(ax, fontsize="small", loc="upper right")
     axes[-1, 0].set_xlabel("hours")
     plots.append(("Pending pods over time, per priority class", _figure_png(fig)))
     plt.close(fig)
@@ -204,7 +205,7 @@ def _plots(results: list[RunResult]) -> list[tuple[str, str]]:
     for ax, title in titles:
         ax.set_xticks(positions + width * (len(results) - 1) / 2, classes)
         ax.set_title(title, fontsize="medium")
-        ax.legend(fontsize="small")
+        legend(ax, fontsize="small")
     plots.append(("Preemptions and lost work, per priority class", _figure_png(fig)))
     plt.close(fig)
 
@@ -271,7 +272,7 @@ def wait_cdf(results: list[RunResult], classes: list[str]) -> Any:
         ax.set_xlim(0, shown[-1][0])
         ax.set_xlabel("wait (log scale above 1 minute)")
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize="small", loc="lower right")
+        legend(ax, fontsize="small", loc="lower right")
     axes[0, 0].set_ylabel("share of started jobs")
     return fig
 
@@ -308,8 +309,8 @@ def _error_bars(comparison: Comparison) -> tuple[str, str]:
         ax.set_xlim(-0.5, len(runs) - 0.5)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.set_visible(False)
-    legend = ", ".join(f"{i + 1}: {run}" for i, run in enumerate(runs))
-    fig.suptitle(f"Mean and 95% interval over seeds ({legend})", fontsize="medium")
+    numbered = ", ".join(f"{i + 1}: {run}" for i, run in enumerate(runs))
+    fig.suptitle(f"Mean and 95% interval over seeds ({numbered})", fontsize="medium")
     png = _figure_png(fig)
     plt.close(fig)
     return "Every metric over seeds, with 95% confidence intervals", png

@@ -88,7 +88,7 @@ from batchsched.sim.fields import (
 from batchsched.sim.queues import ScenarioQueues, read_queues
 from batchsched.sim.topology import job_topology, pool_labels
 from batchsched.sim.traces import TRACE_FORMATS
-from batchsched.sim.traces.common import Trace
+from batchsched.sim.traces.common import PerSeed, Trace
 from batchsched.sim.workload import JobSpec, JobTopology, parse_duration
 from batchsched.state.volumes import VolumeObject
 
@@ -198,6 +198,7 @@ class Scenario:
     seeds: int = 1
     queues: ScenarioQueues | None = None
     stated_runtime: StatedRuntime | None = None
+    same_work: bool = False  # every seed gives the same jobs (a trace, nothing drawn)
 
     def queue_tree(self, jobs: list[JobSpec]) -> list[Queue]:
         """The Queue objects of a workload: the declared ones and those derived from it."""
@@ -271,6 +272,8 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         gen_fields = Fields(path, gen, f"work.generators[{i}]", _GENERATOR)
         sources.append(_generator(gen_fields, storage, devices, queues))
     check_templates(path, devices.templates)
+    # Nothing drawn per seed: a trace replayed as it is, alone (listed jobs may draw fields).
+    same_work = False
     if w.has("trace"):
         trace = _trace(path, w.raw["trace"], trace_search(traces))
         _check_trace_queues(path, trace, queues)
@@ -280,7 +283,8 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
             start = trace.origin  # the clock starts at the trace's first job
         else:
             trace_jobs = trace.jobs_from(start)
-        sources.append(lambda _rng: list(trace_jobs))
+        same_work = not sources and trace.per_seed is None and not w.has("statedRuntime")
+        sources.append(_trace_source(trace_jobs, trace.per_seed))
     if not sources:
         raise w.fail("", "needs jobs, generators or a trace")
     stated = _stated_runtime(path, w.raw["statedRuntime"]) if w.has("statedRuntime") else None
@@ -317,7 +321,16 @@ def load_scenario(path: Path, traces: Path | None = None) -> Scenario:
         seeds=seeds,
         queues=queues,
         stated_runtime=stated,
+        same_work=same_work,
     )
+
+
+def _trace_source(
+    jobs: list[JobSpec], per_seed: PerSeed | None
+) -> Callable[[random.Random], list[JobSpec]]:
+    if per_seed is None:
+        return lambda _rng: list(jobs)
+    return lambda rng: per_seed.draw(jobs, rng)
 
 
 def _check_trace_queues(path: Path, trace: Trace, queues: ScenarioQueues) -> None:
@@ -659,7 +672,7 @@ def _trace(path: Path, raw: Any, search: tuple[tuple[str, Path], ...]) -> Trace:
         known = ", ".join(sorted(TRACE_FORMATS))
         raise ScenarioError(f"{path}: work.trace.format: {fmt!r} is not one of {known}")
     options = Fields(path, raw, "work.trace", ("format", *trace_format.options), search)
-    return trace_format.load(options)
+    return replace(trace_format.load(options), per_seed=PerSeed.read(options))
 
 
 def _variants(path: Path, raw: list[Any], base: Path) -> list[Variant]:

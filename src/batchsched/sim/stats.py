@@ -61,8 +61,18 @@ def t975(df: int) -> float:
 ENOUGH_SEEDS = 5
 
 
-def few_seeds(seeds: int, runs: int) -> str:
-    """Why the comparison over `seeds` seeds says little, or "" when it has enough."""
+def few_seeds(seeds: int, runs: int, same_work: bool = False) -> str:
+    """Why the comparison over `seeds` seeds says little, or "" when it has enough.
+    `same_work`: every seed gives the runs the same jobs (a trace replayed as it is), so
+    seeds vary nothing and what they would say is about the one workload."""
+    if same_work:
+        if seeds == 1:
+            return ""  # one deterministic run per variant: there is no seed noise to speak of
+        return (
+            f"a trace replays the same jobs on every seed: the {seeds} seeds give identical "
+            "runs, and their intervals say nothing of how the results vary with the workload; "
+            "work.trace.sample or work.trace.jitter draws the jobs per seed"
+        )
     if seeds >= ENOUGH_SEEDS or (seeds == 1 and runs == 1):
         return ""
     if seeds == 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,8 +22,9 @@ from batchsched.sim.fields import (
 )
 from batchsched.sim.workload import MAX_DURATION, JobSpec, parse_duration
 
-# Options of every format: which file, how many jobs, how the jobs behave when preempted, and
-# which column names each job's queue (docs/simulate.md#queues-many-tenants).
+# Options of every format: which file, how many jobs, how the jobs behave when preempted,
+# which column names each job's queue (docs/simulate.md#queues-many-tenants), and what each
+# seed draws (docs/simulate.md#several-seeds-means-intervals-differences).
 COMMON_OPTIONS = (
     "path",
     "limit",
@@ -31,6 +33,8 @@ COMMON_OPTIONS = (
     "namespace",
     "queueColumn",
     "queueNames",
+    "sample",
+    "jitter",
 )
 
 
@@ -41,6 +45,7 @@ class Trace:
     jobs: list[JobSpec]
     nodes: list[Node]
     origin: datetime | None = None  # when its first job came, if the trace has real dates
+    per_seed: PerSeed | None = None  # None: every seed replays the same jobs
 
     def jobs_from(self, start: datetime) -> list[JobSpec]:
         """The jobs submitted at `start` or later, timed from `start` (a trace replayed from
@@ -51,6 +56,41 @@ class Trace:
         shift = (self.origin - start).total_seconds()
         shifted = [replace(job, submit=job.submit + shift) for job in self.jobs]
         return [job for job in shifted if job.submit >= 0]
+
+
+@dataclass(frozen=True)
+class PerSeed:
+    """What each seed draws from a trace, which otherwise replays the same jobs on every seed:
+    `sample`, the share of its jobs a seed keeps (each job kept with that probability), and
+    `jitter`, how far each job's submission moves, a uniform draw in [-jitter, +jitter] (never
+    before the clock's origin)."""
+
+    sample: float
+    jitter: float
+
+    @classmethod
+    def read(cls, options: Fields) -> PerSeed | None:
+        sample = options.value("sample", share_of_jobs, 1.0)
+        jitter = options.value("jitter", positive_duration, 0.0)
+        return cls(sample, jitter) if sample < 1.0 or jitter > 0.0 else None
+
+    def draw(self, jobs: list[JobSpec], rng: random.Random) -> list[JobSpec]:
+        """A seed's jobs: drawn in the trace's order, so a seed always gives the same ones."""
+        out = []
+        for job in jobs:
+            kept = rng.random() < self.sample
+            shift = rng.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
+            if kept:
+                out.append(replace(job, submit=max(0.0, job.submit + shift)) if shift else job)
+        return out
+
+
+def share_of_jobs(value: Any) -> float:
+    """A share of a trace's jobs: above 0, at most 1."""
+    share = number(value, 0.0, 1.0)
+    if share <= 0.0:
+        raise ValueError(f"must be above 0 (a share of the jobs, at most 1), got {shown(value)}")
+    return share
 
 
 @dataclass(frozen=True)
