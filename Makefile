@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit browser bench image clean
+.PHONY: demo test lint typecheck unit explore browser bench image clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (Python 3.11)"; exit 1; }
@@ -24,6 +24,10 @@ typecheck: $(STAMP)
 
 unit: $(STAMP) browser
 	$(BIN)/pytest
+
+# The property tests with new random examples each run (`make test` runs a fixed set).
+explore: $(STAMP)
+	HYPOTHESIS_EXPLORE=1 $(BIN)/pytest tests/properties
 
 # The browser tests (tests/ui/) drive Debian's Chromium and ChromeDriver: installed here with
 # apt-get where it can (as root), else those tests skip saying why.
