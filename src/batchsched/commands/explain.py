@@ -144,6 +144,8 @@ class ReclaimStory:
                     "againstRatio": _finite(s.side.target),
                     "pods": s.pods,
                     "takeable": s.takeable,
+                    "tooYoung": s.young,
+                    "inTolerationWindow": s.tolerated,
                     "rule": s.rule,
                     "why": s.why,
                 }

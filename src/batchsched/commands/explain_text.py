@@ -9,6 +9,7 @@ from batchsched.commands.explain import Explanation, NodeVerdict, ReclaimStory
 from batchsched.commands.explain_eviction import BROKEN_PROMISE, RECLAIM, EvictionStory
 from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
+from batchsched.preemption.reclaim import Standing
 from batchsched.state.topology import DomainSearch
 
 _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
@@ -96,7 +97,7 @@ def _reclaim(story: ReclaimStory) -> list[str]:
             f"{s.side.level} {_ratio(s.side.ratio)} vs {s.side.own_level} {_ratio(s.side.target)}",
             str(s.pods),
             str(s.takeable),
-            f"{s.rule}: {s.why}" if s.rule else "-",
+            f"{s.rule}: {s.why}" if s.rule else _protected(s) or "-",
         ]
         for s in story.standings
     ]
@@ -104,6 +105,19 @@ def _reclaim(story: ReclaimStory) -> list[str]:
         lines.extend(tables.table(["queue", "compared", "pods", "may take", "kept by"], rows))
     lines.append("")
     return lines
+
+
+def _protected(standing: Standing) -> str:
+    """The pods the rules would let go but their protection keeps, for now."""
+    kept = [
+        f"{count} {what}"
+        for count, what in (
+            (standing.young, "too young"),
+            (standing.tolerated, "in toleration window"),
+        )
+        if count
+    ]
+    return ", ".join(kept)
 
 
 def _ratio(ratio: float) -> str:

@@ -76,6 +76,8 @@ class Standing:
     takeable: int
     rule: str  # "" when some may be taken; else one of RECLAIM_RULES
     why: str
+    young: int = 0  # of its pods, those younger than its reclaimMinRuntime
+    tolerated: int = 0  # and those inside their PriorityClass's toleration window
 
 
 # The rules that keep a queue's pods (docs/queues.md#reclaim), as explain names them.
@@ -334,6 +336,7 @@ class Reclaimer:
             if side.refused:
                 out.append(Standing(side, pods, 0, _rule_of(side.refused), side.refused))
                 continue
+            protected = [int(np.count_nonzero(mask & mine)) for mask in (young, tolerated)]
             checks = _Checks(self.state, shares, {side.leaf: side}, added)
             candidates = [table.pods[r][c] for r, c in zip(*np.nonzero(take & mine), strict=True)]
             candidates.sort(key=lambda p: (*_order_key(0, p), p.key))
@@ -345,17 +348,15 @@ class Reclaimer:
                 if all(checks.takeable(m, self, at) for m in unit) and checks.take(unit):
                     taken.update(m.key for m in unit)
             if taken:
-                out.append(Standing(side, pods, len(taken), "", ""))
+                out.append(Standing(side, pods, len(taken), "", "", *protected))
             elif checks.refusals:
                 why = checks.refusals[0]
-                out.append(Standing(side, pods, 0, _rule_of(why), why))
+                out.append(Standing(side, pods, 0, _rule_of(why), why, *protected))
+            elif any(protected):
+                why = _protected("young" if protected[0] else "tolerated", side)
+                out.append(Standing(side, pods, 0, _rule_of(why), why, *protected))
             else:
-                kind = "young" if np.any(young & mine) else "tolerated"
-                if not np.any((young | tolerated) & mine):
-                    out.append(Standing(side, pods, 0, "none running", "no pod of it runs"))
-                    continue
-                why = _protected(kind, side)
-                out.append(Standing(side, pods, 0, _rule_of(why), why))
+                out.append(Standing(side, pods, 0, "none running", "no pod of it runs"))
         return out
 
     def _bounds(

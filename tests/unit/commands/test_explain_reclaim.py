@@ -3,6 +3,9 @@ each other queue, the levels compared and the rule that kept its pods."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -15,6 +18,7 @@ from batchsched.objects.queues import QUEUE_API
 from tests.builders import node, pod
 from tests.conftest import objects_of
 from tests.paths import ROOT
+from tests.unit.plugins.queues.test_reclaim_plugin import GANG
 
 QUEUES = ROOT / "tests" / "scenarios" / "queues"
 AT = "2026-11-22T10:00:00Z"
@@ -120,3 +124,23 @@ def test_pods_the_rules_let_go_that_make_no_room_are_counted() -> None:
         "the rules let it take 3 pod(s) of other queues; they do not make room for it (see "
         "pending above)"
     )
+
+
+def test_a_gang_members_table_is_its_groups_and_counts_the_protected_pods(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # team-b's pods come of age at 10:02, 10:04, ...: at 10:02 one may go, too few for the
+    # gang's two members of 4 GPUs; the other three are too young.
+    young = (QUEUES / "reclaim-min-runtime.yaml").read_text()
+    text = young.split("\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a-1")[0]
+    path = tmp_path / "gang.yaml"
+    path.write_text(text + GANG)
+    at = "2026-11-22T10:02:00Z"
+    assert main(["explain", "default/train-0", "-f", str(path), "--now", at]) == 0
+    out = capsys.readouterr().out
+    assert "RECLAIM for queue team-a: the rules let it take 1 pod(s) of other queues;" in out
+    row = next(line for line in out.splitlines() if line.startswith("  team-b "))
+    assert row.split()[6:] == ["4", "1", "3", "too", "young"]
+    assert main(["explain", "default/train-0", "-f", str(path), "--now", at, "-o", "json"]) == 0
+    [queue] = json.loads(capsys.readouterr().out)["reclaim"]["queues"]
+    assert (queue["takeable"], queue["tooYoung"], queue["inTolerationWindow"]) == (1, 3, 0)
