@@ -156,7 +156,7 @@ class Reclaimer:
         nominated to a node (room freed for them, not bound yet): else a wave of preemptors
         in one pass would each see their queue as it was before the first."""
         tree = self.state.queues
-        usage = staying_usage(self.state)
+        usage = self.state.queue_staying_usage()
         own_path = [q.name for q in tree.path(leaf)]
         found = []
         for other in sorted(usage):
@@ -705,7 +705,7 @@ class _Checks:
         self.shares = shares
         self.sides = sides
         self.added = added
-        self.usage: Usage = staying_usage(state)
+        self.usage: Usage = state.queue_staying_usage()
         self.freed: dict[str, dict[str, int]] = {}  # queue -> resource -> taken so far
         self.refusals: list[str] = []
         self._leaves: dict[str, str] = {}
@@ -757,16 +757,6 @@ class _Checks:
     def _refuse(self, why: str) -> None:
         if why not in self.refusals:
             self.refusals.append(why)
-
-
-def staying_usage(state: ClusterState) -> Usage:
-    """Each queue's usage without its terminating pods: room already taken back counts as
-    gone. Else a wave of preemptors in one pass (or a victim still shutting down at the next
-    pass) would each judge the victim's queue as it was before the first eviction, and
-    together take it below its guaranteed (docs/queues.md#reclaim). Kept by the state's
-    queue ledger as pods bind, terminate and go: summing the terminating pods at each
-    attempt made a wave of reclaims quadratic."""
-    return state.queue_staying_usage()
 
 
 def _inside_window(reclaimer: Reclaimer, pod: Pod, at: float) -> bool:

@@ -240,7 +240,11 @@ class ClusterState:
         return self._counted_queues().usage
 
     def queue_staying_usage(self) -> Usage:
-        """Each queue's usage without its terminating pods (docs/queues.md#reclaim)."""
+        """Each queue's usage without its terminating pods: room already taken back counts as
+        gone, else a wave of reclaims in one pass (or a victim still shutting down at the next
+        pass) would each judge the victim's queue as before the first eviction and together
+        take it below its guaranteed (docs/queues.md#reclaim). Kept by the ledger as pods bind,
+        terminate and go: summing the terminating pods at each attempt made a wave quadratic."""
         return self._counted_queues().staying()
 
     def _counted_queues(self) -> QueueLedger:
