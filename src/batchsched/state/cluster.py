@@ -15,7 +15,7 @@ reads a clock or does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any
 
@@ -266,10 +266,17 @@ class ClusterState:
         ledger = self._counted_queues()
         cluster = self._schedulable_allocatable()
         return self.queues.fair_shares(
-            (cluster, ledger.demand_version()),
-            (ledger.usage, ledger.pending),
-            lambda: cluster,
+            self._queue_demand_at(), (ledger.usage, ledger.pending), lambda: cluster
         )
+
+    def queue_fair_shares_at(self) -> Hashable:
+        """What `queue_fair_shares` would be computed from (equal marks, equal shares),
+        without computing them: the queue order rates queues only when two compete."""
+        return self.queues.fair_shares_at(self._queue_demand_at())
+
+    def _queue_demand_at(self) -> tuple[dict[str, int], int]:
+        """The cluster's allocatable and the queues' demand as of now."""
+        return self._schedulable_allocatable(), self._counted_queues().demand_version()
 
     def advance_queue_usage(self, now: float) -> None:
         """The world's clock reads `now` (seconds): each queue's decayed usage steps forward

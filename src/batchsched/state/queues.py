@@ -183,13 +183,19 @@ class QueueTree:
         `cluster`'s allocatable; computed again only when `at` (what the caller's pods and
         nodes are as of), the tree or the decayed usage (its effective weights) moves."""
         decayed = self.decayed
-        key = (at, self.version, None if decayed is None else decayed.version, self.measured)
+        key = self.fair_shares_at(at)
         if self._shares_at != key:
             resources = self.shared()
             weights = None if decayed is None else decayed.effective_weights(self.queues, resources)
             self._shares = self._plan(resources).shares(demand, cluster(), weights)
             self._shares_at = key
         return self._shares
+
+    def fair_shares_at(self, at: Hashable) -> Hashable:
+        """What `fair_shares` given `at` would be computed from: equal marks, equal shares
+        (a reader may tell whether they moved without computing them)."""
+        decayed = self.decayed
+        return (at, self.version, None if decayed is None else decayed.version, self.measured)
 
     def shared(self) -> frozenset[str]:
         """The resources whose fair shares are computed: those some queue names and the

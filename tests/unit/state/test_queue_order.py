@@ -11,6 +11,7 @@ from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
 from batchsched.objects.records import Node, Pod
 from batchsched.state.cluster import ClusterState
+from batchsched.state.fair_share import FairSharePlan
 from batchsched.state.queue_order import QueueOrder
 from tests.builders import node, pod, pod_group
 from tests.conftest import same_decisions_whatever_the_order, schedule
@@ -127,3 +128,30 @@ def test_a_lanes_next_pod_bound_with_its_gang_is_skipped() -> None:
         member("g2-0", "g2", "a2", 1),
     ]
     assert same_decisions_whatever_the_order(manifests, 0)
+
+
+def test_fair_shares_are_computed_only_when_two_queues_compete(monkeypatch: Any) -> None:
+    # A level with one child with work needs no rating: with decayed usage the fair shares
+    # move at every pass, and computing them for lone picks was most of a replay's cost.
+    computed: list[int] = []
+    original = FairSharePlan.shares
+
+    def counted(self: FairSharePlan, *args: Any, **kwargs: Any) -> Any:
+        computed.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FairSharePlan, "shares", counted)
+    state = ClusterState()
+    state.upsert_node(Node("n1", {GPU: 4}))
+    for name in ("a", "b"):
+        state.upsert_queue(Queue(name, QUEUE_API, "", {GPU: QueueQuota()}))
+    pa = Pod("ml", "pa", labels={QUEUE_LABEL: "a"}, requests={GPU: 1})
+    pb = Pod("ml", "pb", labels={QUEUE_LABEL: "b"}, requests={GPU: 2})
+    state.upsert_pod(pa)
+    state.upsert_pod(pb)
+    order = QueueOrder(state)
+    assert order.choose({"a": pa}, ["a"]) == "a"
+    assert computed == []
+    # Both compete: a would use 1 of its 2 GPUs, b 2 of its 2; a goes first.
+    assert order.choose({"a": pa, "b": pb}, ["b"]) == "a"
+    assert computed == [1]
