@@ -48,6 +48,21 @@ def test_a_reserved_job_starts_on_time_beside_a_backfilled_one() -> None:
     }
 
 
+def test_a_reserved_node_goes_to_its_holder_the_moment_it_frees() -> None:
+    # Three alike jobs wait for the two nodes; two of them reserve one each. The holder of
+    # n2 (where the shorter job runs) was filed, before it reserved, with its waiting
+    # twins: when n2 frees at 3600 s it must be tried then, not left asleep behind a twin
+    # that fails there (n2 is not its), while n2 stays empty.
+    jobs = [job("long", work=7200), job("short", work=3600)]
+    jobs += [job(f"w{i}", work=600, submit=10 * i) for i in (1, 2, 3)]
+    sim = simulation([gpu_node("n1"), gpu_node("n2")], jobs)
+    sim.advance(3000)
+    row = sim.state.nodes.row_of["n2"]
+    holder = sim.state.start_reservations.by_row[row].holder
+    by_name = {j.name: j for j in sim.run().jobs}
+    assert by_name[holder.removeprefix("Pod ").removesuffix("-0")].start == 3600
+
+
 def test_without_the_plugin_the_small_jobs_go_first() -> None:
     config = parse_config(
         {"profiles": [{"plugins": {"filter": {"disabled": [{"name": "Backfill"}]}}}]}

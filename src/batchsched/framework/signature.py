@@ -19,7 +19,7 @@ its own:
    from a whole attempt, post-filter (preemption) included. A failed pod's twins are told
    its answer (`Twins.twin`: pods with a nomination have none, their own nomination
    changes what they see), and the queue files a waiting pod under
-   `Twins.group`: the shape (or the pod alone, if it has none) with the plugins that
+   `Twins.group`: the twin key (or the pod alone, if it has none) with the plugins that
    rejected it names a `ShapeGroup`, whose members one hint answers for.
 
 Of a pod's labels, a shape holds only those some pod's affinity term names
@@ -194,7 +194,8 @@ class Twins:
     def group(
         self, profile: str, keys: ShapeKeys, pod: Pod, rejected_by: frozenset[str]
     ) -> HintGroup:
-        """The pods whose hints one check answers: those of one shape (or the pod alone)
-        rejected by the same plugins."""
-        shape = self.shape(profile, keys, pod)
+        """The pods whose hints one check answers: those of one shape without a nomination
+        (or the pod alone: a nominated pod's room is held for it, its twins would fail
+        where it fits) rejected by the same plugins."""
+        shape = self.twin(profile, keys, pod)
         return (pod.key if shape is None else shape, rejected_by)

@@ -167,6 +167,7 @@ class Scheduler:
         for plugins in self.wait_plugins.values():
             for waiter in plugins:
                 waiter.before_pass(self.state, now)
+        self._follow_reservations()
         self.queue.refresh(now.timestamp(), self.state.generation)
         self._instant = now.timestamp()
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
@@ -175,6 +176,7 @@ class Scheduler:
                 step = self._attempt(entry, now)
             except Exception as err:  # one pod's bug must not stop the others
                 step = self._internal_error(entry.pod, err, now)
+            self._follow_reservations()
             evicted.extend(d for d in step if isinstance(d, Evict))
             yield step
         changed = self.state.groups.drain_changes()
@@ -183,6 +185,27 @@ class Scheduler:
         for controller in self.after_pass:
             yield controller(changed, evicted, now)
         self._forget_logged_pods()
+
+    def _follow_reservations(self) -> None:
+        """The pods of a holder whose start reservation was made or given back read the
+        cluster otherwise now (Backfill lets a holder's pods pass its nodes,
+        docs/backfill.md): their shapes are made again, and each leaves the hint group it
+        was filed under, whose other members would not pass there; it is retried after the
+        next change and filed again under its own shape."""
+        moved = self.state.moved_holders
+        if not moved:
+            return
+        members = self.state.groups.members
+        keys: list[str] = []
+        for holder in sorted(moved):
+            kind, _, name = holder.partition(" ")
+            keys.extend([name] if kind == "Pod" else sorted(members.get(name, ())))
+        moved.clear()
+        for framework in self.frameworks.values():
+            framework.shapes.forget(keys)
+        for key in keys:
+            self.twins.forget(key)
+            self.queue.ungroup(key)
 
     def _forget_logged_pods(self) -> None:
         """The state's log of the pods behind row changes is read only by queueing hints,

@@ -63,6 +63,9 @@ class ClusterState:
         self.groups = Groups()
         self.reservations = Reservations()
         self.start_reservations = StartReservations()
+        # The holders whose start reservation was made or given back since the scheduler
+        # last looked: what their pods read of the cluster changed (docs/backfill.md).
+        self.moved_holders: set[str] = set()
         self.devices = DeviceState()  # DRA: slices, claims, devices in use
         self.device_classes: dict[str, DeviceClass] = {}
         # Extended resource -> the DeviceClass mapping it (spec.extendedResourceName).
@@ -603,6 +606,7 @@ class ClusterState:
         other pods go there only as the Backfill plugin allows (docs/backfill.md)."""
         self.release_start(reservation.holder)
         self.start_reservations.hold(reservation)
+        self.moved_holders.add(reservation.holder)
         for row in reservation.shares:
             self.nodes.touch(row)
 
@@ -622,6 +626,7 @@ class ClusterState:
             self.nodes.touch(row)
         if rows:
             self.generation += 1
+            self.moved_holders.add(holder)
 
 
 _VOLUME_KINDS = frozenset(

@@ -67,7 +67,9 @@ def test_room_freed_where_the_pod_still_does_not_fit_does_not_wake_it() -> None:
     )
     state.upsert_pod(pod("on-small", 1000, node="small"))
     state.upsert_pod(pod("on-big", 2000, node="big"))
-    state.upsert_pod(pod("wide", 3000))
+    # Created now: it has not waited long enough to reserve a node (docs/backfill.md), which
+    # would make it read the cluster otherwise and be tried after the next change.
+    state.upsert_pod(pod("wide", 3000, created=NOW.timestamp()))
     assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
     state.remove_pod("ns/on-small")  # 1 CPU free there: still too little for 3
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
@@ -190,3 +192,20 @@ def test_a_waiting_pods_new_condition_does_not_bring_it_back() -> None:
     written = PodCondition("PodScheduled", "False", NOW, "Unschedulable", "0/1 nodes")
     state.upsert_pod(replace(pod("wide", 2000), conditions=(written,), resource_version="7"))
     assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=20))) == (0, 0)
+
+
+def test_a_nominated_pod_waits_in_a_group_of_its_own_not_behind_its_twins() -> None:
+    # p2 preempts the victim and is nominated to n; p1, alike but created before it, comes
+    # later and waits too. When the victim is gone, p1 goes first and fails (n's room is
+    # held for p2): p2 must still be tried, not left asleep in p1's group with n empty.
+    state, scheduler = cluster(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    created = NOW.timestamp()
+    state.upsert_pod(replace(pod("victim", 2000, node="n"), priority=-1))
+    state.upsert_pod(pod("p2", 2000, created=created + 2))
+    assert counts(scheduler.schedule_pass(NOW)) == (0, 1)
+    assert dict(state.nominations.items()) == {"ns/p2": 0}
+    state.upsert_pod(pod("p1", 2000, created=created + 1))
+    assert counts(scheduler.schedule_pass(NOW + timedelta(seconds=1))) == (0, 1)
+    state.remove_pod("ns/victim")
+    binds = scheduler.schedule_pass(NOW + timedelta(seconds=20))
+    assert [(d.pod, d.node) for d in binds if isinstance(d, Bind)] == [("ns/p2", "n")]
