@@ -5,7 +5,10 @@ the roots: the cluster's allocatable).
 Each child is capped by its demand (usage plus the requests of its pending pods) and its
 `limit`. What the parent has goes first to each child's `guaranteed`, then up to its `nominal`,
 then the surplus to higher `priority` first and, within a priority, in proportion to `weight`,
-what capped children do not take spread again over the others. A resource a queue does not
+what capped children do not take spread again over the others; what the weighted children of
+a priority leave (each capped) goes to those of weight 0: in proportion to their own weights
+(0 only through decayed usage), then equally (weight 0 of their own). So the parent's amount
+is handed out whole whenever its children demand as much. A resource a queue does not
 name counts as guaranteed = nominal = 0 without a limit: the queue still gets its weight's
 share of it.
 
@@ -38,6 +41,7 @@ class Claim:
     nominal: int
     priority: int
     weight: int  # scaled with its siblings' to whole numbers (whole_weights)
+    own_weight: int  # the queue's own, scaled so too: `weight` is moved by decayed usage
 
 
 def fair_shares(
@@ -106,11 +110,12 @@ class FairSharePlan:
         for resource in self.resources:
             have = {"": cluster.get(resource, 0)}
             for parent, group, whole in self.groups:
+                effective = whole
                 if weights is not None:
                     moved = [weights.get(s.name, {}).get(resource, s.weight) for s in group]
-                    whole = whole_weights(moved)
+                    effective = whole_weights(moved)
                 claims = []
-                for sibling, weight in zip(group, whole, strict=True):
+                for sibling, weight, own in zip(group, effective, whole, strict=True):
                     guaranteed, nominal, limit = sibling.quotas[resource]
                     cap = 0
                     for part in demand:
@@ -119,7 +124,7 @@ class FairSharePlan:
                     if limit is not None:
                         cap = min(cap, limit)
                     claims.append(
-                        Claim(sibling.name, cap, guaranteed, nominal, sibling.priority, weight)
+                        Claim(sibling.name, cap, guaranteed, nominal, sibling.priority, weight, own)
                     )
                 for name, amount in divide(have[parent], claims).items():
                     shares[name][resource] = have[name] = amount
@@ -146,9 +151,8 @@ def divide(available: int, claims: Sequence[Claim]) -> dict[str, int]:
     """Split `available` among sibling claims: guaranteed, then nominal, then the surplus by
     priority and weight, never more than a claim's cap."""
     left = max(0, available)
-    if sum(c.cap for c in claims) <= left and all(c.weight > 0 or not c.cap for c in claims):
-        # Room for every cap, and every claim takes surplus: each gets its cap, as the
-        # levels below would give.
+    if sum(c.cap for c in claims) <= left:
+        # Room for every cap: each gets its cap, as the levels below would give.
         return {c.name: c.cap for c in claims}
     given = {c.name: 0 for c in claims}
     for level in ("guaranteed", "nominal"):
@@ -163,22 +167,35 @@ def divide(available: int, claims: Sequence[Claim]) -> dict[str, int]:
             given[name] += amount
         left -= asked
     for priority in sorted({c.priority for c in claims}, reverse=True):
-        if not left:
-            break
-        left -= _fill_by_weight(left, [c for c in claims if c.priority == priority], given)
+        peers = [c for c in claims if c.priority == priority]
+        # By weight; what the weighted claims leave (all capped), to those of weight 0 by
+        # their own weights, then equally: no room is kept from a claim that asks for it.
+        for weights in (
+            {c.name: c.weight for c in peers},
+            {c.name: c.own_weight for c in peers},
+            dict.fromkeys([c.name for c in peers], 1),
+        ):
+            if not left:
+                return given
+            left -= _fill_by_weight(left, peers, weights, given)
     return given
 
 
-def _fill_by_weight(left: int, claims: Iterable[Claim], given: dict[str, int]) -> int:
-    """Spread `left` over `claims` in proportion to their weights, each up to its cap, what a
-    capped claim leaves spread again over the rest; adds to `given`, returns what it gave."""
-    open_claims = [c for c in claims if c.weight > 0 and c.cap > given[c.name]]
+def _fill_by_weight(
+    left: int, claims: Iterable[Claim], weights: Mapping[str, int], given: dict[str, int]
+) -> int:
+    """Spread `left` over `claims` in proportion to their `weights` (those of weight 0 take
+    none), each up to its cap, what a capped claim leaves spread again over the rest; adds
+    to `given`, returns what it gave."""
+    open_claims = [c for c in claims if weights[c.name] > 0 and c.cap > given[c.name]]
     spent = 0
     while open_claims and left > spent:
         rest = left - spent
-        total = sum(c.weight for c in open_claims)
+        total = sum(weights[c.name] for c in open_claims)
         # Capped: what it still may take is within its share, rest * weight / total.
-        capped = [c for c in open_claims if (c.cap - given[c.name]) * total <= rest * c.weight]
+        capped = [
+            c for c in open_claims if (c.cap - given[c.name]) * total <= rest * weights[c.name]
+        ]
         if capped:
             for c in capped:
                 spent += c.cap - given[c.name]
@@ -186,7 +203,9 @@ def _fill_by_weight(left: int, claims: Iterable[Claim], given: dict[str, int]) -
             open_claims = [c for c in open_claims if c not in capped]
             continue
         # No claim reaches its cap: each takes its share, all of `rest`.
-        for name, amount in _proportional(rest, {c.name: c.weight for c in open_claims}).items():
+        for name, amount in _proportional(
+            rest, {c.name: weights[c.name] for c in open_claims}
+        ).items():
             given[name] += amount
         spent = left
     return spent

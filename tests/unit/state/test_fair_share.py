@@ -25,7 +25,12 @@ def q(name: str, parent: str = "", weight: float = 1.0, priority: int = 0, **gpu
     return Queue(name, QUEUE_API, parent, resources, weight=weight, priority=priority)
 
 
-def gpu_shares(queues: list[Queue], demand: dict[str, int], cluster: int) -> dict[str, int]:
+def gpu_shares(
+    queues: list[Queue],
+    demand: dict[str, int],
+    cluster: int,
+    weights: dict[str, float] | None = None,
+) -> dict[str, int]:
     by_name = {x.name: x for x in queues}
     subtree: dict[str, dict[str, int]] = {}
     for leaf, amount in demand.items():
@@ -34,7 +39,8 @@ def gpu_shares(queues: list[Queue], demand: dict[str, int], cluster: int) -> dic
             total = subtree.setdefault(name, {})
             total[GPU] = total.get(GPU, 0) + amount
             name = by_name[name].parent
-    shares = fair_shares(by_name, subtree, {GPU: cluster})
+    moved = None if weights is None else {name: {GPU: w} for name, w in weights.items()}
+    shares = fair_shares(by_name, subtree, {GPU: cluster}, moved)
     return {name: amounts[GPU] for name, amounts in shares.items()}
 
 
@@ -109,8 +115,27 @@ def test_effective_weights_replace_the_queues_own() -> None:
     assert (shares["a"][GPU], shares["b"][GPU]) == (8, 4)
 
 
-def test_a_weight_of_zero_takes_no_surplus() -> None:
-    assert gpu_shares([q("a", weight=0), q("b")], {"a": 9, "b": 2}, 8) == {"a": 0, "b": 2}
+def test_a_weight_of_zero_takes_only_what_the_weighted_leave() -> None:
+    # a (weight 0) gets nothing while b asks for all there is, and all b leaves otherwise:
+    # a parent's amount is never kept from a child that asks for it.
+    assert gpu_shares([q("a", weight=0), q("b")], {"a": 9, "b": 20}, 8) == {"a": 0, "b": 8}
+    assert gpu_shares([q("a", weight=0), q("b")], {"a": 9, "b": 2}, 8) == {"a": 6, "b": 2}
+    # Two of weight 0: equal parts of what is left, each within its demand and limit.
+    queues = [q("a", weight=0), q("b"), q("c", weight=0, limit=2)]
+    assert gpu_shares(queues, {"a": 9, "b": 2, "c": 9}, 12) == {"a": 8, "b": 2, "c": 2}
+    assert gpu_shares(queues, {"a": 9, "b": 2, "c": 9}, 5) == {"a": 2, "b": 2, "c": 1}
+
+
+def test_a_weight_decayed_to_zero_takes_what_is_left_by_its_own_weight() -> None:
+    # Decayed usage moved a's and b's weights to 0 and d's up (state/queue_decay.py); c's own
+    # weight is 0. d asks for 2 only: of the 20 left, a and b take by their own weights 1:3,
+    # and c, of weight 0 of its own, only what they leave.
+    queues = [q("a"), q("b", weight=3), q("c", weight=0), q("d")]
+    moved = {"a": 0.0, "b": 0.0, "d": 5.0}
+    demand = {"a": 100, "b": 100, "c": 100, "d": 2}
+    assert gpu_shares(queues, demand, 22, moved) == {"a": 5, "b": 15, "c": 0, "d": 2}
+    demand = {"a": 3, "b": 5, "c": 100, "d": 2}
+    assert gpu_shares(queues, demand, 22, moved) == {"a": 3, "b": 5, "c": 12, "d": 2}
 
 
 def test_dominant_ratio_reads_only_named_resources() -> None:
@@ -152,13 +177,20 @@ def trees(draw: st.DrawFn) -> tuple[dict[str, Queue], dict[str, int], int]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(trees())
+@given(trees(), st.data())
 def test_shares_stay_within_parent_demand_and_limit_and_honour_guarantees(
-    tree: tuple[dict[str, Queue], dict[str, int], int],
+    tree: tuple[dict[str, Queue], dict[str, int], int], data: st.DataObject
 ) -> None:
     queues, demand, cluster = tree
-    shares = gpu_shares(list(queues.values()), demand, cluster)
-    assert shares == gpu_shares(list(reversed(queues.values())), demand, cluster)
+    # Weights moved by decayed usage, 0 included, for some queues (the rest keep their own).
+    moved = data.draw(
+        st.one_of(
+            st.none(),
+            st.dictionaries(st.sampled_from(list(queues)), st.sampled_from([0.0, 0.25, 1.0, 3.0])),
+        )
+    )
+    shares = gpu_shares(list(queues.values()), demand, cluster, moved)
+    assert shares == gpu_shares(list(reversed(queues.values())), demand, cluster, moved)
     subtree = {name: 0 for name in queues}
     for leaf, amount in demand.items():
         name = leaf
@@ -168,7 +200,15 @@ def test_shares_stay_within_parent_demand_and_limit_and_honour_guarantees(
     for parent_name in ["", *queues]:
         kids = [x for x in queues.values() if x.parent == parent_name]
         have = cluster if not parent_name else shares[parent_name]
-        assert sum(shares[k.name] for k in kids) <= have
+        caps = [
+            subtree[k.name]
+            if k.resources[GPU].limit is None
+            else min(subtree[k.name], k.resources[GPU].limit)
+            for k in kids
+        ]
+        # Never more than the parent has; all of it when the children ask for as much,
+        # whatever their weights (0 included).
+        assert sum(shares[k.name] for k in kids) == min(have, sum(caps))
         guarantees = sum(min(k.resources[GPU].guaranteed, subtree[k.name]) for k in kids)
         for kid in kids:
             quota = kid.resources[GPU]
@@ -237,10 +277,11 @@ def test_the_worked_example_of_the_docs() -> None:
 
 
 def _exact_divide(
-    available: int, claims: list[Claim], weights: dict[str, Fraction]
+    available: int, claims: list[Claim], weights: dict[str, Fraction], own: dict[str, Fraction]
 ) -> dict[str, int]:
     """The water-filling of one level in exact rationals (the arithmetic divide's whole
-    numbers must reproduce): guaranteed, nominal, then the surplus by priority and weight."""
+    numbers must reproduce): guaranteed, nominal, then the surplus by priority and weight,
+    what is left by own weight, then equally."""
 
     def proportional(amount: int, parts: dict[str, Fraction]) -> dict[str, int]:
         total = sum(parts.values(), Fraction(0))
@@ -262,22 +303,24 @@ def _exact_divide(
         for n, a in wants.items():
             given[n] += a
         left -= sum(wants.values())
+    equal = dict.fromkeys(weights, Fraction(1))
     for priority in sorted({c.priority for c in claims}, reverse=True):
-        open_ = [c for c in claims if c.priority == priority and weights[c.name] > 0]
-        open_ = [c for c in open_ if c.cap > given[c.name]]
-        while open_ and left:
-            total = sum((weights[c.name] for c in open_), Fraction(0))
-            capped = [c for c in open_ if c.cap - given[c.name] <= left * weights[c.name] / total]
-            if not capped:
-                parts = {c.name: weights[c.name] for c in open_}
-                for n, a in proportional(left, parts).items():
-                    given[n] += a
-                left = 0
-                break
-            for c in capped:
-                left -= c.cap - given[c.name]
-                given[c.name] = c.cap
-            open_ = [c for c in open_ if c not in capped]
+        for tier in (weights, own, equal):
+            open_ = [c for c in claims if c.priority == priority and tier[c.name] > 0]
+            open_ = [c for c in open_ if c.cap > given[c.name]]
+            while open_ and left:
+                total = sum((tier[c.name] for c in open_), Fraction(0))
+                capped = [c for c in open_ if c.cap - given[c.name] <= left * tier[c.name] / total]
+                if not capped:
+                    parts = {c.name: tier[c.name] for c in open_}
+                    for n, a in proportional(left, parts).items():
+                        given[n] += a
+                    left = 0
+                    break
+                for c in capped:
+                    left -= c.cap - given[c.name]
+                    given[c.name] = c.cap
+                open_ = [c for c in open_ if c not in capped]
     return given
 
 
@@ -293,6 +336,7 @@ def _exact_divide(
                 st.sampled_from([0.0, 0.1, 1 / 3, 0.7, 1.0, 2.5]),
                 st.floats(0, 1e3, allow_subnormal=False),
             ),
+            st.sampled_from([0.0, 0.5, 1.0, 3.0]),  # own weight
         ),
         min_size=1,
         max_size=8,
@@ -300,19 +344,21 @@ def _exact_divide(
     st.integers(0, 100),
 )
 def test_whole_number_arithmetic_gives_the_exact_split(
-    rows: list[tuple[int, int, int, int, float]], available: int
+    rows: list[tuple[int, int, int, int, float, float]], available: int
 ) -> None:
     # Effective weights are arbitrary floats (state/queue_decay.py): the split in scaled
     # whole numbers must be the split in exact rationals, remainders and ties included.
     floats = [row[4] for row in rows]
+    owns = [row[5] for row in rows]
     claims = [
-        Claim(f"q{i}", cap, g, g + more, priority, weight)
-        for i, ((g, more, cap, priority, _), weight) in enumerate(
-            zip(rows, whole_weights(floats), strict=True)
+        Claim(f"q{i}", cap, g, g + more, priority, weight, own)
+        for i, ((g, more, cap, priority, _, _), weight, own) in enumerate(
+            zip(rows, whole_weights(floats), whole_weights(owns), strict=True)
         )
     ]
     weights = {c.name: Fraction(w) for c, w in zip(claims, floats, strict=True)}
-    assert divide(available, claims) == _exact_divide(available, claims, weights)
+    own = {c.name: Fraction(w) for c, w in zip(claims, owns, strict=True)}
+    assert divide(available, claims) == _exact_divide(available, claims, weights, own)
 
 
 def test_only_named_and_measured_resources_are_shared() -> None:
