@@ -49,18 +49,20 @@ def test_a_reserved_job_starts_on_time_beside_a_backfilled_one() -> None:
 
 
 def test_a_reserved_node_goes_to_its_holder_the_moment_it_frees() -> None:
-    # Three alike jobs wait for the two nodes; two of them reserve one each. The holder of
-    # n2 (where the shorter job runs) was filed, before it reserved, with its waiting
-    # twins: when n2 frees at 3600 s it must be tried then, not left asleep behind a twin
-    # that fails there (n2 is not its), while n2 stays empty.
+    # Three alike jobs wait for the two nodes; two of them reserve one each. The holders
+    # were filed, before they reserved, with their waiting twins: when n2 frees at 3600 s a
+    # holder must be tried then, not left asleep behind a twin that fails there, while n2
+    # stays empty. (Planned again as n2 frees, the first holder moves there: it starts
+    # sooner than on its own node.)
     jobs = [job("long", work=7200), job("short", work=3600)]
     jobs += [job(f"w{i}", work=600, submit=10 * i) for i in (1, 2, 3)]
     sim = simulation([gpu_node("n1"), gpu_node("n2")], jobs)
     sim.advance(3000)
-    row = sim.state.nodes.row_of["n2"]
-    holder = sim.state.start_reservations.by_row[row].holder
+    holders = {r.holder for r in sim.state.start_reservations.by_holder.values()}
+    assert len(holders) == 2
     by_name = {j.name: j for j in sim.run().jobs}
-    assert by_name[holder.removeprefix("Pod ").removesuffix("-0")].start == 3600
+    starts = {by_name[h.removeprefix("Pod ").removesuffix("-0")].start for h in holders}
+    assert 3600 in starts
 
 
 def test_without_the_plugin_the_small_jobs_go_first() -> None:
@@ -179,3 +181,26 @@ def test_the_examples_compare_the_profile_with_and_without_backfill() -> None:
     demo = load_scenario(EXAMPLES / "ml-cluster" / "scenario.yaml")
     jobs = demo.jobs(7)
     assert jobs and all(j.stated_runtime == math.ceil(2 * j.work) for j in jobs)
+
+
+def test_a_reservation_moves_to_a_node_that_frees_sooner() -> None:
+    # "a" fills one node till 3000 (stated 3600), b1 and b2 half the other each (stated
+    # 7200 and 1800): big first reserves a's node. b1 ends at 600, so the other node's
+    # stated end is 1800: all reservations are planned again on any change (as Slurm's
+    # backfill does each cycle), big moves there and holds the half b1 left, which "small"
+    # would otherwise take for hours; big starts when b2 ends, at 1500.
+    jobs = [
+        job("a", gpus=8, work=3000, stated_runtime=3600, priority_class="low"),
+        job("b1", gpus=4, work=600, stated_runtime=7200, priority_class="low"),
+        job("b2", gpus=4, work=1500, stated_runtime=1800, priority_class="low"),
+        job("big", gpus=8, work=100, submit=1, stated_runtime=200, priority_class="low"),
+        job("small", gpus=4, work=5000, submit=300, stated_runtime=9000, priority_class="low"),
+    ]
+    config = parse_config(
+        {"profiles": [{"pluginConfig": [{"name": "Backfill", "args": {"reserveAfterSeconds": 0}}]}]}
+    )
+    result = simulation([gpu_node("n1"), gpu_node("n2")], jobs, config=config).run()
+    by_name = {j.name: j for j in result.jobs}
+    assert result.backfill.expected_start["default/big"] == 3600  # first planned
+    assert by_name["default/big"].start == 1500
+    assert by_name["default/small"].start == 1600  # once big (100 s) is done

@@ -301,12 +301,14 @@ class Simulation:
         row_of = self.state.nodes.row_of
         for decision in step:
             if isinstance(decision, Bind):
-                reserved = held.by_row.get(row_of[decision.node])
+                reserved = held.by_row.get(row_of[decision.node], ())
                 unit = self._unit_of.get(decision.pod)
+                # Beside another's reservation, not starting its own (a node may hold
+                # several; a holder's is given back as it binds).
                 if (
-                    reserved is not None
-                    and unit is not None
-                    and self._job_of(reserved.holder) is not unit.job
+                    unit is not None
+                    and unit.job.record.name not in self.backfill.expected_start
+                    and any(self._job_of(r.holder) is not unit.job for r in reserved)
                 ):
                     self.backfill.backfilled.add(unit.job.record.name)
         for holder, reservation in held.by_holder.items():

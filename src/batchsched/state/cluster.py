@@ -142,8 +142,7 @@ class ClusterState:
         reservation = self.reservations.by_row.get(idx)
         if reservation is not None:
             self.release(reservation.pod)
-        held = self.start_reservations.by_row.get(idx)
-        if held is not None:
+        for held in list(self.start_reservations.by_row.get(idx, ())):
             self.release_start(held.holder)
         self.nodes.clear_row(idx)
         for key, node in list(self.nominations.items()):

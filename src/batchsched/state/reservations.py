@@ -53,7 +53,9 @@ class StartReservation:
 
     `holder` is "Pod ns/name" or "PodGroup ns/name"; `shares` is, per node row, what the
     holder's pods will take there; `start` the expected start, None when it waits for pods
-    that state no runtime; `waits_for` the running pods that must end first.
+    that state no runtime; `waits_for` the running pods that must end first. The room is
+    held from `start` to `until` only: other reservations may hold the same node's room at
+    other times (a time-sliced plan, docs/backfill.md).
     """
 
     holder: str
@@ -61,6 +63,9 @@ class StartReservation:
     shares: dict[int, dict[str, int]]
     start: datetime | None
     waits_for: tuple[str, ...]
+    # When the holder is expected to be done with the room (its start plus its stated
+    # runtime); None: never, for planning (no start, or a holder stating no runtime).
+    until: datetime | None = None
 
     def message(self) -> str:
         """What the holder's pending message says of it."""
@@ -75,13 +80,15 @@ class StartReservations:
     def __init__(self) -> None:
         # In the order they were made: an earlier one took its nodes first.
         self.by_holder: dict[str, StartReservation] = {}
-        self.by_row: dict[int, StartReservation] = {}
+        # Per node row, the reservations holding room there (at times that never overlap
+        # on the same room), in the order they were made.
+        self.by_row: dict[int, list[StartReservation]] = {}
 
     def hold(self, reservation: StartReservation) -> None:
-        """Record a reservation whose holder holds none and whose rows are held by none."""
+        """Record a reservation whose holder holds none."""
         self.by_holder[reservation.holder] = reservation
         for row in reservation.shares:
-            self.by_row[row] = reservation
+            self.by_row.setdefault(row, []).append(reservation)
 
     def release(self, holder: str) -> tuple[int, ...]:
         """End the holder's reservation; the rows it held (none if it held none)."""
@@ -89,5 +96,9 @@ class StartReservations:
         if reservation is None:
             return ()
         for row in reservation.shares:
-            del self.by_row[row]
+            others = [r for r in self.by_row[row] if r.holder != holder]
+            if others:
+                self.by_row[row] = others
+            else:
+                del self.by_row[row]
         return tuple(reservation.shares)

@@ -329,8 +329,8 @@ def _nodes(state: ClusterState, resource: str, keys: tuple[str, ...]) -> tuple[N
         used = total - nodes.free[:rows, col]
     held = {row: r.pod for row, r in state.reservations.by_row.items()}
     # Backfill's reservations (docs/backfill.md): held for "Pod ns/name" or "PodGroup ns/name".
-    for row, start in state.start_reservations.by_row.items():
-        held.setdefault(row, start.holder.partition(" ")[2])
+    for row, starts in state.start_reservations.by_row.items():
+        held.setdefault(row, starts[0].holder.partition(" ")[2])
     out = [
         NodeView(
             node.name,

@@ -90,7 +90,13 @@ def test_a_relabelled_node_wakes_pods_its_labels_kept_out() -> None:
 
 
 def test_a_woken_shape_is_tried_until_one_fails_while_the_state_stands_still() -> None:
-    state, scheduler = cluster(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    state = ClusterState()
+    state.upsert_node(Node("n", {"cpu": 2000, "memory": 8 * GI, "pods": 10}))
+    # One reservation at a time (with more, the second pod would reserve the node's other
+    # half too: docs/backfill.md).
+    args = {"maxReservations": 1}
+    raw = {"profiles": [{"pluginConfig": [{"name": "Backfill", "args": args}]}]}
+    scheduler = Scheduler(state, parse_config(raw))
     state.upsert_pod(pod("running", 2000, node="n"))
     for i in range(10):
         state.upsert_pod(pod(f"p{i}", 1000, created=i))

@@ -8,6 +8,12 @@ the members each node could hold after each ending is known at once, and the fir
 nodes together could hold all the members is found without packing at every ending. Only
 then are the members packed (largest first, nodes ordered by fewer pods to wait for, then
 names), and for a gang of unlike members packing may move on to later endings.
+
+Time-sliced, as Slurm's backfill plans: the room earlier reservations hold on the nodes, each
+from its start to its end (`Blocks`), is taken off the room at every moment of the members'
+own stay [start, start + their stated runtime), so a later reservation may hold the same
+node at another time but never the same room at the same time. A start is also tried when
+an earlier reservation ends.
 """
 
 from __future__ import annotations
@@ -34,6 +40,33 @@ class Endings:
 
 
 @dataclass(frozen=True, slots=True)
+class Blocks:
+    """The room earlier reservations hold on the candidate nodes, one entry each: from
+    `start` (-inf: already, or as soon as pods stating no runtime end) until `until` (inf:
+    for good)."""
+
+    node: npt.NDArray[np.intp]
+    start: FloatArray
+    until: FloatArray
+    amounts: IntArray  # blocks x resources
+
+    @staticmethod
+    def none(width: int) -> Blocks:
+        empty = np.zeros(0, dtype=np.float64)
+        return Blocks(
+            np.zeros(0, dtype=np.intp), empty, empty, np.zeros((0, width), dtype=np.int64)
+        )
+
+    def held_at(self, when: float, nodes: int) -> IntArray:
+        """What they hold per node at `when` (nodes x resources)."""
+        held = np.zeros((nodes, self.amounts.shape[1]), dtype=np.int64)
+        # An open-ended block holds for good: at inf too.
+        active = (self.start <= when) & ((when < self.until) | np.isinf(self.until))
+        np.add.at(held, self.node[active], self.amounts[active])
+        return held
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """Candidate node indices with the members' total share on each, the expected start
     (seconds since the epoch; None: only once pods stating no runtime end too) and the
@@ -44,40 +77,79 @@ class Plan:
     waits_for: tuple[str, ...]
 
 
-def packs_now(free: IntArray, members: IntArray) -> bool:
-    """Whether the members fit the nodes' room now (first-fit decreasing)."""
-    room = free.copy()
-    for member in sorted(members.tolist(), reverse=True):
-        fits = np.flatnonzero(np.all(room >= member, axis=1))
-        if fits.shape[0] == 0:
-            return False
-        room[int(fits[0])] -= member
-    return True
-
-
 def earliest_start(
-    free: IntArray, rank: IntArray, endings: Endings, members: IntArray, now: float
+    free: IntArray,
+    rank: IntArray,
+    endings: Endings,
+    members: IntArray,
+    now: float,
+    length: float = math.inf,
+    blocks: Blocks | None = None,
 ) -> Plan | None:
     """The earliest plan for `members` (members x resources) on the candidate nodes: now,
-    else at a running pod's expected end, else once pods stating no runtime end too. None:
-    they never fit there. `rank` orders the nodes by name."""
+    else at a running pod's expected end or an earlier reservation's end, else once pods
+    stating no runtime end too. None: they never fit there. `rank` orders the nodes by
+    name; `length` is how long the members stay (their stated runtime; inf: none), during
+    which `blocks` (earlier reservations) keep their room."""
     if members.shape[0] == 0 or free.shape[0] == 0:
         return None
     order = np.argsort(endings.at, kind="stable")
     at = endings.at[order]
     # Pods past their expected end count as ending now.
     at = np.maximum(at, now)
+    # Blocks only take room: the first time the room alone could hold them is a lower bound.
     times = _first_feasible_times(free, endings, order, members)
     if times is None:
         return None
     first = int(np.searchsorted(at, times, side="left"))
     # Each distinct time from the first feasible one on (now included as a time of its own).
-    candidates = np.unique(np.concatenate(([max(times, now)], at[first:])))
+    moments = [np.asarray([max(times, now)]), at[first:]]
+    if blocks is not None and blocks.node.shape[0]:
+        moments.append(blocks.until[blocks.until >= max(times, now)])
+        moments.append(np.asarray([math.inf]))
+    else:
+        blocks = None
+    candidates = np.unique(np.concatenate(moments))
     for when in candidates.tolist():
-        plan = _pack_at(free, rank, endings, order, at, members, when)
+        room = _room_at(free, endings, order, at, when)
+        if blocks is not None:
+            room = _room_through(room, free, endings, order, at, blocks, when, length)
+        plan = _pack(room, rank, endings, order, at, members, when)
         if plan is not None:
             return plan
     return None
+
+
+def _room_at(
+    free: IntArray, endings: Endings, order: npt.NDArray[np.intp], at: FloatArray, when: float
+) -> IntArray:
+    """The nodes' room once every pod ending at or before `when` has ended (inf: all)."""
+    ended = order[: int(np.searchsorted(at, when, side="right"))]
+    room = free.copy()
+    np.add.at(room, endings.node[ended], endings.requests[ended])
+    return room
+
+
+def _room_through(
+    room: IntArray,
+    free: IntArray,
+    endings: Endings,
+    order: npt.NDArray[np.intp],
+    at: FloatArray,
+    blocks: Blocks,
+    when: float,
+    length: float,
+) -> IntArray:
+    """The room left at every moment of [when, when + length) once the blocks take theirs:
+    pods only end as time passes, so it is least at `when` or where a block begins."""
+    nodes = free.shape[0]
+    least = room - blocks.held_at(when, nodes)
+    ends = when + length
+    begins = np.unique(blocks.start[(blocks.start > when) & (blocks.start < ends)])
+    for moment in begins.tolist():
+        later = _room_at(free, endings, order, at, moment) - blocks.held_at(moment, nodes)
+        least = np.minimum(least, later)
+    return least
 
 
 def _first_feasible_times(
@@ -138,8 +210,8 @@ def _first_time_holding(
     return float(endings.at[order][reached[0]])
 
 
-def _pack_at(
-    free: IntArray,
+def _pack(
+    room: IntArray,
     rank: IntArray,
     endings: Endings,
     order: npt.NDArray[np.intp],
@@ -147,11 +219,10 @@ def _pack_at(
     members: IntArray,
     when: float,
 ) -> Plan | None:
-    """The members packed once every pod ending at or before `when` has ended (inf: all)."""
+    """The members packed in `room`, the nodes' room from `when` on (inf: once all pods
+    have ended)."""
     ended = order[: int(np.searchsorted(at, when, side="right"))]
-    room = free.copy()
-    np.add.at(room, endings.node[ended], endings.requests[ended])
-    gone = np.bincount(endings.node[ended], minlength=free.shape[0])
+    gone = np.bincount(endings.node[ended], minlength=room.shape[0])
     preference = np.lexsort((rank, gone))
     room = room[preference]
     shares: dict[int, IntArray] = {}
@@ -169,7 +240,7 @@ def _pack_at(
             shares[node] = shares[node] + member
         else:
             shares[node] = member.copy()
-    chosen = np.zeros(free.shape[0], dtype=np.bool_)
+    chosen = np.zeros(room.shape[0], dtype=np.bool_)
     chosen[list(shares)] = True
     waited = ended[chosen[endings.node[ended]]]
     waits = sorted(endings.keys[int(e)] for e in waited.tolist())

@@ -3,15 +3,17 @@
 - Reservations: a pod or gang that has waited `reserveAfterSeconds` since creation and found
   no way (preemption included) gets, while fewer than `maxReservations` exist, the nodes
   where it can start earliest by the expected ends of the pods running there
-  (`planner.earliest_start`) and that expected start. A reservation never takes the nodes of
-  another. At each pass's start the holders are planned again in the order they first
-  reserved, each on the nodes the earlier ones left, up to `maxReservations`; a reservation
-  that comes out the same is left as it is (its nodes are not touched, so nothing waiting is
-  woken for it). A holder's own pods pass its nodes; it gives them back once it is placed or
-  a way (preemption) is found for it.
-- Filter: on a reserved node another pod fits only if its stated runtime ends by the expected
-  start, or if the node keeps room for the holder's share after it. A pod that states no
-  runtime goes there only by the second rule.
+  (`planner.earliest_start`) and that expected start; it holds their room from then for its
+  stated runtime. Time-sliced, as Slurm's backfill: a reservation never holds room another
+  holds at the same time, but may hold the same node at another time. At each pass's start
+  the holders are planned again in the order they first reserved, each around the earlier
+  ones, up to `maxReservations`; a reservation that comes out the same is left as it is (its
+  nodes are not touched, so nothing waiting is woken for it). It is given back once its
+  holder is placed or a way (preemption) is found for it.
+- Filter: on a reserved node another pod fits only if, at every reservation's start before
+  the pod's stated runtime ends, the node keeps room for the reservations holding room then,
+  counting the pods still there then. A pod that states no runtime is counted as staying for
+  good. A holder's own pods pass its nodes once its start has come.
 - Broken promises: a holder left waiting once its expected start has come evicts the pods on
   its nodes that run past a runtime stated by label or annotation (`promises.owed`).
 
@@ -47,7 +49,7 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.picture import Picture, bound_of
-from batchsched.plugins.backfill.planner import IntArray, Plan, earliest_start, packs_now
+from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start
 from batchsched.plugins.backfill.promises import owed
 from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
@@ -86,9 +88,8 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         self._holders: dict[str, None] = {}
         self._picture = Picture()
         self._promises = BrokenPromises()  # the search for pods past their stated runtime
-        # The rows reserved when the holders were last planned, and where the state's log
-        # of changed rows stood then: they are planned again once one of those rows changes.
-        self._planned_rows: set[int] = set()
+        # Where the state's log of changed rows stood when the holders were last planned:
+        # they are planned again, as Slurm's backfill plans every cycle, once any changed.
         self._mark: int | None = None
         # Every row ever reserved: only there may a pod have been kept off.
         self._reserved_rows: set[int] = set()
@@ -148,10 +149,10 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             self._holders.pop(f"Pod {key}", None)
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
-        # Its own reservation's rows (a holder's pods pass them), never its name: what is
-        # kept per shape must not name a pod.
+        # Its own reservation (a holder's pods are not kept off it), never its name: what
+        # is kept per shape must not name a pod.
         held = state.start_reservations.by_holder
-        own = [tuple(sorted(held[h].shares)) for h in holders_of(pod) if h in held]
+        own = [_identity(held[h]) for h in holders_of(pod) if h in held]
         return bound_of(state, pod), tuple(own)
 
     def skips(self, state: ClusterState, pod: Pod) -> bool:
@@ -162,52 +163,72 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     def _refusal(self, cycle: Cycle, row: int) -> str | None:
         """Why the pod may not take room on `row` (None: it may)."""
         held = cycle.state.start_reservations.by_row.get(row)
-        if held is None or held.holder in holders_of(cycle.pod):
+        if not held:
             return None
-        start = held.start
+        own = holders_of(cycle.pod)
+        if any(r.holder in own and r.start is not None and r.start <= cycle.now for r in held):
+            # Its start has come: its pods take the room planned for them, around the
+            # others' reservations (starting late, they push the later ones back: those are
+            # planned again). Before it, they are judged as any pod.
+            return None
+        others = [(r, *window(r, cycle.now)) for r in held if r.holder not in own]
         bound = bound_of(cycle.state, cycle.pod)
-        if start is not None and bound is not None:
-            leaves_by = start.timestamp() - bound  # started by then, it ends by the start
-            if cycle.now.timestamp() <= leaves_by:
-                cycle.changes_at(leaves_by)
-                return None
-        if self._keeps_share(cycle, row, held):
-            return None
-        when = "once pods without a stated runtime end"
-        if start is not None:
-            when = f"expected start {format_time(start)}"
-        why = "states no runtime" if bound is None else "would run past that start"
-        return (
-            f"node(s) were reserved for {held.holder} ({when}): "
-            f"this pod {why} and would take room kept for it"
-        )
+        now = cycle.now.timestamp()
+        leaves = math.inf if bound is None else now + bound
+        for reservation, start, _ in others:
+            if reservation.start is None:
+                # Its start is once pods stating no runtime end: the pods it waits for count
+                # as gone, this one (whatever its runtime) as staying; those waiting for no
+                # more than these have started too.
+                gone = set(reservation.waits_for)
+                during = [r for r, _, _ in others if r.start is None and gone >= set(r.waits_for)]
+                kept = self._keeps_room(cycle, row, None, gone, during)
+            elif start >= leaves:
+                cycle.changes_at(start - leaves + now)  # started later, it would overlap
+                continue
+            else:
+                during = [r for r, begins, ends in others if begins <= start < ends]
+                kept = self._keeps_room(cycle, row, start, (), during)
+            if not kept:
+                return _kept_off(reservation, bound)
+        return None
 
-    def _keeps_share(self, cycle: Cycle, row: int, held: StartReservation) -> bool:
-        """Whether, with the pod placed, the node has room for the holder's share at the
-        expected start: the pods still there then (those not expected to be gone by it, and
-        this one) leave at least that much of its allocatable."""
+    def _keeps_room(
+        self,
+        cycle: Cycle,
+        row: int,
+        at: float | None,
+        gone: Collection[str],
+        held: Sequence[StartReservation],
+    ) -> bool:
+        """Whether, with the pod placed, the node has room at `at` for the shares of `held`:
+        the pods still there then (those not expected to be gone by it, and this one) leave
+        at least that much of its allocatable. `at` None: once the pods `gone` have gone."""
         state = cycle.state
-        start = None if held.start is None else held.start.timestamp()
-        staying = self._picture.staying(state, row, cycle.now.timestamp(), start, held.waits_for)
+        staying = self._picture.staying(state, row, cycle.now.timestamp(), at, gone)
         left = state.nodes.allocatable[row] - staying
         left[cycle.demand.cols] -= cycle.demand.amounts
         resources = state.nodes.resources
-        for name, amount in held.shares[row].items():
-            col = resources.get(name)
-            if col is None or col >= left.shape[0] or left[col] < amount:
-                return False
+        for reservation in held:
+            for name, amount in reservation.shares[row].items():
+                col = resources.get(name)
+                if col is None or col >= left.shape[0]:
+                    return False
+                left[col] -= amount
+                if left[col] < 0:
+                    return False
         return True
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         held = cycle.state.start_reservations.by_row
         by_reason: dict[tuple[str, bool], list[int]] = {}
-        for row, reservation in held.items():
+        for row, reservations in held.items():
             if row < candidates.shape[0] and candidates[row]:
                 why = self._refusal(cycle, row)
                 if why is not None:
                     # A reservation with an expected start is not preempted for; one that
                     # waits for pods without a stated runtime may be (preemption decides).
-                    resolvable = reservation.start is None
+                    resolvable = all(r.start is None for r in reservations)
                     by_reason.setdefault((why, resolvable), []).append(row)
         rejections = []
         for (why, resolvable), rows in sorted(by_reason.items()):
@@ -239,12 +260,11 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             return
         found = None if self._mark is None else state.nodes.rows_changed_since(self._mark)
         changed = None if found is None else set(found)
-        if changed is not None and self._planned_rows.isdisjoint(changed):
-            # No pod came to or left the reserved nodes, and none was given back: they
-            # stand as planned (a pod leaving elsewhere does not delay them).
-            return
-        taken = set(state.reservations.by_row)  # DaemonSet preemption's
+        if changed is not None and not changed:
+            return  # no pod came or left, no reservation was given back: all stand as planned
+        daemon = set(state.reservations.by_row)  # DaemonSet preemption's: held whole
         planned: dict[str, StartReservation] = {}
+        moved: set[int] = set()  # the rows of reservations planned anew this time
         held = state.start_reservations.by_holder
         for holder in list(self._holders):
             pods = _waiting_pods(state, holder)
@@ -256,23 +276,30 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             if limit_refusal(state, holder, pods, planned.values()):
                 del self._holders[holder]  # its queue's limit no longer leaves it the room
                 continue
+            # Kept even where it fits now by room: it holds the room until it is attempted
+            # (it may be backing off), not a pod that happens to come first in the pass.
+            earlier = list(planned.values())
+            reservation = self._plan(
+                framework, state, holder, pods, now, earlier, daemon, fits_now=True
+            )
             kept = held.get(holder)
             if (
                 kept is not None
                 and changed is not None
-                and not kept.shares.keys() & (changed | taken)
+                and not kept.shares.keys() & (changed | daemon | moved)
+                and not _sooner(reservation, kept)
             ):
-                planned[holder] = kept  # its nodes are as they were: so is its plan
-                taken.update(kept.shares)
+                # Its nodes are as they were, and nothing lets it start sooner elsewhere:
+                # it keeps its plan (a later start on other nodes, found with room that
+                # others' plans changed, would only move it back and forth).
+                planned[holder] = kept
                 continue
-            # Kept even where it fits now by room: it holds the room until it is attempted
-            # (it may be backing off), not a pod that happens to come first in the pass.
-            reservation = self._plan(framework, state, holder, pods, now, taken, fits_now=True)
             if reservation is None:
-                del self._holders[holder]  # it never fits off the earlier ones' nodes
+                del self._holders[holder]  # it never fits around the earlier ones
                 continue
             planned[holder] = reservation
-            taken.update(reservation.shares)
+            if reservation != kept:
+                moved.update(reservation.shares)
         for holder, reservation in list(held.items()):
             if planned.get(holder) != reservation:
                 state.release_start(holder)
@@ -310,12 +337,12 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             if blocked:
                 told = rejected_by is not None and "Queues" in rejected_by  # said so already
                 return "" if told else f"reserves nothing: {blocked}."
-            taken = set(state.start_reservations.by_row) | set(state.reservations.by_row)
-            held = self._plan(framework, state, holder, waiting, now, taken)
+            earlier = list(state.start_reservations.by_holder.values())
+            daemon = set(state.reservations.by_row)
+            held = self._plan(framework, state, holder, waiting, now, earlier, daemon)
             if held is not None:
                 self._hold(state, held)
                 self._holders[holder] = None
-                self._planned_rows.update(held.shares)
         return "" if held is None else held.message()
 
     def overdue(
@@ -329,8 +356,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         self._reserved_rows.update(reservation.shares)
 
     def _follow(self, state: ClusterState) -> None:
-        """Planned as of now: what is reserved, and where the log of changed rows is."""
-        self._planned_rows = set(state.start_reservations.by_row)
+        """Planned as of now: where the log of changed rows is."""
         self._mark = state.nodes.change_mark()
 
     def _plan(
@@ -340,19 +366,21 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         holder: str,
         pods: Sequence[Pod],
         now: datetime,
-        taken: set[int],
+        earlier: Sequence[StartReservation],
+        daemon: set[int],
         fits_now: bool = False,
     ) -> StartReservation | None:
-        """The nodes where the pods start earliest, off `taken`; None if they never fit, or
-        (unless `fits_now`) if they fit by room now: room is not what they wait for."""
+        """The nodes where the pods start earliest around the `earlier` reservations, off the
+        `daemon` rows; None if they never fit, or (unless `fits_now`) if they fit by room
+        now: room is not what they wait for."""
         if not _complete(state, holder, pods):
             return None
         eligible = _eligible(framework, state, pods, now)
         # A node nominated for another pod (room preemption frees for it) is not offered.
         own = {pod.key for pod in pods}
         nominated = {row for key, row in state.nominations.items() if key not in own}
-        if taken or nominated:
-            off = [row for row in taken | nominated if row < eligible.shape[0]]
+        if daemon or nominated:
+            off = [row for row in daemon | nominated if row < eligible.shape[0]]
             eligible[off] = False
         rows = np.flatnonzero(eligible)
         if rows.shape[0] == 0:
@@ -362,13 +390,12 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         for i, pod in enumerate(pods):
             demand = state.pods.demand(pod)
             members[i, demand.cols] = demand.amounts
-        if not fits_now and packs_now(state.nodes.free[rows], members):
-            return None
+        length = _stay(state, pods)
         best: tuple[float, int, str, IndexArray, Plan] | None = None
         # A gang that requires one domain of a key plans within each domain alone: the
         # earliest start wins, then fewer pods to wait for, then the domain's value.
         for value, domain in _domains(state, holder, rows):
-            plan = self._earliest(state, domain, members, now)
+            plan = self._earliest(state, domain, members, now, length, earlier)
             if plan is not None:
                 start = math.inf if plan.start is None else plan.start
                 found = (start, len(plan.waits_for), value, domain, plan)
@@ -376,24 +403,37 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
                     best = found
         if best is None:
             return None
-        _, _, _, rows, plan = best
+        start, _, _, rows, plan = best
+        if not fits_now and start <= now.timestamp() and not plan.waits_for:
+            return None  # it fits by room now: room is not what it waits for
         names = state.nodes.resources.names
         shares = {int(rows[i]): _amounts(names, share) for i, share in plan.shares.items()}
+        until = None
+        if plan.start is not None and not math.isinf(length):
+            until = datetime.fromtimestamp(plan.start + length, UTC)
         return StartReservation(
             holder,
             tuple(sorted(state.nodes.name(row) for row in shares)),
             shares,
             None if plan.start is None else datetime.fromtimestamp(plan.start, UTC),
             plan.waits_for,
+            until,
         )
 
     def _earliest(
-        self, state: ClusterState, rows: IndexArray, members: IntArray, now: datetime
+        self,
+        state: ClusterState,
+        rows: IndexArray,
+        members: IntArray,
+        now: datetime,
+        length: float,
+        earlier: Sequence[StartReservation],
     ) -> Plan | None:
         free = state.nodes.free[rows]
         rank = state.nodes.name_rank()[rows]
         endings = self._picture.endings(state, rows.tolist(), now)
-        return earliest_start(free, rank, endings, members, now.timestamp())
+        blocks = _blocks(state, earlier, rows, now)
+        return earliest_start(free, rank, endings, members, now.timestamp(), length, blocks)
 
     def _waited(self, state: ClusterState, holder: str, pods: Sequence[Pod], now: datetime) -> bool:
         """Whether the holder was created at least `reserveAfterSeconds` ago (a gang by its
@@ -406,6 +446,84 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             stamps = [p.creation_timestamp for p in pods if p.creation_timestamp is not None]
             created = min(stamps, default=None)
         return created is not None and (now - created).total_seconds() >= self.reserve_after
+
+
+def window(reservation: StartReservation, now: datetime) -> tuple[float, float]:
+    """When the reservation holds its room (seconds since the epoch): from its start (or
+    now, once the start has come: the holder then still needs all of its runtime) for its
+    holder's stated runtime; with no expected start, from now on for good."""
+    if reservation.start is None:
+        return -math.inf, math.inf
+    start = reservation.start.timestamp()
+    until = math.inf if reservation.until is None else reservation.until.timestamp()
+    late = now.timestamp() - start
+    return (start, until) if late <= 0 else (start + late, until + late)
+
+
+def _blocks(
+    state: ClusterState, earlier: Sequence[StartReservation], rows: IndexArray, now: datetime
+) -> Blocks:
+    """The room the `earlier` reservations hold on `rows` (as candidate indices), and when."""
+    resources = state.nodes.resources
+    width = state.nodes.free.shape[1]
+    index = {row: i for i, row in enumerate(rows.tolist())}
+    node: list[int] = []
+    spans: list[tuple[float, float]] = []
+    amounts: list[IntArray] = []
+    for reservation in earlier:
+        span = window(reservation, now)
+        for row, share in reservation.shares.items():
+            i = index.get(row)
+            if i is None:
+                continue
+            node.append(i)
+            spans.append(span)
+            amount = np.zeros(width, dtype=np.int64)
+            for name, value in share.items():
+                col = resources.get(name)
+                if col is not None and col < width:
+                    amount[col] = value
+            amounts.append(amount)
+    if not node:
+        return Blocks.none(width)
+    starts, untils = zip(*spans, strict=True)
+    return Blocks(
+        np.asarray(node, dtype=np.intp),
+        np.asarray(starts, dtype=np.float64),
+        np.asarray(untils, dtype=np.float64),
+        np.stack(amounts),
+    )
+
+
+def _sooner(plan: StartReservation | None, than: StartReservation) -> bool:
+    """Whether `plan` starts before `than` (no expected start: never)."""
+    if plan is None or plan.start is None:
+        return False
+    return than.start is None or plan.start < than.start
+
+
+def _identity(reservation: StartReservation) -> Hashable:
+    """A reservation as what its holder's pods are judged by, without naming it."""
+    shares = tuple((row, tuple(sorted(s.items()))) for row, s in reservation.shares.items())
+    return shares, reservation.start, reservation.until
+
+
+def _kept_off(reservation: StartReservation, bound: int | None) -> str:
+    when = "once pods without a stated runtime end"
+    if reservation.start is not None:
+        when = f"expected start {format_time(reservation.start)}"
+    why = "states no runtime" if bound is None else "would run past that start"
+    return (
+        f"node(s) were reserved for {reservation.holder} ({when}): "
+        f"this pod {why} and would take room kept for it"
+    )
+
+
+def _stay(state: ClusterState, pods: Sequence[Pod]) -> float:
+    """How long the pods stay once started: the longest stated runtime (inf: one states
+    none)."""
+    bounds = [bound_of(state, pod) for pod in pods]
+    return math.inf if any(b is None for b in bounds) else float(max(b or 0 for b in bounds))
 
 
 def _required_key(state: ClusterState, holder: str) -> str:

@@ -107,6 +107,37 @@ def test_reservations_never_overlap_and_follow_the_order() -> None:
     }
 
 
+def test_a_node_holds_reservations_at_different_times() -> None:
+    # big-1 holds n1 from 10:30 for its stated hour; big-2, for 2 h, from 11:30 (Slurm's
+    # time-sliced plan): neither holds the same room at the same time.
+    first = _waiting("big-1", 8, "1h", created="2026-11-22T08:00:00Z")
+    second = _waiting("big-2", 8, "2h")
+    result = schedule(node("n1", nvidia_com__gpu="8"), _running("a", "n1", 8, "1h"), first, second)
+    assert _held(result) == {
+        "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
+        "Pod default/big-2": (["n1"], "2026-11-22T11:30:00Z"),
+    }
+
+
+def test_a_pod_is_kept_off_a_later_reservation_it_would_overlap() -> None:
+    # n1 has 4 GPUs free till 10:30, then big-1 holds all 8 till 11:00 and big-2 from then.
+    # "short" (20 min) ends before 10:30; "mid" (45 min) would run into big-1's hold.
+    result = schedule(
+        node("n1", nvidia_com__gpu="8"),
+        _running("a", "n1", 4, "1h"),
+        _waiting("big-1", 8, "30m", created="2026-11-22T08:00:00Z"),
+        _waiting("big-2", 8, "1h", created="2026-11-22T08:30:00Z"),
+        _waiting("mid", 4, "45m", created=YOUNG),
+        _waiting("short", 4, "20m", created=YOUNG),
+    )
+    assert _held(result) == {
+        "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
+        "Pod default/big-2": (["n1"], "2026-11-22T11:00:00Z"),
+    }
+    assert {b.pod: b.node for b in result.bindings} == {"default/short": "n1"}
+    assert "reserved for Pod default/big-1" in result.unschedulable["default/mid"]
+
+
 def test_max_reservations() -> None:
     config = _config(maxReservations=1)
     first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchsched.plugins.backfill.planner import Endings, Plan, earliest_start, packs_now
+from batchsched.plugins.backfill.planner import Blocks, Endings, Plan, earliest_start
 
 NOW = 1_000_000.0
 MINUTE = 60.0
@@ -18,7 +18,12 @@ Running = tuple[str, int, int, int | None]
 Node = tuple[str, int, int, list[Running]]
 
 
-def _plan(nodes: list[Node], members: list[tuple[int, int]]) -> Plan | None:
+def _plan(
+    nodes: list[Node],
+    members: list[tuple[int, int]],
+    length: float = math.inf,
+    blocks: Blocks | None = None,
+) -> Plan | None:
     free = np.array([[g, c] for _, g, c, _ in nodes], dtype=np.int64).reshape(-1, 2)
     order = sorted(range(len(nodes)), key=lambda i: nodes[i][0])
     rank = np.empty(len(nodes), dtype=np.int64)
@@ -37,7 +42,7 @@ def _plan(nodes: list[Node], members: list[tuple[int, int]]) -> Plan | None:
         keys,
     )
     wanted = np.array(members, dtype=np.int64).reshape(-1, 2)
-    return earliest_start(free, rank, endings, wanted, NOW)
+    return earliest_start(free, rank, endings, wanted, NOW, length, blocks)
 
 
 def _names(plan: Plan, nodes: list[Node]) -> list[str]:
@@ -48,7 +53,42 @@ def test_fits_now() -> None:
     nodes: list[Node] = [("n1", 8, 8, [])]
     plan = _plan(nodes, [(8, 1)])
     assert plan is not None and plan.start == NOW and plan.waits_for == ()
-    assert packs_now(np.array([[8, 8]]), np.array([[8, 1]]))
+
+
+def _block(start: float, until: float, gpus: int) -> Blocks:
+    """An earlier reservation holding `gpus` on the first node from `start` to `until`."""
+    return Blocks(
+        np.array([0], dtype=np.intp),
+        np.array([start]),
+        np.array([until]),
+        np.array([[gpus, 0]], dtype=np.int64),
+    )
+
+
+def test_a_start_that_ends_before_an_earlier_reservation_takes_the_room_now() -> None:
+    nodes: list[Node] = [("n1", 8, 8, [])]
+    later = _block(NOW + 30 * MINUTE, NOW + 90 * MINUTE, 8)
+    plan = _plan(nodes, [(8, 1)], length=20 * MINUTE, blocks=later)
+    assert plan is not None and plan.start == NOW
+
+
+def test_a_stay_overlapping_an_earlier_reservation_starts_once_it_ends() -> None:
+    nodes: list[Node] = [("n1", 8, 8, [])]
+    later = _block(NOW + 30 * MINUTE, NOW + 90 * MINUTE, 8)
+    plan = _plan(nodes, [(8, 1)], length=60 * MINUTE, blocks=later)
+    assert plan is not None and plan.start == NOW + 90 * MINUTE
+    # Room the earlier one leaves at the same time is open: it holds 4 of the 8 GPUs.
+    half = _block(NOW + 30 * MINUTE, NOW + 90 * MINUTE, 4)
+    plan = _plan(nodes, [(4, 1)], length=60 * MINUTE, blocks=half)
+    assert plan is not None and plan.start == NOW
+
+
+def test_a_reservation_for_good_leaves_only_its_node_s_other_room() -> None:
+    nodes: list[Node] = [("n1", 8, 8, [])]
+    for_good = _block(-math.inf, math.inf, 6)
+    assert _plan(nodes, [(4, 1)], blocks=for_good) is None
+    plan = _plan(nodes, [(2, 1)], blocks=for_good)
+    assert plan is not None and plan.start == NOW
 
 
 def test_earliest_node_wins() -> None:
