@@ -100,10 +100,11 @@ class QueueMeter:
         self._scheduler = scheduler
         quotas = [by_name[n].resources.get(resource) for n in order]
         self._limits = [None if q is None else q.limit for q in quotas]
-        self._children: list[list[int]] = [[] for _ in order]
+        children: list[list[int]] = [[] for _ in order]
         self._roots: list[int] = []
         for i, parent in enumerate(parents):
-            (self._children[self.index[parent]] if parent else self._roots).append(i)
+            (children[self.index[parent]] if parent else self._roots).append(i)
+        self._families = [(i, kids) for i, kids in enumerate(children) if kids]
         self.timeline = QueueTimeline(
             resource,
             order,
@@ -157,9 +158,7 @@ class QueueMeter:
         """Whether there is room for every queue's cap at every level of the tree."""
         if sum(caps[i] for i in self._roots) > self.timeline.capacity:
             return False
-        return all(
-            sum(caps[c] for c in kids) <= caps[i] for i, kids in enumerate(self._children) if kids
-        )
+        return all(sum(caps[c] for c in kids) <= caps[i] for i, kids in self._families)
 
     def sample(self, t: float) -> None:
         self.timeline.record(t, self.allocated, self.pending, self.fair_shares())

@@ -40,6 +40,7 @@ from batchsched.state.nodes import IntArray, Nodes
 from batchsched.state.nominations import Nominations
 from batchsched.state.pods import Pods
 from batchsched.state.policy import Policy
+from batchsched.state.queue_decay import DecayedUsage
 from batchsched.state.queue_ledger import Counted, QueueLedger
 from batchsched.state.queues import Membership, QueueTree, Usage
 from batchsched.state.reservations import (
@@ -79,6 +80,11 @@ class ClusterState:
         self._allocatable: dict[str, int] | None = None  # kept by `_schedulable_allocatable`
         self._requests_by_name: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
         self._memberships: dict[str, tuple[Pod, tuple[int, int], Membership]] = {}
+        # What the queue ledger counts of each distinct demand (`_queue_count`), and of what.
+        self._counted_requests: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
+        self._counted_resources: frozenset[str] = frozenset()
+        # The decayed usage last pruned of queues no longer in the tree, and the tree's version.
+        self._decay_pruned: tuple[DecayedUsage | None, int] = (None, -1)
 
         # Moves on every change that could let a waiting pod fit.
         self.generation = 0
@@ -258,9 +264,24 @@ class ClusterState:
         return ledger
 
     def _queue_count(self, pod: Pod) -> Counted:
-        """What the ledger counts of a pod: its leaf queue, and its requests if it has one."""
+        """What the ledger counts of a pod: its leaf queue, and if it has one its requests of
+        the resources whose fair shares are computed (QueueTree.shared: nothing reads the
+        others' totals, and each one counted is one more to add per pod, per ancestor)."""
         leaf = self.queue_of(pod).queue
-        return leaf, self.requests_by_name(pod) if leaf else {}
+        if not leaf:
+            return leaf, {}
+        shared = self.queues.shared()
+        if shared is not self._counted_resources:  # (one set per version of the tree)
+            self._counted_resources, self._counted_requests = shared, {}
+        key = self.pods.demand(pod).key
+        found = self._counted_requests.get(key)
+        if found is None:
+            if len(self._counted_requests) >= 4096:  # as many as distinct demands are kept
+                self._counted_requests.clear()
+            requests = self.requests_by_name(pod)
+            found = {r: amount for r, amount in requests.items() if r in shared}
+            self._counted_requests[key] = found
+        return leaf, found
 
     def queue_fair_shares(self) -> Shares:
         """Each queue's fair share of each resource in play (docs/queues.md#fair-share): the
@@ -286,7 +307,10 @@ class ClusterState:
         decayed = self.queues.decayed
         if decayed is None:
             return
-        decayed.forget([name for name in decayed.usage if name not in self.queues.queues])
+        tree = self.queues
+        if self._decay_pruned != (decayed, tree.version):  # queues gone since: forgotten
+            decayed.forget([name for name in decayed.usage if name not in tree.queues])
+            self._decay_pruned = (decayed, tree.version)
         if self.queues.queues:
             decayed.advance(now, self.queue_usage(), self.queues.shared())
 

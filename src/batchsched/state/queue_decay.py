@@ -22,6 +22,7 @@ from batchsched.objects.queues import Queue
 Decayed = dict[str, dict[str, float]]  # queue -> resource -> amount x seconds
 Weights = dict[str, dict[str, float]]  # queue -> resource -> effective weight
 _NEGLIGIBLE = 1e-9  # decayed amounts below this are dropped
+_NONE: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +51,9 @@ class DecayedUsage:
             return
         factor = 0.5 ** (dt / self.decay.half_life)
         stepped: Decayed = {}
-        for queue in self.usage.keys() | current.keys():
-            old, used = self.usage.get(queue, {}), current.get(queue, {})
+        before = self.usage
+        for queue, old in before.items():
+            used = current.get(queue, _NONE)
             kept = {}
             for r in resources:
                 amount = old.get(r, 0.0) * factor + used.get(r, 0) * dt
@@ -59,6 +61,15 @@ class DecayedUsage:
                     kept[r] = amount
             if kept:
                 stepped[queue] = kept
+        for queue, used in current.items():  # the queues that had no decayed usage yet
+            if queue not in before:
+                kept = {}
+                for r in resources:
+                    amount = used.get(r, 0) * dt  # (0 * factor + it: exactly it)
+                    if amount > _NEGLIGIBLE:
+                        kept[r] = amount
+                if kept:
+                    stepped[queue] = kept
         self.usage, self.at = stepped, now
         self.version += 1
 

@@ -2,11 +2,13 @@
 
 Per queue, the requests of its subtree's bound (and assumed) pods, its *usage*, of those of
 them terminating (reclaim counts their room as already taken back), and of its subtree's
-pending pods. A pod is counted once in each, under the leaf it was in when counted,
-and taken off by that same record, so the totals always equal a recount; everything is
-recounted when what decides a pod's queue moves (the tree, a Namespace's or a PodGroup's
-queue label: `invalidate`). Binding a pod costs a walk up its leaf's path, not a recount of
-every pod: the recount was quadratic over a pass that binds thousands of pods.
+pending pods, of the resources whose fair shares are computed (QueueTree.shared: some queue
+names them, or the simulator measures them; no reader looks at the others). A pod is counted
+once in each, under the leaf it was in when counted, and taken off by that same record, so
+the totals always equal a recount; everything is recounted when what decides a pod's queue or
+what is counted moves (the tree and its resources, a Namespace's or a PodGroup's queue label:
+`invalidate`). Binding a pod costs a walk up its leaf's path, not a recount of every pod: the
+recount was quadratic over a pass that binds thousands of pods.
 """
 
 from __future__ import annotations
@@ -118,28 +120,29 @@ class QueueLedger:
     ) -> None:
         if not self.live:
             return
-        old = counted.pop(key, None)
+        new = self._count_of(pod) if pod is not None else None
+        old = counted.get(key)
+        if old == new:  # a new version counted as the last (a binding confirmed): no change
+            return
         if old is not None:
+            del counted[key]
             self._add(totals, old, -1, moves_demand)
-        if pod is not None:
-            new = self._count_of(pod)
-            if new[0]:
-                counted[key] = new
-                self._add(totals, new, 1, moves_demand)
+        if new is not None and new[0]:
+            counted[key] = new
+            self._add(totals, new, 1, moves_demand)
 
     def _add(
         self, totals: dict[str, dict[str, int]], counted: Counted, sign: int, moves_demand: bool
     ) -> None:
         leaf, requests = counted
-        signed = [(resource, sign * amount) for resource, amount in requests.items()]
         if moves_demand:
             drift = self._drift.setdefault(leaf, {})
-            for resource, amount in signed:
-                drift[resource] = drift.get(resource, 0) + amount
+            for resource, amount in requests.items():
+                drift[resource] = drift.get(resource, 0) + sign * amount
         for queue in self._tree.path(leaf):
             total = totals.setdefault(queue.name, {})
-            for resource, amount in signed:
-                left = total.get(resource, 0) + amount
+            for resource, amount in requests.items():
+                left = total.get(resource, 0) + sign * amount
                 if left:
                     total[resource] = left
                 else:

@@ -37,6 +37,7 @@ class _Kept:
     children: dict[str, list[str]]  # parent ("": none) -> children by name
     paths: dict[str, list[Queue]]  # filled as asked
     named: frozenset[str]  # the resources some queue names
+    shared: frozenset[str]  # those and the measured ones: whose fair shares are computed
 
 
 class QueueTree:
@@ -49,7 +50,7 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._derived = _Kept(-1, {}, {}, frozenset())
+        self._derived = _Kept(-1, {}, {}, frozenset(), frozenset())
         self._shares: Shares = {}
         self._fair_share_plan: tuple[int, frozenset[str], FairSharePlan] | None = None
         self._shares_at: Hashable = None
@@ -57,9 +58,19 @@ class QueueTree:
         self._problems_at = -1
         # Each queue's usage over time, when a profile's Queues plugin asks for it.
         self.decayed: DecayedUsage | None = None
-        # Resources whose fair shares are computed though no queue names them (the
-        # simulator measures queues' shares of one).
-        self.measured: frozenset[str] = frozenset()
+        self._measured: frozenset[str] = frozenset()
+
+    @property
+    def measured(self) -> frozenset[str]:
+        """Resources whose fair shares are computed though no queue may name them (the
+        simulator measures queues' shares of one)."""
+        return self._measured
+
+    @measured.setter
+    def measured(self, resources: frozenset[str]) -> None:
+        if resources != self._measured:
+            self._measured = resources
+            self.version += 1  # the ledger counts these too: it counts again
 
     def upsert(self, queue: Queue) -> bool:
         """Keep `queue`; False if only its status or resourceVersion changed (the tree and
@@ -117,7 +128,7 @@ class QueueTree:
                 parent = queue.parent if queue.parent in self.queues else ""
                 children.setdefault(parent, []).append(queue.name)
             named = frozenset(r for q in self.queues.values() for r in q.resources)
-            self._derived = _Kept(self.version, children, {}, named)
+            self._derived = _Kept(self.version, children, {}, named, named | self._measured)
         return self._derived
 
     def _walk_up(self, name: str) -> list[Queue]:
@@ -195,12 +206,12 @@ class QueueTree:
         """What `fair_shares` given `at` would be computed from: equal marks, equal shares
         (a reader may tell whether they moved without computing them)."""
         decayed = self.decayed
-        return (at, self.version, None if decayed is None else decayed.version, self.measured)
+        return (at, self.version, None if decayed is None else decayed.version)
 
     def shared(self) -> frozenset[str]:
         """The resources whose fair shares are computed: those some queue names and the
-        `measured` ones."""
-        return self._kept().named | self.measured
+        `measured` ones (one set per version of the tree)."""
+        return self._kept().shared
 
     def _plan(self, resources: frozenset[str]) -> FairSharePlan:
         """The tree's water-filling plan for `resources`, derived again when either moves."""

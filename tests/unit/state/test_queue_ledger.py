@@ -26,13 +26,16 @@ def queue(name: str) -> Queue:
 
 
 def recount(state: ClusterState, pods: list[Pod]) -> dict[str, dict[str, int]]:
+    """The totals of the resources whose fair shares are computed (the ledger keeps only
+    those: no reader looks at the others)."""
     totals: dict[str, dict[str, int]] = {}
     for pod in pods:
         leaf = state.queue_of(pod).queue
         for q in state.queues.path(leaf) if leaf else ():
             total = totals.setdefault(q.name, {})
             for resource, amount in state.requests_by_name(pod).items():
-                total[resource] = total.get(resource, 0) + amount
+                if resource in state.queues.shared():
+                    total[resource] = total.get(resource, 0) + amount
     return totals
 
 
@@ -55,6 +58,7 @@ operations = st.lists(
                 "namespace",
                 "group",
                 "queue",
+                "measure",
             ]
         ),
         st.integers(0, 5),  # which pod (or group)
@@ -100,8 +104,12 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         elif op == "group":
             group_labels = {QUEUE_LABEL: leaf} if leaf else {}
             state.upsert_pod_group(PodGroup("ml", "g", 2, labels=group_labels))
-        elif op == "queue":
-            state.upsert_queue(queue("solo"))
+        elif op == "queue":  # (naming the CPU too, or not: the ledger counts it, or not)
+            solo = queue("solo")
+            cpu = {"cpu": QueueQuota()} if i % 2 else {}
+            state.upsert_queue(Queue("solo", QUEUE_API, "", {**solo.resources, **cpu}))
+        elif op == "measure":
+            state.queues.measured = frozenset({"cpu"} if i % 2 else ())
         by_key = state.pods.by_key
         bound = [by_key[k] for k in state.pods.bound]
         assert nonzero(state.queue_usage()) == nonzero(recount(state, bound))
