@@ -11,9 +11,10 @@ A choice reads, per queue, its usage and fair share and the requests of the pod 
 would hand out next. These are kept per queue and computed again only for the queues whose
 part moved: the path of a leaf whose next pod or usage changed, or everything when the fair
 shares or the tree did. A pick costs the children with work along one path, not the queues.
-A level where one child has work needs no rating: the fair shares are computed only when two
-children compete (on a busy trace most picks have one; with decayed usage the shares move at
-every pass, and computing them anyway was most of the cost of the queues).
+A level where one child has work needs no rating: the fair shares are computed, and whether
+they moved asked, only when two children compete (on a busy trace most picks have one; with
+decayed usage the shares move at every pass, and computing them anyway was most of the cost
+of the queues).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class QueueOrder:
         self._rated: dict[str, Rating] = {}  # per queue with work, kept while clean
         self._with_work: dict[str, set[str]] = {}  # parent ("": the top) -> children with work
         self._heads: Mapping[str, Pod] = {}
+        self._shares_checked = False  # whether this choice compared `_shares_at` yet
 
     def lane_of(self, pod: Pod) -> str:
         """The leaf queue whose heap holds the pod ("": in none, or in error)."""
@@ -51,11 +53,11 @@ class QueueOrder:
         its next pod); `moved`: the leaves whose next pod changed since the last choice."""
         state = self._state
         tree = state.queues
-        shares_at = state.queue_fair_shares_at()
         self._heads = heads
+        self._shares_checked = False
         dirty = set(moved) | state.queue_ledger.drain_usage_moved()
-        if shares_at != self._shares_at or tree.version != self._tree_version:
-            self._shares_at, self._tree_version = shares_at, tree.version
+        if tree.version != self._tree_version:
+            self._tree_version = tree.version
             self._rated.clear()
             self._with_work = {}
             dirty = set(heads)
@@ -82,6 +84,12 @@ class QueueOrder:
         if len(children) == 1:  # nothing to compare it with
             (child,) = children
             return child if child in self._heads else self._pick(child)
+        if not self._shares_checked:  # the ratings kept read fair shares that since moved
+            self._shares_checked = True
+            shares_at = self._state.queue_fair_shares_at()
+            if shares_at != self._shares_at:
+                self._shares_at = shares_at
+                self._rated.clear()
         best: Rating | None = None
         for child in children:
             rating = self._rate(child)

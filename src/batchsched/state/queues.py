@@ -36,6 +36,7 @@ class _Kept:
     version: int  # the tree's version it was derived at
     children: dict[str, list[str]]  # parent ("": none) -> children by name
     paths: dict[str, list[Queue]]  # filled as asked
+    limited: dict[str, bool]  # filled as asked: whether some queue on the path has a limit
     named: frozenset[str]  # the resources some queue names
     shared: frozenset[str]  # those and the measured ones: whose fair shares are computed
 
@@ -50,7 +51,7 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._derived = _Kept(-1, {}, {}, frozenset(), frozenset())
+        self._derived = _Kept(-1, {}, {}, {}, frozenset(), frozenset())
         self._shares: Shares = {}
         self._fair_share_plan: tuple[int, frozenset[str], FairSharePlan] | None = None
         self._shares_at: Hashable = None
@@ -119,6 +120,16 @@ class QueueTree:
             found = kept.paths[name] = self._walk_up(name)
         return found
 
+    def limited(self, leaf: str) -> bool:
+        """Whether some queue from `leaf` up to its root has a `limit` (else nothing it asks
+        is ever held back: admission has nothing to add up)."""
+        kept = self._kept()
+        found = kept.limited.get(leaf)
+        if found is None:
+            quotas = (quota for queue in self.path(leaf) for quota in queue.resources.values())
+            found = kept.limited[leaf] = any(quota.limit is not None for quota in quotas)
+        return found
+
     def _kept(self) -> _Kept:
         """What is derived from the tree as it is now (asked per pod: a scan of every queue
         each time would cost as much as the queues)."""
@@ -128,7 +139,7 @@ class QueueTree:
                 parent = queue.parent if queue.parent in self.queues else ""
                 children.setdefault(parent, []).append(queue.name)
             named = frozenset(r for q in self.queues.values() for r in q.resources)
-            self._derived = _Kept(self.version, children, {}, named, named | self._measured)
+            self._derived = _Kept(self.version, children, {}, {}, named, named | self._measured)
         return self._derived
 
     def _walk_up(self, name: str) -> list[Queue]:

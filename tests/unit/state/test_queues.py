@@ -102,3 +102,14 @@ def test_the_tree_is_shown_parents_first_siblings_by_name_and_cycles_left_out() 
     )  # fmt: skip
     order = state.queues.in_tree_order()
     assert order == [("a", 0), ("b", 1), ("d", 2), ("c", 1), ("z", 0)]
+
+
+def test_a_leaf_is_limited_when_a_queue_on_its_path_has_a_limit() -> None:
+    # Admission adds nothing up for a leaf with no limit above it (the Queues PreFilter).
+    state = state_of(queue("org"), queue("a", "org"), queue("solo"))
+    assert not state.queues.limited("a") and not state.queues.limited("solo")
+    capped = queue("org")
+    capped["spec"]["resources"][GPU]["limit"] = 4
+    state.apply("Queue", read_queue(capped))
+    assert state.queues.limited("a") and state.queues.limited("org")
+    assert not state.queues.limited("solo") and not state.queues.limited("nowhere")

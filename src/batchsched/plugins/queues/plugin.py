@@ -92,8 +92,8 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
         member = state.queue_of(cycle.pod)
         if member.problem:
             return PreFilterResult(reject=member.problem)
-        if not member.queue:
-            return None
+        if not member.queue or not state.queues.limited(member.queue):
+            return None  # (no limit on its path: nothing to hold it back)
         usage = state.queue_usage()
         asks: Mapping[str, int]
         placed = cycle.scratch.get(GROUP_PLACED)
