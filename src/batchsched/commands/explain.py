@@ -35,7 +35,7 @@ from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
 from batchsched.preemption.evaluator import Evaluator, strategy_of
 from batchsched.preemption.reasons import preemption_said
-from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy, Standing
+from batchsched.preemption.reclaim import Reclaimer, ReclaimStrategy, Standing, first_members_asks
 from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -442,14 +442,9 @@ def _reclaim(
     if state.policy.preemption_policy_of(pod) == "Never":
         story.summary = "not eligible: preemptionPolicy is Never"
         return story
-    # A gang reclaims as one: its pending members ask together (docs/queues.md#reclaim).
-    key = group_key_of(pod)
-    members = sorted(state.groups.members.get(key, ())) if key is not None else []
-    pending = [state.pods.pending[m] for m in members if m in state.pods.pending] or [pod]
-    asks: dict[str, int] = {}
-    for member in pending:
-        for resource, amount in state.requests_by_name(member).items():
-            asks[resource] = asks.get(resource, 0) + amount
+    # A gang reclaims as one, for the members its attempt places: minMember first
+    # (docs/queues.md#reclaim).
+    asks = first_members_asks(state, pod)
     reclaimer = Reclaimer(state)
     story.standings = reclaimer.standings(pod, leaf, asks, now, state.queue_fair_shares())
     takeable = sum(s.takeable for s in story.standings)

@@ -31,7 +31,7 @@ The fair shares come from the caller (ClusterState.queue_fair_shares in the sche
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
@@ -39,6 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from batchsched.objects.go_duration import format_go_duration
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.queues import Queue
 from batchsched.objects.records import Pod
 from batchsched.preemption.gang_victims import running_members
@@ -196,6 +197,23 @@ class Reclaimer:
                 extra[resource] = extra.get(resource, 0) + amount - own.get(resource, 0)
         return added
 
+    def borrows(self, pod: Pod) -> str:
+        """The lowest queue on `pod`'s path that would be over its fair share once the pod
+        binds, counting its subtree's pods nominated to a node ("" if none, or the pod is in
+        no queue): such a pod borrows, and takes room only once it is free, never by waiting
+        for pods still terminating (docs/queues.md#reclaim: the room a reclaim frees beyond
+        what its preemptor needs is not the reclaiming queue's to borrow)."""
+        state = self.state
+        leaf = state.queue_of(pod).queue
+        if not leaf:
+            return ""
+        added = self.added(pod, leaf, state.requests_by_name(pod))
+        usage, shares = state.queue_staying_usage(), state.queue_fair_shares()
+        for queue in state.queues.path(leaf):
+            if state.queues.dominant_ratio(queue.name, usage, shares, added[queue.name]) > 1:
+                return queue.name
+        return ""
+
     def find(
         self,
         pod: Pod,
@@ -270,8 +288,8 @@ class Reclaimer:
         shares: Shares,
         within: BoolArray | None = None,
     ) -> GroupUnits:
-        """For a gang of queue `leaf` (its pending members ask `asks` together; `lead` the
-        first), every unit reclaim may take in the whole cluster, in victim order, each
+        """For a gang of queue `leaf` (the members its attempt places, minMember first, ask
+        `asks` together; `lead` the first), every unit reclaim may take, in victim order, each
         kept only if the rules still hold with it and those before it gone: any choice of
         them keeps the rules (taking less only keeps more). Gang preemption's search then
         finds the fewest that make room for minMember members (docs/gang.md). Also why none,
@@ -757,6 +775,35 @@ class _Checks:
     def _refuse(self, why: str) -> None:
         if why not in self.refusals:
             self.refusals.append(why)
+
+
+def summed_requests(state: ClusterState, pods: Iterable[Pod]) -> dict[str, int]:
+    """The pods' requests together, by resource name."""
+    total: dict[str, int] = {}
+    for pod in pods:
+        for resource, amount in state.requests_by_name(pod).items():
+            total[resource] = total.get(resource, 0) + amount
+    return total
+
+
+def first_members_asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:
+    """What placing the pod asks of its queue, judged outside its group's placement: its own
+    requests, or for a gang member those of the members its group must place at once with
+    it (minMember less those bound or done, `pod` first, then in the group's order: priority,
+    name); the members beyond minMember join later, one by one, as upstream coscheduling
+    starts minMember first (docs/queues.md#admission, docs/queues.md#reclaim)."""
+    key = group_key_of(pod)
+    group = state.groups.by_key.get(key) if key is not None else None
+    if group is None or not group.gang:
+        return state.requests_by_name(pod)
+    pods = state.pods
+    members = [pods.by_key[k] for k in sorted(state.groups.members.get(group.key, ()))]
+    done = sum(1 for m in members if m.key in pods.bound or m.phase == "Succeeded")
+    others = sorted(
+        (m for m in members if m.key in pods.pending and m.key != pod.key),
+        key=lambda m: (-(m.priority or 0), m.key),
+    )
+    return summed_requests(state, [pod, *others[: max(group.min_member - done - 1, 0)]])
 
 
 def _inside_window(reclaimer: Reclaimer, pod: Pod, at: float) -> bool:

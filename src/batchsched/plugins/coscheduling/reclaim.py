@@ -1,8 +1,10 @@
 """Gang reclaim (docs/queues.md#reclaim): a gang of queue Q that fits nowhere, also not by
 preemption inside Q, takes back room other queues borrowed, the way gang preemption finds
 room (docs/gang.md): the fewest units, in reclaim's victim order, that let minMember members
-fit at once, all or nothing. The units and the rules they keep are the reclaim strategy's
-(the Queues plugin, preemption/reclaim.py); this module only places the members.
+fit at once, all or nothing. It reclaims for those members only (minMember first, as upstream
+coscheduling starts a gang): the others join later, one by one. The units and the rules
+they keep are the reclaim strategy's (the Queues plugin, preemption/reclaim.py); this module
+only places the members.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from batchsched.plugins.coscheduling.preemption import (
     find_victims,
     units_of,
 )
-from batchsched.preemption.reclaim import ReclaimStrategy
+from batchsched.preemption.reclaim import ReclaimStrategy, summed_requests
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.nodes import BoolArray, IntArray
 from batchsched.state.topology import domains, pinned_domain
@@ -55,10 +57,10 @@ def reclaim_for_group(
         for other in state.nodes.pods_on[row].values()
     ):
         return "reclaim: waiting for the victims of an earlier reclaim to go.", [], math.inf
-    asks: dict[str, int] = {}
-    for pod in pending:
-        for resource, amount in state.requests_by_name(pod).items():
-            asks[resource] = asks.get(resource, 0) + amount
+    # minMember first, as upstream coscheduling starts a gang: the members this attempt
+    # places are what it asks of its queue's share; the rest join later, one by one.
+    first = pending[: max(need, 1)]
+    asks = summed_requests(state, first)
     rule = VictimRule(state, lead, 0, now, lambda name: (False, None))
     own = {m.key for m in members}
 
@@ -73,7 +75,7 @@ def reclaim_for_group(
         if not given.leaf or not given.units:
             return given.leaf, None, given.message, 0
         index = UnitIndex(state, rule, (), units_of(rule, given.units))
-        fit = GroupFit(attempt.framework, state, now, group, free, pending, need, index, within)
+        fit = GroupFit(attempt.framework, state, now, group, free, first, need, index, within)
         takeable = sum(len(unit) for unit in given.units)
         return given.leaf, find_victims(fit, index.usable(state, own)), "", takeable
 

@@ -14,7 +14,9 @@ validated as upstream validates them and otherwise only kept for configuration c
 Pods already terminating (a victim of an earlier cycle, or deleted by someone) are not taken
 again: their room is counted as coming free. Upstream would pick a terminating lower-priority
 pod as a victim again and delete it twice; counting it as free gives the same node its room
-without a second eviction, and a node that then fits with no victims at all is the best choice.
+without a second eviction, and a node that then fits with no victims at all is the best choice
+(the pod is nominated to wait for that room) unless the pod is in a queue that would go over
+its fair share with it: a borrowing pod takes room only once free (docs/queues.md#reclaim).
 
 Decisions: `Evict` per victim (the world sets DisruptionTarget/PreemptionByScheduler and
 emits the Preempted event from it), `Nominate(pod, None)` for lower-priority pods nominated to
@@ -44,6 +46,7 @@ from batchsched.plugins.args import ArgsReader
 from batchsched.preemption.evaluator import PreemptionStrategy, outranked_nominations
 from batchsched.preemption.gang_victims import GangSearchMemo, with_gang_victims
 from batchsched.preemption.reasons import NO_VICTIMS
+from batchsched.preemption.reclaim import Reclaimer
 from batchsched.preemption.search import PreemptionSearch
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
@@ -69,6 +72,7 @@ class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
             )
         self._search: PreemptionSearch | None = None
         self._gang_memo: GangSearchMemo | None = None
+        self._reclaimer: Reclaimer | None = None
 
     def events_to_register(self) -> Mapping[ClusterEvent, QueueingHint | None]:
         return {
@@ -91,6 +95,11 @@ class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
             and state.policy.preemption_policy_of(pod) != "Never"
             for pod in pods
         ]
+
+    def _reclaimer_for(self, state: ClusterState) -> Reclaimer:
+        if self._reclaimer is None or self._reclaimer.state is not state:
+            self._reclaimer = Reclaimer(state)
+        return self._reclaimer
 
     def search(self, state: ClusterState) -> PreemptionSearch:
         if self._search is None or self._search.state is not state:
@@ -135,6 +144,18 @@ class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
         cycle.changes_at(search.protection_ends(rule))
         if found.row is None:
             return self._no_way(state, pod, diagnosis, dict(found.reasons), decisions)
+        if not found.victims and state.queues and state.nominations.get(pod.key) != found.row:
+            # Room only terminating pods free (a reclaim's victims, say) is waited for only
+            # by a pod whose queues stay within their fair shares (docs/queues.md#reclaim).
+            over = self._reclaimer_for(state).borrows(pod)
+            if over:
+                if pod.key in state.nominations:
+                    decisions.append(Nominate(pod.key, None))
+                return PostFilterResult(
+                    decisions=decisions,
+                    message=f"preemption: queue {over} would go over its fair share: it takes "
+                    "room once it is free, not by waiting for terminating pods.",
+                )
         node = state.nodes.name(found.row)
         reason = (
             f"{self.name}: preempted by {pod.key} (priority {priority}) to make room on node {node}"

@@ -35,11 +35,15 @@ from batchsched.framework.interface import (
 )
 from batchsched.objects.errors import shown
 from batchsched.objects.go_duration import go_duration_seconds
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader, ConfigError
 from batchsched.preemption.evaluator import outranked_nominations
-from batchsched.preemption.reclaim import GroupUnits, Reclaimer, ReclaimStrategy
+from batchsched.preemption.reclaim import (
+    GroupUnits,
+    Reclaimer,
+    ReclaimStrategy,
+    first_members_asks,
+)
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.queue_decay import Decay
@@ -101,7 +105,7 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
             usage = _with(state, member.queue, usage, placed)
             asks = state.requests_by_name(cycle.pod)
         else:
-            asks = _asks(state, cycle.pod)
+            asks = first_members_asks(state, cycle.pod)
         # Room a reservation of another pod or gang holds counts as used (docs/backfill.md).
         reserved = reserved_usage(state, holders_of(cycle.pod))
         blocked = state.queues.blocking(member.queue, usage, asks, reserved)
@@ -170,29 +174,6 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
         if self._reclaimer is None or self._reclaimer.state is not state:
             self._reclaimer = Reclaimer(state)
         return self._reclaimer
-
-
-def _asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:
-    """What placing the pod asks of its queue, judged outside its group's placement: its own
-    requests, or for a gang member those of the members its group must place at once with
-    it (minMember less those bound or done, `pod` first, then in the group's order: priority,
-    name); the members beyond minMember join later, one by one (docs/queues.md#admission)."""
-    key = group_key_of(pod)
-    group = state.groups.by_key.get(key) if key is not None else None
-    if group is None or not group.gang:
-        return state.requests_by_name(pod)
-    pods = state.pods
-    members = [pods.by_key[k] for k in sorted(state.groups.members.get(group.key, ()))]
-    done = sum(1 for m in members if m.key in pods.bound or m.phase == "Succeeded")
-    others = sorted(
-        (m for m in members if m.key in pods.pending and m.key != pod.key),
-        key=lambda m: (-(m.priority or 0), m.key),
-    )
-    total = dict(state.requests_by_name(pod))
-    for member in others[: max(group.min_member - done - 1, 0)]:
-        for resource, amount in state.requests_by_name(member).items():
-            total[resource] = total.get(resource, 0) + amount
-    return total
 
 
 def _with(state: ClusterState, leaf: str, usage: Usage, placed: Sequence[Pod]) -> Usage:

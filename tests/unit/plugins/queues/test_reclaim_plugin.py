@@ -13,6 +13,7 @@ from batchsched.framework.interface import Cycle
 from batchsched.objects.load import load_text
 from batchsched.objects.parse import parse_time
 from batchsched.objects.records import PodCondition
+from batchsched.preemption.reclaim import first_members_asks
 from batchsched.scheduling.scheduler import Scheduler
 from tests.paths import ROOT
 
@@ -109,3 +110,39 @@ def test_a_victim_reported_with_its_disruption_target_condition_is_not_taken_twi
     victim = state.pods.by_key["default/b-2"]
     state.upsert_pod(replace(victim, deletion_timestamp=None, conditions=(stale,)))
     assert state.pods.terminating == {"default/b-4"}
+
+
+SPARE = ROOT / "tests" / "scenarios" / "queues" / "reclaim-spare-room.yaml"
+
+
+def test_room_a_reclaim_frees_beyond_its_need_is_waited_for_only_within_fair_share() -> None:
+    # b's p-1 (1 GPU) takes a-big (4 GPUs) back: 3 GPUs more come free on n1. b's p-2 (3 GPUs)
+    # would take b to 9 of its 8: it is not nominated to wait for them (else, bound there,
+    # it makes b borrow what a lost and a takes it back). a's q-1 (a at 8 of 8) waits for
+    # them; q-2 (9 of 8) does not either.
+    scheduler = Scheduler(build_state(load_text(SPARE.read_text(), str(SPARE))), default_config())
+    first = scheduler.schedule_pass(AT)
+    assert [d.pod for d in first if isinstance(d, Evict)] == ["default/a-big"]
+    nominated = scheduler.state.nominations
+    assert {key: scheduler.state.nodes.name(row) for key, row in nominated.items()} == {
+        "default/p-1": "n1",
+        "default/q-1": "n1",
+    }
+    said = {d.pod: d.message for d in first if isinstance(d, Unschedulable)}
+    assert (
+        "preemption: queue b would go over its fair share: it takes room once it is free"
+        in (said["default/p-2"])
+    )
+    assert "queue a would go over its fair share" in said["default/q-2"]
+
+
+MIN_MEMBER = ROOT / "tests" / "scenarios" / "queues" / "reclaim-gang-min-member.yaml"
+
+
+def test_a_gang_asks_its_queue_for_the_members_its_attempt_places() -> None:
+    # minMember 2 of four pending members of 4 GPUs: 8 GPUs (team-a's fair share), not 16.
+    state = build_state(load_text(MIN_MEMBER.read_text(), str(MIN_MEMBER)))
+    lead = state.pods.by_key["ml/train-0"]
+    assert first_members_asks(state, lead)["nvidia.com/gpu"] == 8
+    first = Scheduler(state, default_config()).schedule_pass(AT)
+    assert sorted(d.pod for d in first if isinstance(d, Evict)) == ["ml/b-2", "ml/b-4"]
