@@ -3,7 +3,8 @@ priority preemption inside Q, takes back room that other queues borrowed.
 
 Q and a victim's queue V are compared at the children of their lowest common ancestor (the
 roots when they share none): Q's level and V's level. V's pods may go when
-- Q's level stays within its fair share with the pod admitted (dominant ratio <= 1);
+- Q's level, and every queue from Q up to it, stays within its fair share with the pod
+  admitted (dominant ratio <= 1);
 - V's level is above its fair share (dominant ratio > 1: it borrows);
 - after the evictions V's level's dominant ratio is still >= Q's level's with the pod
   admitted, so two queues never take the same room from each other back and forth;
@@ -159,6 +160,10 @@ class Reclaimer:
         tree = self.state.queues
         usage = self.state.queue_staying_usage()
         own_path = [q.name for q in tree.path(leaf)]
+        # Every queue the pod joins, from its leaf up to its level, stays within its fair share
+        # (as KAI checks the reclaimer's whole path): a leaf over its share inside its level
+        # would have its sibling take the room straight back.
+        own_ratios = [tree.dominant_ratio(q, usage, shares, added[q]) for q in own_path]
         found = []
         for other in sorted(usage):
             if other == leaf or not tree.is_leaf(other):
@@ -169,12 +174,13 @@ class Reclaimer:
             ancestor = path[common].name if common < len(path) else None
             mine = own_path.index(ancestor) - 1 if ancestor is not None else len(own_path) - 1
             own_level = own_path[mine]
-            target = tree.dominant_ratio(own_level, usage, shares, added[own_level])
+            target = own_ratios[mine]
             ratio = tree.dominant_ratio(level, usage, shares, {})
             below = tuple(path[:common])
             refused = ""
-            if target > 1:
-                refused = f"{own_level} would go over its fair share"
+            over = next((own_path[i] for i in range(mine + 1) if own_ratios[i] > 1), "")
+            if over:
+                refused = f"{over} would go over its fair share"
             elif ratio <= 1:
                 refused = f"{level} is within its fair share"
             elif ratio < target:

@@ -254,6 +254,20 @@ def test_queues_are_compared_below_their_common_ancestor() -> None:
     assert victims(found) == ["default/b2"]
 
 
+def test_every_queue_the_pod_joins_up_to_its_level_stays_within_its_share() -> None:
+    # org holds a and b; c is another root and borrows. The roots compare (org 2000/6000
+    # with the pod against c's 8000/2000), but a itself would be at 2000/1000: over its share
+    # inside org, it would take b's room there (b would take it back). KAI checks the
+    # reclaimer's whole path alike.
+    queues = (queue("org"), queue("a", "org"), queue("b", "org"), queue("c"))
+    pods = [in_queue(f"c{i}", 2000, "c", on=f"n{1 + i // 2}") for i in range(4)]
+    shares: Shares = {"org": {"cpu": 6000}, "c": {"cpu": 2000}, "a": {"cpu": 1000}}
+    found = reclaim(world(*pods, queues=queues), {**shares, "b": {"cpu": 5000}})
+    assert found.row is None and found.message == "reclaim: a would go over its fair share."
+    shares = {**shares, "a": {"cpu": 2000}, "b": {"cpu": 4000}}
+    assert len(victims(reclaim(world(*pods, queues=queues), shares))) == 1
+
+
 def test_nothing_to_say_without_other_queues_in_use() -> None:
     found = reclaim(world())
     assert found.row is None and found.message == "" and found.changes_at == math.inf
