@@ -286,8 +286,12 @@ class Pods:
         """Keys of the pods removed since the last call (for what is kept per pod outside the
         state: the scheduler's plugins forget them)."""
         departed = self._departed
+        if not departed:
+            return set()
         self._departed = set()
-        return departed - self.by_key.keys()
+        # Each key looked up: `set - dict.keys()` walks every known pod (each pass).
+        by_key = self.by_key
+        return {key for key in departed if key not in by_key}
 
     def drain_pending_changes(self) -> set[str]:
         """Keys whose pending status changed since the last call (for the scheduling queue)."""

@@ -46,3 +46,14 @@ def test_owner_pods_are_counted_while_a_pod_names_them() -> None:
     assert state.pods.is_owner(driver) and not state.pods.is_owner(executor)
     state.remove_pod(executor.key)
     assert not state.pods.is_owner(driver)
+
+
+def test_departed_pods_are_those_removed_and_not_back_each_told_once() -> None:
+    gone, back, staying = pending("gone", 100, 0), pending("back", 100, 0), pending("stay", 100, 0)
+    state = state_with(gone, back, staying)
+    assert state.pods.drain_departed() == set()
+    state.remove_pod(gone.key)
+    state.remove_pod(back.key)
+    state.upsert_pod(pending("back", 100, 0))  # reported again before the pass: not departed
+    assert state.pods.drain_departed() == {gone.key}
+    assert state.pods.drain_departed() == set()
