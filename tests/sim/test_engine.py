@@ -129,7 +129,7 @@ def test_fragmentation_follows_the_changed_nodes_exactly() -> None:
     jobs = [job(f"j{i}", gpus=1 + i % 8, work=50.0 + 17 * i, submit=5.0 * i) for i in range(30)]
     sim = simulation(nodes, jobs)
     seen = []
-    while sim._events:
+    while sim._first_event_time() is not None:
         sim.advance(sim.now + 7.0)
         state, col = sim.state, state_col(sim)
         free, alloc = (

@@ -53,6 +53,8 @@ class PodGroupStatusController:
     ) -> list[Decision]:
         state = self.state
         decisions: list[Decision] = []
+        if not (changed or evicted or self._reserved or state.start_reservations.by_holder):
+            return decisions  # no group to look at (most passes)
         disrupted = disruption_targets(state, evicted)
         held = {
             holder.removeprefix("PodGroup "): reservation

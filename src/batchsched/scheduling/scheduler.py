@@ -163,13 +163,14 @@ class Scheduler:
         made, so a live caller can write a binding before the rest of the pass is decided.
         The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
-        self.state.advance_queue_usage(now.timestamp())
+        stamp = now.timestamp()
+        self.state.advance_queue_usage(stamp)
         for plugins in self.wait_plugins.values():
             for waiter in plugins:
                 waiter.before_pass(self.state, now)
         self._follow_reservations()
-        self.queue.refresh(now.timestamp(), self.state.generation)
-        self._instant = now.timestamp()
+        self.queue.refresh(stamp, self.state.generation)
+        self._instant = stamp
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
             try:
@@ -177,7 +178,9 @@ class Scheduler:
             except Exception as err:  # one pod's bug must not stop the others
                 step = self._internal_error(entry.pod, err, now)
             self._follow_reservations()
-            evicted.extend(d for d in step if isinstance(d, Evict))
+            for decision in step:
+                if isinstance(decision, Evict):
+                    evicted.append(decision)
             yield step
         changed = self.state.groups.drain_changes()
         for plugin in self.group_plugins:

@@ -164,9 +164,12 @@ class Simulation:
         self.jobs: list[JobRun] = []
         with fewer_collections():
             for spec in jobs:
-                run = JobRun(spec, _record(spec))
-                self.jobs.append(run)
-                self._push(spec.submit, Kind.SUBMIT, run)
+                self.jobs.append(JobRun(spec, _record(spec)))
+        # The submissions, known from the start, wait in submission order beside the heap of
+        # the events the run makes (a heap of every job would be deeper for each of those):
+        # at one time they come first, in job order, as if pushed before any other event.
+        self._submits = sorted(self.jobs, key=lambda run: run.spec.submit)
+        self._submitted = 0  # how many of them were taken
         self._unit_of: dict[str, Unit] = {}
         # When each unschedulable pod last failed: the queue retries a pod after
         # max_unschedulable_seconds even if nothing changed, and the clock must stop there.
@@ -228,9 +231,8 @@ class Simulation:
                     self.now = max(self.now, horizon)
                     return
                 self.now = t
-                while self._events and self._events[0][0] <= t:
-                    _, _, kind, payload = heapq.heappop(self._events)
-                    self._handle(kind, payload)
+                while (event := self._next_event(t)) is not None:
+                    self._handle(*event)
                 self._schedule()
                 self._sample()
                 if progress is not None:
@@ -251,9 +253,9 @@ class Simulation:
 
         With no event left nothing can change any more: pods still pending stay pending.
         """
-        if not self._events:
+        t = self._first_event_time()
+        if t is None:
             return None
-        t = self._events[0][0]
         wakeup = self.scheduler.queue.next_wakeup()
         if wakeup is not None:
             # A wakeup the last pass did not reach is a rounding artefact: step past it.
@@ -284,8 +286,10 @@ class Simulation:
         while True:
             generation = self.state.generation
             decisions = []
+            held = self.state.start_reservations.by_holder
             for step in self.scheduler.pass_steps(self._clock(self.now)):
-                self._watch_reservations(step)
+                if held:
+                    self._watch_reservations(step)
                 decisions.extend(step)
             self.apply(decisions)
             applied.extend(decisions)
@@ -296,8 +300,6 @@ class Simulation:
         """As the pass goes: each job's first expected start, and the jobs bound on nodes
         reserved for another (backfilled; docs/backfill.md)."""
         held = self.state.start_reservations
-        if not held.by_holder:
-            return
         row_of = self.state.nodes.row_of
         for decision in step:
             if isinstance(decision, Bind):
@@ -329,6 +331,28 @@ class Simulation:
     def _push(self, t: float, kind: Kind, payload: object) -> None:
         self._seq += 1
         heapq.heappush(self._events, (t, self._seq, kind, payload))
+
+    def _first_event_time(self) -> float | None:
+        """When the next event is due; None when none is left."""
+        events, submits, taken = self._events, self._submits, self._submitted
+        if taken < len(submits):
+            due = submits[taken].spec.submit
+            return due if not events or due <= events[0][0] else events[0][0]
+        return events[0][0] if events else None
+
+    def _next_event(self, t: float) -> tuple[Kind, object] | None:
+        """The next event due at `t` or before, taken off (a submission first at one time)."""
+        events, submits, taken = self._events, self._submits, self._submitted
+        if taken < len(submits):
+            run = submits[taken]
+            due = run.spec.submit
+            if due <= t and (not events or due <= events[0][0]):
+                self._submitted = taken + 1
+                return Kind.SUBMIT, run
+        if events and events[0][0] <= t:
+            _, _, kind, payload = heapq.heappop(events)
+            return kind, payload
+        return None
 
     def _handle(self, kind: Kind, payload: object) -> None:
         if kind is Kind.SUBMIT:

@@ -172,6 +172,8 @@ class Nominations(MutableMapping[str, int]):
 
         None when no such nomination holds anything (the caller keeps `free` as it is).
         """
+        if not self._levels:
+            return None
         priority = pod.priority or 0
         low = min((p for p in self._levels if p >= priority), default=None)
         if low is None:

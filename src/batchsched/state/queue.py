@@ -21,11 +21,14 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from batchsched.framework.signature import HintGroup
 from batchsched.objects.records import Pod
 from batchsched.state.shape_group import ShapeGroup
+
+# A timed record: (time, version, pod key) or (time, group id, version).
+Timed = TypeVar("Timed", tuple[float, int, str], tuple[float, int, int])
 
 SortKeyValue = tuple[Any, ...]
 SortKey = Callable[[Pod, float], SortKeyValue]
@@ -364,11 +367,12 @@ class SchedulingQueue:
     def _follow_state(self) -> None:
         """Between attempts of a pass: wake the parked groups if the state moved, and decide
         how the group of the member just tried goes on."""
-        if self.hints is None:
+        hints = self.hints
+        if hints is None:
             return
-        seen = self.hints.failed_as_is  # bound once: called per attempt
-        marks = self.hints.marks()
-        if marks != self._seen:
+        # The marks are made only while groups are parked (most passes park none); the first
+        # group to park notes them.
+        if self._parked and (marks := hints.marks()) != self._seen:
             self._seen = marks
             # Their members up to the entry just tried were told at once (nothing had moved);
             # from there on they are tried again.
@@ -387,7 +391,9 @@ class SchedulingQueue:
             self._drop(group)
             return
         group.after = order
-        if seen(key):
+        if hints.failed_as_is(key):
+            if not self._parked:
+                self._seen = hints.marks()  # nothing moved the cluster since this call began
             group.where = "parked"
             group.version += 1
             self._parked.append(group)
@@ -401,6 +407,7 @@ class SchedulingQueue:
                 group.where = "unschedulable"
                 group.after = None
         self._parked = []
+        self._seen = None  # read only while groups are parked
         self._last_orders = {}
         for group in self._groups.values():
             group.fresh.clear()
@@ -458,6 +465,11 @@ class SchedulingQueue:
 
     def refresh(self, now: float, generation: int) -> None:
         """Move pods whose wait is over to the active queue."""
+        if not self._entries:
+            # Nothing waits (`remove` let the pods' timed records go with the last of them);
+            # a group's record left names a group no pod will join again.
+            self._group_backoff.clear()
+            return
         woken: dict[str, str] = {}
         while (due := self._next_wakeup_entry()) is not None and due[0] <= now:
             woken[heapq.heappop(self._wakeups)[2]] = "RetryTime"
@@ -521,7 +533,7 @@ class SchedulingQueue:
         """The waiting groups a change since they were last judged may help, as their hint
         says, counted under the event it names. `moved_only`: only once something moved
         the generation (as every retry waits for a change in a cluster)."""
-        if self.hints is None:
+        if self.hints is None or not self._groups:
             return []
         marks = self.hints.marks()
         judged: list[ShapeGroup] = []
@@ -580,15 +592,18 @@ class SchedulingQueue:
 
     def next_wakeup(self) -> float | None:
         """When the earliest backing-off or woken pod becomes active (for a simulator's clock)."""
+        if not (self._wakeups or self._backoff or self._group_backoff):
+            return None  # asked at each instant: most often nothing waits on time
         times = []
         if (wakeup := self._next_wakeup_entry()) is not None:
             times.append(wakeup[0])
-        for expiry, version, key in sorted(self._backoff):
+        # Asked at each instant: the heap's top, when current, is the earliest without sorting.
+        for expiry, version, key in _in_order(self._backoff):
             entry = self._entries.get(key)
             if entry is not None and entry.version == version:
                 times.append(expiry)
                 break
-        for expiry, group_id, version in sorted(self._group_backoff):
+        for expiry, group_id, version in _in_order(self._group_backoff):
             group = self._group_ids.get(group_id)
             if group is not None and group.version == version:
                 times.append(expiry)
@@ -609,3 +624,10 @@ class SchedulingQueue:
             where = where if where in ("backoff", "unschedulable") else "active"
             counts[where] += 1
         return counts
+
+
+def _in_order(heap: list[Timed]) -> Iterator[Timed]:
+    """A heap's records, earliest first: its top, then (only if read past it) the rest sorted."""
+    if heap:
+        yield heap[0]
+        yield from sorted(heap)[1:]

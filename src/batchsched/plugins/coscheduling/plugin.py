@@ -478,7 +478,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         status is the PodGroup status controller's)."""
         state = self.state
         decisions: list[Decision] = []
-        if state is None:
+        if state is None or not (changed or evicted):
             return decisions
         for key in sorted(changed | set(disruption_targets(state, evicted))):
             group = state.groups.by_key.get(key)
