@@ -204,3 +204,68 @@ def test_plan_is_the_first_moment_the_members_pack(
         assert share[0] <= gpus + sum(r[1] for r in gone)
         assert share[1] <= cpus + sum(r[2] for r in gone)
     assert sum(int(s[0]) for s in plan.shares.values()) == sum(g for g, _ in members)
+
+
+_BLOCKS = st.lists(
+    st.tuples(
+        st.integers(0, 4),  # node index (clipped to the nodes)
+        st.one_of(st.none(), st.integers(0, 240)),  # start, minutes from now (None: already)
+        st.one_of(st.none(), st.integers(1, 240)),  # length in minutes (None: for good)
+        st.integers(1, 8),  # GPUs held
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), _RUNNING), min_size=1, max_size=5),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(0, 4)), min_size=1, max_size=4),
+    _BLOCKS,
+    st.one_of(st.none(), st.integers(1, 240)),
+)
+def test_a_plan_never_takes_room_earlier_reservations_hold_during_its_stay(
+    layout: list[tuple[int, int, list[tuple[int, int, int | None]]]],
+    members: list[tuple[int, int]],
+    held: list[tuple[int, int | None, int | None, int]],
+    stay: int | None,
+) -> None:
+    nodes: list[Node] = [
+        (f"n{i}", g, c, [(f"p{i}-{j}", *r) for j, r in enumerate(running)])
+        for i, (g, c, running) in enumerate(layout)
+    ]
+    spans = [
+        (
+            min(i, len(nodes) - 1),
+            -math.inf if begin is None else NOW + begin * MINUTE,
+            math.inf if length is None else NOW + ((begin or 0) + length) * MINUTE,
+            gpus,
+        )
+        for i, begin, length, gpus in held
+    ]
+    blocks = Blocks(
+        np.array([s[0] for s in spans], dtype=np.intp),
+        np.array([s[1] for s in spans], dtype=np.float64),
+        np.array([s[2] for s in spans], dtype=np.float64),
+        np.array([[s[3], 0] for s in spans], dtype=np.int64).reshape(-1, 2),
+    )
+    length = math.inf if stay is None else stay * MINUTE
+    plan = _plan(nodes, members, length, blocks)
+    if plan is None:
+        return
+    start = math.inf if plan.start is None else plan.start
+    # At the start and wherever a block begins during the stay, each share fits the room
+    # the pods ended by then leave, less what the blocks hold then.
+    moments = {start} | {b for _, b, _, _ in spans if start < b < start + length}
+    for when in moments:
+        for i, share in plan.shares.items():
+            _, gpus, _, running = nodes[i]
+            ended = [
+                r
+                for r in running
+                if math.isinf(when) or (r[3] is not None and NOW + r[3] * MINUTE <= when)
+            ]
+            holding = sum(
+                g for n, b, u, g in spans if n == i and b <= when and (when < u or math.isinf(u))
+            )
+            assert share[0] <= gpus + sum(r[1] for r in ended) - holding, (when, i)
