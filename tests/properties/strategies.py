@@ -76,3 +76,71 @@ def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[di
                 )
             )
     return manifests
+
+
+# A pod's stated runtime in minutes, or none (docs/backfill.md).
+BOUNDS = st.one_of(st.none(), st.sampled_from([10, 30, 45, 60, 90, 120, 240]))
+GPUS = st.integers(1, 8)
+
+
+def stated(minutes: int | None) -> dict[str, str]:
+    """The annotations stating `minutes` as a pod's runtime (none for None)."""
+    return {} if minutes is None else {"batchsched.io/max-runtime": f"{minutes}m"}
+
+
+@st.composite
+def reserving_clusters(
+    draw: st.DrawFn,
+    sizes: st.SearchStrategy[int] = GPUS,
+    running: int = 2,
+    pending: int = 8,
+) -> list[dict[str, Any]]:
+    """GPU nodes with up to `running` pods each that state runtimes (or none), and up to
+    `pending` pending pods of `sizes` GPUs that have waited long enough to reserve (or not),
+    stating runtimes (or none): reservations hold room, some pods backfill, others are kept
+    off (docs/backfill.md)."""
+    manifests: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(1, 4))):
+        manifests.append(node(f"n{i}", cpu="64", nvidia_com__gpu="8"))
+        for j, (gpus, minutes) in enumerate(
+            draw(st.lists(st.tuples(st.integers(1, 4), BOUNDS), max_size=running))
+        ):
+            manifests.append(
+                pod(
+                    f"r{i}-{j}",
+                    node_name=f"n{i}",
+                    phase="Running",
+                    annotations=stated(minutes),
+                    scheduled_at=f"2026-11-22T09:{10 * j:02d}:00Z",
+                    extra_requests={"nvidia.com/gpu": str(gpus)},
+                )
+            )
+    for k, (gpus, minutes, old) in enumerate(
+        draw(st.lists(st.tuples(sizes, BOUNDS, st.booleans()), max_size=pending))
+    ):
+        manifests.append(
+            pod(
+                f"p{k}",
+                annotations=stated(minutes),
+                created=f"2026-11-22T0{8 if old else 9}:{k:02d}:00Z",
+                extra_requests={"nvidia.com/gpu": str(gpus)},
+            )
+        )
+    return manifests
+
+
+def one_node_reserved() -> list[dict[str, Any]]:
+    """n0, half taken until 10:30 by `r0` (4 GPUs, 1 h from 09:30), and `p0` (8 GPUs, old
+    enough) that reserves it from then: an example's start."""
+    return [
+        node("n0", cpu="64", nvidia_com__gpu="8"),
+        pod(
+            "r0",
+            node_name="n0",
+            phase="Running",
+            annotations=stated(60),
+            scheduled_at="2026-11-22T09:30:00Z",
+            extra_requests={"nvidia.com/gpu": "4"},
+        ),
+        pod("p0", created="2026-11-22T08:00:00Z", extra_requests={"nvidia.com/gpu": "8"}),
+    ]

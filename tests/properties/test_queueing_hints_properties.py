@@ -32,9 +32,9 @@ from batchsched.plugins.noderesources.fit import NodeResourcesFit
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from benchmarks.workloads import contended
-from tests.builders import node, pod
+from tests.builders import pod
 from tests.conftest import NOW, objects_of
-from tests.properties.strategies import clusters
+from tests.properties.strategies import clusters, one_node_reserved, reserving_clusters, stated
 from tests.properties.test_gang_properties import gang_clusters, preemption_clusters
 from tests.properties.test_inter_pod_properties import clusters as inter_pod_clusters
 
@@ -259,48 +259,6 @@ def _pod(name: str, amounts: tuple[int, ...], node: str = "") -> Pod:
     return Pod("ns", name, requests=dict(zip(_ROOM, amounts, strict=True)), node_name=node)
 
 
-_BOUND = st.one_of(st.none(), st.sampled_from([10, 30, 45, 60, 90, 120, 240]))
-
-
-@st.composite
-def _reserving_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """GPU nodes with running pods that state runtimes (or none), and pending pods that have
-    waited long enough to reserve (or not), stating runtimes (or none): reservations hold
-    room, some pods backfill, others are kept off (docs/backfill.md)."""
-    manifests: list[dict[str, Any]] = []
-    for i in range(draw(st.integers(1, 4))):
-        manifests.append(node(f"n{i}", cpu="64", nvidia_com__gpu="8"))
-        for j, (gpus, minutes) in enumerate(
-            draw(st.lists(st.tuples(st.integers(1, 4), _BOUND), max_size=2))
-        ):
-            manifests.append(
-                pod(
-                    f"r{i}-{j}",
-                    node_name=f"n{i}",
-                    phase="Running",
-                    annotations=_stated(minutes),
-                    scheduled_at=f"2026-11-22T09:{10 * j:02d}:00Z",
-                    extra_requests={"nvidia.com/gpu": str(gpus)},
-                )
-            )
-    for k, (gpus, minutes, old) in enumerate(
-        draw(st.lists(st.tuples(st.integers(1, 8), _BOUND, st.booleans()), max_size=8))
-    ):
-        manifests.append(
-            pod(
-                f"p{k}",
-                annotations=_stated(minutes),
-                created=f"2026-11-22T0{8 if old else 9}:{k:02d}:00Z",
-                extra_requests={"nvidia.com/gpu": str(gpus)},
-            )
-        )
-    return manifests
-
-
-def _stated(minutes: int | None) -> dict[str, str]:
-    return {} if minutes is None else {"batchsched.io/max-runtime": f"{minutes}m"}
-
-
 def _could_bind(state: ClusterState, now: datetime, pods: list[Pod]) -> list[str]:
     """Those of `pods` (pending, not nominated) that pass every filter on some node now, as
     a framework that never saw the cluster before finds (it keeps nothing from earlier
@@ -320,7 +278,7 @@ def _could_bind(state: ClusterState, now: datetime, pods: list[Pod]) -> list[str
 
 @SETTINGS
 @given(
-    _reserving_clusters(),
+    reserving_clusters(),
     # Between passes: minutes passing, and which pods end or are deleted (by place among the
     # running, then the pending ones).
     st.lists(st.tuples(st.integers(1, 90), st.lists(st.integers(0, 9), max_size=3)), max_size=4),
@@ -329,19 +287,10 @@ def _could_bind(state: ClusterState, now: datetime, pods: list[Pod]) -> list[str
 # Backfill alone (it fits by room); the holder is deleted: only Backfill's hint can wake it.
 @example(
     manifests=[
-        node("n0", cpu="64", nvidia_com__gpu="8"),
-        pod(
-            "r0",
-            node_name="n0",
-            phase="Running",
-            annotations=_stated(60),
-            scheduled_at="2026-11-22T09:30:00Z",
-            extra_requests={"nvidia.com/gpu": "4"},
-        ),
-        pod("p0", created="2026-11-22T08:00:00Z", extra_requests={"nvidia.com/gpu": "8"}),
+        *one_node_reserved(),
         pod(
             "p1",
-            annotations=_stated(240),
+            annotations=stated(240),
             created="2026-11-22T08:01:00Z",
             extra_requests={"nvidia.com/gpu": "2"},
         ),

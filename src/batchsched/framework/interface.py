@@ -213,6 +213,20 @@ class Plugin:
         (e.g. its host ports): pods alike in all of these get the same answer."""
         return ()
 
+    def kin_reads(self, state: ClusterState, pod: Pod) -> Hashable:
+        """`reads` less what this plugin's answer depends on only through `verdicts`: pods
+        alike in these (and in all else a twin shares) whose verdicts are equal now get the
+        same answer from a whole attempt, so one's failure is told the other. All of `reads`
+        unless a plugin says `verdicts`."""
+        return self.reads(state, pod)
+
+    def verdicts(self, cycle: Cycle) -> Hashable:
+        """What this filter says now, node by node, of the pod on the nodes where pods alike
+        in `kin_reads` may be told apart (Backfill: the reserved nodes, which a pod's stated
+        runtime may let it onto); equal verdicts, equal answers on every node. Only for a
+        plugin whose `kin_reads` leaves something of `reads` out."""
+        return None
+
     def skips(self, state: ClusterState, pod: Pod) -> bool:
         """Whether this filter or score has nothing to say about `pod` now: every node passes
         and scores alike. Lets pods without inter-pod constraints keep the cheap paths."""

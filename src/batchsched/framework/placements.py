@@ -18,8 +18,10 @@ The runtime (framework/runtime.py) runs the extension points on top of these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,6 +44,7 @@ from batchsched.state.nodes import BoolArray, IntArray, rows_differ
 from batchsched.state.resources import Demand
 
 _CACHE_LIMIT = 4096
+_T = TypeVar("_T")
 _ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the room)
 # Refreshing a kept placement on at most this many rows goes row by row (`_refresh_rows`).
 _ROW_BY_ROW = 8
@@ -83,6 +86,15 @@ class _Placement:
     # `free` was a `Cycle.plain_room`: another such room differs from it only on rows the
     # log names.
     plain: bool = False
+    # The clock (seconds) between which its results hold with the rows unchanged: from when
+    # it was made to the earliest time a filter said its answer may change
+    # (`Cycle.changes_at`: Backfill's pass for a pod that ends before a reservation starts).
+    since: float = -math.inf
+    until: float = math.inf
+    # The dynamic filters and scores that skipped the pod when it was made: a refresh runs
+    # the others (`_RowPlan`). One whose skipping reads the cluster (Backfill, with no
+    # reservation) may stop skipping: it is made again then.
+    skipping: frozenset[Plugin] = frozenset()
 
 
 class Placements:
@@ -250,19 +262,29 @@ class Placements:
         slot = key if shared else (key, cycle.pod.priority or 0)
         placement = kept.get(slot)
         rows = state.nodes.rows
-        if placement is not None and placement.feasible.shape[0] == rows:
+        now = cycle.now.timestamp()
+        skipping = self.skipping(cycle)
+        if (
+            placement is not None
+            and placement.feasible.shape[0] == rows
+            and placement.since <= now < placement.until
+            and placement.skipping == skipping
+        ):
             changed = state.nodes.rows_changed_since(placement.mark)
             stale = None if changed is None else _stale_rows(cycle, placement, changed)
             if stale is not None:
                 if stale:
-                    self._refresh(cycle, placement, stale)
+                    current = placement
+                    _, until = _timed(cycle, lambda: self._refresh(cycle, current, stale))
+                    placement.until = min(placement.until, until)
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
                 placement.mark = state.nodes.change_mark()
                 placement.plain = cycle.plain_room
+                cycle.changes_at(placement.until)  # its kept rows' answers hold until then
                 return placement
         verdict = self.static_verdict(state, cycle, shapes)
-        feasible, total = self._fresh(cycle)
+        (feasible, total), until = _timed(cycle, lambda: self._fresh(cycle))
         placement = _Placement(
             verdict,
             state.nodes.change_mark(),
@@ -270,6 +292,9 @@ class Placements:
             total,
             free=None if shared else cycle.free.copy(order="K"),
             plain=cycle.plain_room,
+            since=now,
+            until=until,
+            skipping=skipping,
         )
         if len(kept) >= limit:
             kept.clear()
@@ -409,3 +434,14 @@ def record_rejections(
             into.append(Rejection(rej.reason, nodes, rej.resolvable, rej.still_fails))
             failed = nodes if failed is None else failed | nodes
     return failed
+
+
+def _timed(cycle: Cycle, work: Callable[[], _T]) -> tuple[_T, float]:
+    """What `work` finds on `cycle`, and when its answers may change with the cluster
+    unchanged (the earliest `Cycle.changes_at` it made; the cycle keeps that too)."""
+    held = cycle.holds_until
+    cycle.holds_until = math.inf
+    found = work()
+    until = cycle.holds_until
+    cycle.holds_until = min(held, until)
+    return found, until

@@ -8,7 +8,8 @@ that changed; the plugins reading other nodes' pods run on top of it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
+from datetime import datetime
 
 import numpy as np
 
@@ -87,9 +88,13 @@ class Framework:
         # What the pods read (framework/signature.py) and of what the filters and scores
         # found, what is kept (framework/placements.py). The hot paths' lookups bound once.
         dynamic = list(dict.fromkeys([*self.dynamic_filters, *self.score_plugins]))
+        readers = [p for p in dynamic if type(p).reads is not Plugin.reads]
+        # The filters that judge part of what they read by their verdicts (Backfill).
+        self._judges = [p for p in self.dynamic_filters if type(p).verdicts is not Plugin.verdicts]
         self.shapes = ShapeKeys(
             [f.shape for f in self.static_filters],
-            [p.reads for p in dynamic if type(p).reads is not Plugin.reads],
+            [p.reads for p in readers],
+            [p.kin_reads for p in readers] if self._judges else (),
         )
         self._keys = self.shapes.keys
         self.placements = Placements(
@@ -104,6 +109,14 @@ class Framework:
         self._per_pod = [
             p for p in self.plugins.values() if type(p).forget_pods is not Plugin.forget_pods
         ]
+
+    def verdicts(self, state: ClusterState, pod: Pod, now: datetime) -> Hashable:
+        """What the filters that judge by verdicts say of the pod now (`Plugin.verdicts`):
+        with equal `ShapeKeys.kin_key`s, pods of equal verdicts get equal answers."""
+        if not self._judges:
+            return ()
+        cycle = Cycle(state, pod, now, state.pods.demand(pod), state.nodes.free)
+        return tuple([judge.verdicts(cycle) for judge in self._judges])
 
     # ---- pre-filter --------------------------------------------------------------------
 

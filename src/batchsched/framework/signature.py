@@ -17,10 +17,12 @@ its own:
 4. `Twins.shape`: the profile, the shape key, the priority, the preemption policy, the
    pod group and, with Queue objects, its queue (`ClusterState.queue_of`): equal answers
    from a whole attempt, post-filter (preemption) included. A failed pod's twins are told
-   its answer (`Twins.twin`: pods with a nomination have none, their own nomination
-   changes what they see), and the queue files a waiting pod under
-   `Twins.group`: the twin key (or the pod alone, if it has none) with the plugins that
-   rejected it names a `ShapeGroup`, whose members one hint answers for.
+   its answer (`Twins.twin`: the same with `kin_reads` for `reads`, so pods that differ
+   only in what a plugin judges by `verdicts` are twins while their verdicts are equal;
+   pods with a nomination have none, their own nomination changes what they see), and the
+   queue files a waiting pod under
+   `Twins.group`: the shape of a pod without a nomination (or the pod alone) with the
+   plugins that rejected it names a `ShapeGroup`, whose members one hint answers for.
 
 Of a pod's labels, a shape holds only those some pod's affinity term names
 (`Pods.term_label_keys`), so pods that differ by a label of their own (a job's name)
@@ -87,12 +89,23 @@ class ShapeKeys:
     `_MEMO_FLOOR`): a gang search or a pass asks for its pods in turn, and a smaller memo
     would drop each pod's entry before its next turn once more pods wait than it holds."""
 
-    def __init__(self, shapes: Sequence[ShapeOf], readers: Sequence[ReadsOf]) -> None:
+    def __init__(
+        self,
+        shapes: Sequence[ShapeOf],
+        readers: Sequence[ReadsOf],
+        kin_readers: Sequence[ReadsOf] = (),
+    ) -> None:
         self._shapes = list(shapes)  # the static filters', in filter order
         self._readers = list(readers)  # the other filters' and scores' `reads`
+        # The `kin_reads` of the plugins that judge the rest by `verdicts`, and the
+        # `reads` of the others.
+        self._kin_readers = list(kin_readers)
         # By pod key, for the version kept with its entry.
         self._memo: dict[
-            str, tuple[Pod, Demand, StaticShapes, Hashable | None, tuple[int, int, str]]
+            str,
+            tuple[
+                Pod, Demand, StaticShapes, Hashable | None, tuple[int, int, str], Hashable | None
+            ],
         ] = {}
 
     def static_shapes(self, pod: Pod) -> StaticShapes:
@@ -112,10 +125,20 @@ class ShapeKeys:
         if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
             shapes = self.static_shapes(pod)
             key = self._shape_key(state, pod, demand, shapes)
+            kin = key
+            if self._kin_readers and key is not None:
+                kin = _key_of(state, pod, demand, shapes, self._kin_readers)
             if len(self._memo) >= max(_MEMO_FLOOR, 2 * len(state.pods.pending)):
                 self._memo.clear()
-            memo = self._memo[pod.key] = (pod, demand, shapes, key, seen)
+            memo = self._memo[pod.key] = (pod, demand, shapes, key, seen, kin)
         return memo[2], memo[3]
+
+    def kin_key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
+        """The shape key with `kin_reads` in place of `reads` (the shape key itself when
+        no plugin judges by `verdicts`): pods of one kin key whose verdicts are equal get
+        equal filter results."""
+        self.keys(state, pod, demand)
+        return self._memo[pod.key][5]
 
     def forget(self, keys: Collection[str]) -> None:
         """These pods left (docs/live.md, memory)."""
@@ -129,12 +152,23 @@ class ShapeKeys:
     def _shape_key(
         self, state: ClusterState, pod: Pod, demand: Demand, shapes: StaticShapes
     ) -> Hashable | None:
-        if shapes is None:
-            return None
-        # The non-zero requests are what the resource scores read besides the demand.
-        nonzero = nonzero_of(pod)
-        read = tuple([reads(state, pod) for reads in self._readers])
-        return (shapes, demand.key, nonzero, read)
+        return _key_of(state, pod, demand, shapes, self._readers)
+
+
+def _key_of(
+    state: ClusterState,
+    pod: Pod,
+    demand: Demand,
+    shapes: StaticShapes,
+    readers: Sequence[ReadsOf],
+) -> Hashable | None:
+    """Level 3 with what `readers` return."""
+    if shapes is None:
+        return None
+    # The non-zero requests are what the resource scores read besides the demand.
+    nonzero = nonzero_of(pod)
+    read = tuple([reads(state, pod) for reads in readers])
+    return (shapes, demand.key, nonzero, read)
 
 
 class Twins:
@@ -146,6 +180,7 @@ class Twins:
         self._state = state
         self._dropped = dropped
         self._shapes: dict[str, Hashable | None] = {}
+        self._kin: dict[str, Hashable | None] = {}
         self._label_keys_seen = 0  # the size of state.pods.term_label_keys the shapes were made at
         self._membership: tuple[int, int, int] | None = None  # the queues they were made at
 
@@ -161,41 +196,58 @@ class Twins:
             self._label_keys_seen = len(state.pods.term_label_keys)
             self._membership = membership
             self._shapes.clear()
+            self._kin.clear()
             self._dropped()
 
     def forget(self, pod_key: str) -> None:
         self._shapes.pop(pod_key, None)
+        self._kin.pop(pod_key, None)
 
     def shape(self, profile: str, keys: ShapeKeys, pod: Pod) -> Hashable | None:
         """What an attempt of `profile` reads of the pod; None if a filter reads more."""
-        self.follow()
-        pod_key = pod.key
-        if pod_key in self._shapes:
-            return self._shapes[pod_key]
-        state = self._state
-        shape = keys.key(state, pod, state.pods.demand(pod))
-        # With queues, a pod's queue decides its admission, whom it may preempt and reclaim.
-        queue = state.queue_of(pod) if state.queues else None
-        found = (
-            None
-            if shape is None
-            else (profile, shape, pod.priority, pod.preemption_policy, group_key_of(pod), queue)
-        )
-        self._shapes[pod_key] = found
-        return found
+        return self._level(self._shapes, profile, keys.key, pod)
 
     def twin(self, profile: str, keys: ShapeKeys, pod: Pod) -> Hashable | None:
-        """A key shared by pods that must get the same answer in the current state: the
-        shape, for pods without a nomination."""
+        """A key shared by pods that get the same answer in the current state once their
+        plugins' `verdicts` are equal too: the shape with `kin_reads` for `reads`
+        (`ShapeKeys.kin_key`), for pods without a nomination."""
         if pod.key in self._state.nominations:
             return None
-        return self.shape(profile, keys, pod)
+        return self._level(self._kin, profile, keys.kin_key, pod)
+
+    def _level(
+        self,
+        kept: dict[str, Hashable | None],
+        profile: str,
+        key: Callable[[ClusterState, Pod, Demand], Hashable | None],
+        pod: Pod,
+    ) -> Hashable | None:
+        """`key` (level 3) with what the rest of an attempt reads of the pod, kept per pod
+        in `kept`."""
+        self.follow()
+        pod_key = pod.key
+        if pod_key in kept:
+            return kept[pod_key]
+        state = self._state
+        shape = key(state, pod, state.pods.demand(pod))
+        found = None
+        if shape is not None:
+            # With queues, a pod's queue decides its admission, whom it may preempt and
+            # reclaim.
+            queue = state.queue_of(pod) if state.queues else None
+            priority, policy = pod.priority, pod.preemption_policy
+            found = (profile, shape, priority, policy, group_key_of(pod), queue)
+        kept[pod_key] = found
+        return found
 
     def group(
         self, profile: str, keys: ShapeKeys, pod: Pod, rejected_by: frozenset[str]
     ) -> HintGroup:
         """The pods whose hints one check answers: those of one shape without a nomination
         (or the pod alone: a nominated pod's room is held for it, its twins would fail
-        where it fits) rejected by the same plugins."""
-        shape = self.twin(profile, keys, pod)
+        where it fits) rejected by the same plugins. The shape, not the twin key: a hint
+        answers for the pod it is asked about, and pods told apart by their verdicts may
+        get other answers."""
+        nominated = pod.key in self._state.nominations
+        shape = None if nominated else self.shape(profile, keys, pod)
         return (pod.key if shape is None else shape, rejected_by)

@@ -84,6 +84,7 @@ class Scheduler:
         self._failed_shapes: dict[Hashable, _Failure] = {}
         self._failed_at: Hashable = None
         self._instant = -math.inf  # the time of the current pass, in seconds
+        self._pass_now: datetime | None = None  # the same as a datetime
         # Per queued pod, its shape (framework/signature.py); dropped when it changes. When
         # affinity terms come to read more labels, the failures and groups kept by the old
         # shapes go with them.
@@ -171,6 +172,7 @@ class Scheduler:
         self._follow_reservations()
         self.queue.refresh(stamp, self.state.generation)
         self._instant = stamp
+        self._pass_now = now
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
             try:
@@ -336,7 +338,7 @@ class Scheduler:
         # The twin key is made only when a failure is remembered, or to remember one: a pod
         # that binds (most do) needs none.
         if self._failed_shapes and self._failed_in_this_state():
-            failed = self._failed_twin(self._twin_key(framework, pod), now.timestamp())
+            failed = self._failed_twin(self._twin_key(framework, pod, now), now.timestamp())
             if failed is not None:
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
         # A nominated pod has no twin (`Twins.twin`), as it was when the attempt began.
@@ -380,7 +382,7 @@ class Scheduler:
             and pre.allowed_nodes is None  # restricted to some nodes: its answer is its own
             and len(decisions) == 1  # only the Unschedulable itself
             and cycle.holds_until > now.timestamp()
-            and (twin := self._twin_key(framework, pod)) is not None
+            and (twin := self._twin_key(framework, pod, now)) is not None
         ):
             failure = _Failure(message, rejected_by, now.timestamp(), cycle.holds_until)
             self._failed_in_this_state()[twin] = failure
@@ -402,8 +404,12 @@ class Scheduler:
         failed = self._failed_in_this_state().get(twin)
         return failed if failed is not None and failed.since <= now < failed.until else None
 
-    def _twin_key(self, framework: Framework, pod: Pod) -> Hashable | None:
-        return self.twins.twin(framework.profile.scheduler_name, framework.shapes, pod)
+    def _twin_key(self, framework: Framework, pod: Pod, now: datetime) -> Hashable | None:
+        """What a failure is remembered under: the pod's twin key and what the filters that
+        judge by verdicts say of it now (pods whose stated runtimes differ share a failure
+        while Backfill lets them onto the same reserved nodes, docs/backfill.md#cost)."""
+        twin = self.twins.twin(framework.profile.scheduler_name, framework.shapes, pod)
+        return None if twin is None else (twin, framework.verdicts(self.state, pod, now))
 
     def _group_of(self, framework: Framework, pod: Pod, rejected_by: frozenset[str]) -> HintGroup:
         return self.twins.group(
@@ -423,7 +429,9 @@ class Scheduler:
         entry = self.queue.entry(pod_key)
         if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
             return False
-        twin = self._twin_key(self.framework_for(entry.pod), entry.pod)
+        if self._pass_now is None:
+            return False
+        twin = self._twin_key(self.framework_for(entry.pod), entry.pod, self._pass_now)
         return self._failed_twin(twin, self._instant) is not None
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:

@@ -94,23 +94,33 @@ class Picture:
                 demand = state.pods.demand(pod)
                 requests[i, demand.cols] = demand.amounts
                 fixed[i], bound[i] = _end_terms(state, pod)
-            found = self._rows[row] = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests)
-            self._row_of.update((key, row) for key in found.keys)
+            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests)
+            # A pod bound but not started yet is read again: its start is set on the same
+            # object (the world's), which the log of changed rows does not see.
+            if not np.isnan(fixed).any():
+                self._rows[row] = found
+                self._row_of.update((key, row) for key in found.keys)
         return found
 
     def staying(
         self, state: ClusterState, row: int, now: float, start: float | None, gone: Collection[str]
-    ) -> IntArray:
+    ) -> tuple[IntArray, float]:
         """What the pods on `row` that are still there at `start` request in all: those
-        expected to end after it, or, with no start, those not in `gone`."""
+        expected to end after it, or, with no start, those not in `gone`; and when that may
+        change with the clock (a pod not started yet is expected to end its bound from now,
+        so it comes to stay past `start` once `start` minus its bound has passed)."""
         self._follow(state)
         part = self._row(state, row)
+        changes = math.inf
         if start is None:
             stays = np.fromiter((k not in gone for k in part.keys), np.bool_, len(part.keys))
         else:
-            stays = np.where(np.isnan(part.fixed), now + part.bound, part.fixed) > start
+            unknown = np.isnan(part.fixed)
+            stays = np.where(unknown, now + part.bound, part.fixed) > start
+            if unknown.any() and (coming := unknown & ~stays).any():
+                changes = float((start - part.bound[coming]).min())
         total: IntArray = part.requests[stays].sum(axis=0)
-        return total
+        return total, changes
 
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
         """The pods on `rows` (in that order, as candidate indices 0..len-1)."""

@@ -76,8 +76,9 @@ def holders_of(pod: Pod) -> tuple[str, str | None]:
 
 
 class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
+    # It never skips a pod: with no reservation its filter has nothing to look at, and what
+    # is kept per shape is not made again each time the first is made or the last ends.
     name = "Backfill"
-    skips_by_shape = False  # whether any reservation exists is the cluster's
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.reserve_after, self.max_reservations = read_args(args)
@@ -149,30 +150,47 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             self._holders.pop(f"Pod {key}", None)
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
-        # Its own reservation (a holder's pods are not kept off it), never its name: what
-        # is kept per shape must not name a pod.
-        held = state.start_reservations.by_holder
-        own = [_identity(held[h]) for h in holders_of(pod) if h in held]
-        return bound_of(state, pod), tuple(own)
+        return bound_of(state, pod), self.kin_reads(state, pod)
 
-    def skips(self, state: ClusterState, pod: Pod) -> bool:
-        return not state.start_reservations.by_row
+    def kin_reads(self, state: ClusterState, pod: Pod) -> Hashable:
+        # Its own reservation (a holder's pods are not kept off it), never its name: what
+        # is kept per shape must not name a pod. Its stated runtime matters only on the
+        # nodes others reserved, which `verdicts` judges.
+        held = state.start_reservations.by_holder
+        return tuple([_identity(held[h]) for h in holders_of(pod) if h in held])
+
+    def verdicts(self, cycle: Cycle) -> Hashable:
+        """The reserved rows the pod may not take now, and whether it states no runtime
+        (which the refusal says)."""
+        held = cycle.state.start_reservations.by_row
+        if not held:
+            return ()
+        refused = []
+        for row in held:
+            by = self._refused_by(cycle, row)
+            if by is not None:
+                refused.append((row, by.holder))
+        return tuple(refused), bool(refused) and _terms(cycle)[1] is None
 
     # ---- filter ------------------------------------------------------------------------
 
     def _refusal(self, cycle: Cycle, row: int) -> str | None:
         """Why the pod may not take room on `row` (None: it may)."""
+        by = self._refused_by(cycle, row)
+        return None if by is None else _kept_off(by, _terms(cycle)[1])
+
+    def _refused_by(self, cycle: Cycle, row: int) -> StartReservation | None:
+        """The reservation that keeps the pod off `row` (None: it may take room there)."""
         held = cycle.state.start_reservations.by_row.get(row)
         if not held:
             return None
-        own = holders_of(cycle.pod)
+        own, bound = _terms(cycle)
         if any(r.holder in own and r.start is not None and r.start <= cycle.now for r in held):
             # Its start has come: its pods take the room planned for them, around the
             # others' reservations (starting late, they push the later ones back: those are
             # planned again). Before it, they are judged as any pod.
             return None
         others = [(r, *window(r, cycle.now)) for r in held if r.holder not in own]
-        bound = bound_of(cycle.state, cycle.pod)
         now = cycle.now.timestamp()
         leaves = math.inf if bound is None else now + bound
         for reservation, start, _ in others:
@@ -190,7 +208,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
                 during = [r for r, begins, ends in others if begins <= start < ends]
                 kept = self._keeps_room(cycle, row, start, (), during)
             if not kept:
-                return _kept_off(reservation, bound)
+                return reservation
         return None
 
     def _keeps_room(
@@ -205,7 +223,8 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         the pods still there then (those not expected to be gone by it, and this one) leave
         at least that much of its allocatable. `at` None: once the pods `gone` have gone."""
         state = cycle.state
-        staying = self._picture.staying(state, row, cycle.now.timestamp(), at, gone)
+        staying, changes = self._picture.staying(state, row, cycle.now.timestamp(), at, gone)
+        cycle.changes_at(changes)
         left = state.nodes.allocatable[row] - staying
         left[cycle.demand.cols] -= cycle.demand.amounts
         resources = state.nodes.resources
@@ -524,6 +543,18 @@ def _stay(state: ClusterState, pods: Sequence[Pod]) -> float:
     none)."""
     bounds = [bound_of(state, pod) for pod in pods]
     return math.inf if any(b is None for b in bounds) else float(max(b or 0 for b in bounds))
+
+
+_TERMS = "Backfill.terms"
+
+
+def _terms(cycle: Cycle) -> tuple[tuple[str, str | None], int | None]:
+    """The pod's holder names and stated runtime, read once per cycle."""
+    found = cycle.scratch.get(_TERMS)
+    if found is None:
+        found = cycle.scratch[_TERMS] = (holders_of(cycle.pod), bound_of(cycle.state, cycle.pod))
+    assert isinstance(found, tuple)
+    return found
 
 
 def _required_key(state: ClusterState, holder: str) -> str:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from batchsched.config import parse_config
+from batchsched.commands.schedule import build_state
+from batchsched.config import default_config, parse_config
+from batchsched.decisions import Bind
 from batchsched.objects.errors import InputError
 from batchsched.plugins.backfill.plugin import read_args
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod, pod_group, priority_class, upstream_group
-from tests.conftest import schedule
+from tests.conftest import NOW, objects_of, schedule
 
 GPU = {"nvidia.com/gpu": "8"}
 OLD = "2026-11-22T09:00:00Z"  # an hour before NOW: past reserveAfterSeconds
@@ -298,3 +302,85 @@ def test_a_gang_requiring_one_rack_reserves_within_one() -> None:
         *_members(labels={"scheduling.x-k8s.io/pod-group": "train"}),
     )
     assert _held(result) == {"PodGroup ml/train": (["n3", "n4"], "2026-11-22T10:50:00Z")}
+
+
+def test_a_failure_is_not_told_to_a_pod_whose_runtime_lets_it_backfill() -> None:
+    # `long` and `short` differ only in their stated runtimes: `long` is kept off n1 (it would
+    # run past 10:30, when `big` starts there) and fits nowhere else; `short` ends by then and
+    # must still be tried on n1, not told `long`'s answer (docs/backfill.md#cost).
+    result = schedule(
+        node("n1", nvidia_com__gpu="8"),
+        _running("a", "n1", 4, "1h"),
+        _waiting("big", 8),
+        _waiting("long", 4, "2h", created="2026-11-22T09:10:00Z"),
+        _waiting("late", 4, "3h", created="2026-11-22T09:15:00Z"),
+        _waiting("short", 4, "20m", created="2026-11-22T09:20:00Z"),
+    )
+    assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
+    assert {b["pod"]: b["node"] for b in result.to_json()["bindings"]} == {"default/short": "n1"}
+    # `late` is refused where `long` is: told the same.
+    assert result.unschedulable["default/late"] == result.unschedulable["default/long"]
+    assert "would run past that start" in result.unschedulable["default/long"]
+
+
+def _full(count: int) -> list[dict[str, Any]]:
+    """Nodes taken for good: enough rows that what is kept per shape is refreshed where rows
+    changed, not made again (framework/placements.py)."""
+    found = []
+    for i in range(count):
+        found += [node(f"z{i}", nvidia_com__gpu="8"), _running(f"z{i}", f"z{i}", 8, None)]
+    return found
+
+
+def test_a_pass_by_runtime_ends_when_its_time_is_up_with_nothing_else_changing() -> None:
+    # At 10:00 `x` (20 min) may use n1, reserved for `big` from 10:30, as it ends by then; it
+    # goes to n0 (equal scores: the first name). At 10:15 `y`, of the same shape, would end
+    # past 10:30, and nothing changed on n1 since `x` was placed: it must be kept off.
+    state = build_state(
+        objects_of(
+            node("n0", nvidia_com__gpu="8"),
+            node("n1", nvidia_com__gpu="8"),
+            _running("held", "n0", 4, None),
+            _running("a", "n1", 4, "1h"),
+            _waiting("big", 8),
+            _waiting("x", 4, "20m", created="2026-11-22T09:10:00Z"),
+            *_full(10),
+        )
+    )
+    scheduler = Scheduler(state, default_config())
+    assert [d for d in scheduler.schedule_pass(NOW) if isinstance(d, Bind)] == [
+        Bind("default/x", "n0")
+    ]
+    (y,) = objects_of(_waiting("y", 4, "20m", created="2026-11-22T09:20:00Z")).pods
+    state.upsert_pod(y)
+    later = scheduler.schedule_pass(NOW + timedelta(minutes=15))
+    assert not [d for d in later if isinstance(d, Bind)]
+    assert "would run past that start" in scheduler.messages["default/y"]
+
+
+def test_a_reservation_made_after_a_shape_was_placed_keeps_its_later_pods_off() -> None:
+    # At 10:00 and 10:01 no node is reserved: `w` and `v` (2 h) take a0 and a1 with Backfill
+    # having nothing to say. At 10:02 `big` reserves n1 from 10:30; `y`, of their shape,
+    # would run past then and must be kept off n1, though what was kept for the shape was
+    # found while Backfill had nothing to say.
+    state = build_state(
+        objects_of(
+            *[node(name, nvidia_com__gpu="8") for name in ("a0", "a1", "n1")],
+            _running("h0", "a0", 4, None),
+            _running("h1", "a1", 4, None),
+            _running("a", "n1", 4, "1h"),
+            *_full(10),
+        )
+    )
+    scheduler = Scheduler(state, default_config())
+    for minute, name, where in [(0, "w", "a0"), (1, "v", "a1")]:
+        (arrived,) = objects_of(_waiting(name, 4, "2h")).pods
+        state.upsert_pod(arrived)
+        decided = scheduler.schedule_pass(NOW + timedelta(minutes=minute))
+        assert [d for d in decided if isinstance(d, Bind)] == [Bind(f"default/{name}", where)]
+    for late in objects_of(_waiting("big", 8), _waiting("y", 4, "2h")).pods:
+        state.upsert_pod(late)
+    later = scheduler.schedule_pass(NOW + timedelta(minutes=2))
+    assert not [d for d in later if isinstance(d, Bind)]
+    assert "reserved n1; expected start 2026-11-22T10:30:00Z." in scheduler.messages["default/big"]
+    assert "would run past that start" in scheduler.messages["default/y"]
