@@ -7,7 +7,6 @@ carry out.
 
 from __future__ import annotations
 
-import math
 import traceback
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import datetime
@@ -83,8 +82,7 @@ class Scheduler:
         # until the cluster moves or the answer's time runs out (a rule reading the clock).
         self._failed_shapes: dict[Hashable, _Failure] = {}
         self._failed_at: Hashable = None
-        self._instant = -math.inf  # the time of the current pass, in seconds
-        self._pass_now: datetime | None = None  # the same as a datetime
+        self._pass_now: datetime | None = None  # the time of the current pass
         # Per queued pod, its shape (framework/signature.py); dropped when it changes. When
         # affinity terms come to read more labels, the failures and groups kept by the old
         # shapes go with them.
@@ -171,7 +169,6 @@ class Scheduler:
                 waiter.before_pass(self.state, now)
         self._follow_reservations()
         self.queue.refresh(stamp, self.state.generation)
-        self._instant = stamp
         self._pass_now = now
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
@@ -429,10 +426,11 @@ class Scheduler:
         entry = self.queue.entry(pod_key)
         if entry is None or entry.where != "unschedulable" or self.messages.get(pod_key) is None:
             return False
-        if self._pass_now is None:
+        now = self._pass_now
+        if now is None:
             return False
-        twin = self._twin_key(self.framework_for(entry.pod), entry.pod, self._pass_now)
-        return self._failed_twin(twin, self._instant) is not None
+        twin = self._twin_key(self.framework_for(entry.pod), entry.pod, now)
+        return self._failed_twin(twin, now.timestamp()) is not None
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""
