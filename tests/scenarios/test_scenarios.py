@@ -14,7 +14,8 @@ is) with one extra document of `kind: Scenario` that the loader ignores:
       podGroups: {ns/group: {phase: Running, running: 3}}  # optional, fields compared
                                         # conditions: {Type: Status/Reason} (upstream groups)
       reservations: {node: ns/pod}      # optional
-      backfillReservations: {"PodGroup ns/g": {nodes: [n1], expectedStart: T}}  # optional
+      backfillReservations: {"PodGroup ns/g": {nodes: [n1], expectedStart: T}}  # optional;
+                                        # exactly these holders, the fields named compared
       volumeBindings: {ns/claim: pv}    # optional; null: provisioned on the pod's node
       claims: {ns/claim: [driver/pool/device, ...]}  # optional: exactly these allocations
       reclaims: {ns/victim: "ns/preemptor its-queue <- victim's-queue"}  # optional, exactly
@@ -84,12 +85,12 @@ def test_scenario(path: Path) -> None:
         daemons = [r for r in output["reservations"] if r["kind"] == "DaemonSet"]
         assert {r["node"]: r["pod"] for r in daemons} == expect["reservations"]
     if "backfillReservations" in expect:
-        held = {
-            r["holder"]: {"nodes": r["nodes"], "expectedStart": r["expectedStart"]}
-            for r in output["reservations"]
-            if r["kind"] == "Backfill"
-        }
-        assert held == expect["backfillReservations"]
+        # Exactly these holders; of each, the fields the scenario names.
+        wanted = expect["backfillReservations"]
+        held = {r["holder"]: r for r in output["reservations"] if r["kind"] == "Backfill"}
+        assert set(held) == set(wanted)
+        for holder, fields in wanted.items():
+            assert {k: held[holder][k] for k in fields} == fields, holder
     if "claims" in expect:
         allocated = {
             c["claim"]: [

@@ -140,7 +140,11 @@ def test_the_gpu_map(browser: Any, server: str) -> None:
     assert len(browser.find_elements(By.CSS_SELECTOR, "li.node")) == 6
     assert len(browser.find_elements(By.CSS_SELECTOR, "li.node .cell.used")) == 34
     gpu_2b = browser.find_element(By.CSS_SELECTOR, 'li.node[aria-label^="gpu-2b"]')
-    label = "gpu-2b: 2 of 8 nvidia.com/gpu in use, reserved for vision/sweep-1"  # Backfill's
+    label = (  # Backfill's, with when it holds which room there
+        "gpu-2b: 2 of 8 nvidia.com/gpu in use, reserved for vision/sweep-1; vision/sweep-1 holds "
+        "from now on, open (until the pods it waits for end and its holder starts): cpu 4, "
+        "memory 32Gi, nvidia.com/gpu 8, pods 1"
+    )
     assert gpu_2b.get_attribute("aria-label") == label
     assert len(browser.find_elements(By.CSS_SELECTOR, "li.node.reserved")) == 5
     shoot(browser, "nodes")

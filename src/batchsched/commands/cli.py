@@ -297,6 +297,20 @@ def _parser() -> _Parser:
     return parser
 
 
+def _held_when(reservation: dict[str, Any]) -> dict[str, str]:
+    """When a reservation is held, as the text tables say it: a DaemonSet one from its
+    `since` until its pod is placed; Backfill's as `_when` says."""
+    if reservation["kind"] == "DaemonSet":
+        return {"from": reservation["since"], "until": "placed"}
+    return _when(reservation["expectedStart"], reservation["plannedEnd"])
+
+
+def _when(start: str | None, end: str | None) -> dict[str, str]:
+    """Backfill's room is held from its expected start (`now` while it waits for pods
+    without a stated runtime) until its planned end (`open`: for good), docs/backfill.md."""
+    return {"from": start or "now", "until": end or "open"}
+
+
 def _text(result: OneShotResult) -> str:
     data = result.to_json()
     lines: list[str] = []
@@ -312,11 +326,23 @@ def _text(result: OneShotResult) -> str:
     section("UNSCHEDULABLE", data["unschedulable"], ["pod", "message"])
     section("POD GROUPS", [_group_row(g) for g in data["podGroups"]], ["name", "api", "status"])
     if data["reservations"]:
-        rows = [
-            {**r, "nodes": ",".join(r["nodes"]), "until": r.get("expectedStart") or ""}
+        rows = [{**r, "nodes": ",".join(r["nodes"]), **_held_when(r)} for r in data["reservations"]]
+        section("RESERVATIONS", rows, ["kind", "holder", "nodes", "from", "until"])
+        room = [
+            {
+                "node": held["node"],
+                "holder": r["holder"],
+                "room": ", ".join(f"{k} {v}" for k, v in held["resources"].items()),
+                **_when(held["from"], held["until"]),
+            }
             for r in data["reservations"]
+            if r["kind"] == "Backfill"
+            for held in r["room"]
         ]
-        section("RESERVATIONS", rows, ["kind", "holder", "nodes", "until"])
+        if room:
+            # Per node, which room each reservation holds and when (docs/backfill.md).
+            room.sort(key=lambda h: (h["node"], h["from"] != "now", h["from"], h["holder"]))
+            section("RESERVED ROOM", room, ["node", "holder", "room", "from", "until"])
     if data["volumeBindings"]:
         section("VOLUME BINDINGS", data["volumeBindings"], ["claim", "pod", "node", "volume"])
     if data["claims"]:

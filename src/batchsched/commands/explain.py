@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from batchsched.commands.explain_eviction import EvictionStory, eviction_story
-from batchsched.commands.schedule import OneShotResult, settle
+from batchsched.commands.schedule import HeldStart, OneShotResult, settle
 from batchsched.config import SchedulerConfig
 from batchsched.framework.interface import Cycle
 from batchsched.framework.runtime import Framework
@@ -40,7 +40,6 @@ from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
-from batchsched.state.reservations import StartReservation
 from batchsched.state.topology import DomainSearch
 
 
@@ -178,21 +177,14 @@ class Explanation:
     gang: GangStory | None = None
     eviction: EvictionStory | None = None  # for an evicted pod
     runtime: int | None = None  # its stated runtime in seconds (docs/backfill.md)
-    reservation: StartReservation | None = None  # what it (or its gang) holds
+    reservation: HeldStart | None = None  # what it (or its gang) holds
     reclaim: ReclaimStory | None = None  # a pending pod in a queue that reclaim did not help
 
     def _backfill_json(self) -> dict[str, Any]:
         held = self.reservation
         return {
             "statedRuntimeSeconds": self.runtime,
-            "reservation": None
-            if held is None
-            else {
-                "holder": held.holder,
-                "nodes": list(held.nodes),
-                "expectedStart": None if held.start is None else format_time(held.start),
-                "waitsFor": list(held.waits_for),
-            },
+            "reservation": None if held is None else held.to_json(),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -261,9 +253,10 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
     group = state.groups.by_key.get(out.gang.group) if out.gang is not None else None
     out.runtime = stated_runtime(pod, group)
     held = state.start_reservations.by_holder
-    out.reservation = held.get(f"Pod {key}") or (
+    reservation = held.get(f"Pod {key}") or (
         held.get(f"PodGroup {out.gang.group}") if out.gang is not None else None
     )
+    out.reservation = None if reservation is None else HeldStart.of(state, reservation)
     # A gang preempts as one: its victims are evicted in one member's name.
     preemptors = set(out.gang.members) if out.gang is not None else {key}
     evicted = {e.pod for e in result.evictions if e.preemptor in preemptors}

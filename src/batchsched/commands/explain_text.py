@@ -10,6 +10,7 @@ from batchsched.commands.explain_eviction import BROKEN_PROMISE, RECLAIM, Evicti
 from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
 from batchsched.preemption.reclaim import Standing
+from batchsched.state.reservations import room_text
 from batchsched.state.topology import DomainSearch
 
 _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
@@ -79,10 +80,14 @@ def _backfill(e: Explanation) -> list[str]:
     runtime = "none" if e.runtime is None else f"{e.runtime}s"
     lines = [f"  stated runtime: {runtime}"]
     if held is not None:
-        lines.extend(tables.wrap(f"  reservation ({held.holder}): {held.message()}", "    "))
-        if held.waits_for and held.start is not None:
-            waits = ", ".join(held.waits_for)
+        r = held.reservation
+        lines.extend(tables.wrap(f"  reservation ({r.holder}): {r.message()}", "    "))
+        if r.waits_for and r.start is not None:
+            waits = ", ".join(r.waits_for)
             lines.extend(tables.wrap(f"  waits for: {waits}", indent="    "))
+        lines.extend(tables.wrap(f"  room held {r.span()}:", indent="    "))
+        for node, room in held.room:
+            lines.extend(tables.wrap(f"    {node}: {room_text(room)}", indent="      "))
     return lines
 
 

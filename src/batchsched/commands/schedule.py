@@ -36,6 +36,7 @@ from batchsched.objects.dra import claim_status_json, extended_status_json
 from batchsched.objects.kinds import KINDS
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
+from batchsched.objects.quantity import format_amount
 from batchsched.objects.records import PodGroup
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -71,6 +72,40 @@ def input_notices(objects: Objects, scheduler_names: list[str]) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True, slots=True)
+class HeldStart:
+    """A Backfill reservation with its room named by node (docs/backfill.md#what-you-see)."""
+
+    reservation: StartReservation
+    room: tuple[tuple[str, dict[str, int]], ...]  # per node, by name: what it holds there
+
+    @classmethod
+    def of(cls, state: ClusterState, reservation: StartReservation) -> HeldStart:
+        return cls(reservation, tuple(reservation.room(state.nodes.name)))
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.reservation
+        start = None if r.start is None else format_time(r.start)
+        # null: it holds its room for good (no expected start, or a holder stating no runtime).
+        end = None if r.until is None else format_time(r.until)
+        return {
+            "holder": r.holder,
+            "nodes": list(r.nodes),
+            "expectedStart": start,
+            "plannedEnd": end,
+            "waitsFor": list(r.waits_for),
+            "room": [
+                {
+                    "node": node,
+                    "resources": {name: format_amount(name, n) for name, n in sorted(held.items())},
+                    "from": start,
+                    "until": end,
+                }
+                for node, held in self.room
+            ],
+        }
+
+
 @dataclass
 class OneShotResult:
     bindings: list[Bind] = field(default_factory=list)
@@ -84,7 +119,7 @@ class OneShotResult:
     domains: dict[str, list[str]] = field(default_factory=dict)
     reservations: dict[str, Reserve] = field(default_factory=dict)
     # Backfill's reservations at the end of the run.
-    start_reservations: list[StartReservation] = field(default_factory=list)
+    start_reservations: list[HeldStart] = field(default_factory=list)
     warnings: list[Warn] = field(default_factory=list)
     volume_bindings: list[ClaimBinding] = field(default_factory=list)
     # Claims allocated by this run, with their status as the API would have it.
@@ -185,14 +220,8 @@ class OneShotResult:
                 for _, r in sorted(self.reservations.items())
             ]
             + [
-                {
-                    "kind": "Backfill",
-                    "holder": r.holder,
-                    "nodes": list(r.nodes),
-                    "expectedStart": None if r.start is None else format_time(r.start),
-                    "waitsFor": list(r.waits_for),
-                }
-                for r in sorted(self.start_reservations, key=lambda r: r.holder)
+                {"kind": "Backfill", **held.to_json()}
+                for held in sorted(self.start_reservations, key=lambda h: h.reservation.holder)
             ],
             "warnings": [{"object": w.obj, "message": w.message} for w in self.warnings],
             # Which volume each unbound WaitForFirstConsumer claim got (null: provisioned on
@@ -278,7 +307,9 @@ def _settle(
         for key, pod in state.pods.pending.items()
         if scheduler.owns(pod)
     }
-    result.start_reservations = list(state.start_reservations.by_holder.values())
+    result.start_reservations = [
+        HeldStart.of(state, r) for r in state.start_reservations.by_holder.values()
+    ]
     result.volume_bindings = state.volumes.assumed()
     result.net()
     # Every PodGroup with members is reported with its final status, changed or not.

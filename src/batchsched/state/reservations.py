@@ -7,10 +7,12 @@ reservation when the pod binds, stops pending or goes away, or the node goes awa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from batchsched.objects.parse import format_time
+from batchsched.objects.quantity import format_amount
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,25 @@ class StartReservation:
             waits = ", ".join(self.waits_for)
             return f"reserved {nodes}; waits for pods without a stated runtime ({waits})."
         return f"reserved {nodes}; expected start {format_time(self.start)}."
+
+    def span(self) -> str:
+        """When it holds its room, in words (docs/backfill.md#what-you-see)."""
+        if self.start is None:
+            return "from now on, open (until the pods it waits for end and its holder starts)"
+        start = format_time(self.start)
+        if self.until is None:
+            return f"from {start} on, open (its holder states no runtime)"
+        return f"from {start} until {format_time(self.until)}"
+
+    def room(self, name_of: Callable[[int], str]) -> list[tuple[str, dict[str, int]]]:
+        """Per node, by name in order, what the holder's pods will take there (`name_of`
+        names a node row)."""
+        return sorted(((name_of(row), s) for row, s in self.shares.items()), key=lambda x: x[0])
+
+
+def room_text(room: dict[str, int]) -> str:
+    """What a reservation holds on a node, for people: `nvidia.com/gpu 8, pods 1`."""
+    return ", ".join(f"{name} {format_amount(name, n)}" for name, n in sorted(room.items()))
 
 
 class StartReservations:

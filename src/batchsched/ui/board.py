@@ -21,6 +21,7 @@ from batchsched.objects.quantity import CPU, format_amount
 from batchsched.objects.records import Pod
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
+from batchsched.state.reservations import room_text
 
 # Label keys nodes are grouped by on the GPU map when no gang names one (docs/ui.md).
 FALLBACK_DOMAIN_KEYS = ("topology.kubernetes.io/zone",)
@@ -80,6 +81,7 @@ class WorkloadView:
     min_member: int = 0
     expected_start: datetime | None = None
     reservation: str = ""  # Backfill's reservation for it, as its message says it
+    room_held: str = ""  # when that reservation holds which room on each node
 
     @property
     def pods(self) -> tuple[str, ...]:
@@ -94,6 +96,8 @@ class NodeView:
     used: int
     reserved_for: str = ""  # the pod a reservation holds it for
     unschedulable: bool = False
+    # Backfill's reservations here, in the order made: (holder "ns/name", when and which room).
+    held: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +265,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
         priority = state.policy.priority_of(pod)
         reason = messages.get(key, "not attempted yet")
         if group_key is None or group is None:
-            start, reservation = _start(state, f"Pod {key}")
+            start, reservation, room_held = _start(state, f"Pod {key}")
             requests = _requests(state, (pod,))
             view = WorkloadView(
                 key,
@@ -276,10 +280,11 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
                 queue_position,
                 expected_start=start,
                 reservation=reservation,
+                room_held=room_held,
             )
             out.append(view)
             continue
-        start, reservation = _start(state, f"PodGroup {group_key}")
+        start, reservation, room_held = _start(state, f"PodGroup {group_key}")
         members = sorted(state.groups.members.get(group_key, ()))
         group_pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
         waiting = tuple(p for p in group_pods if p.key in state.pods.pending)
@@ -299,15 +304,20 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
                 min_member=group.min_member,
                 expected_start=start,
                 reservation=reservation,
+                room_held=room_held,
             )
         )
     return tuple(out)
 
 
-def _start(state: ClusterState, holder: str) -> tuple[datetime | None, str]:
-    """The expected start Backfill's reservation for `holder` gives, and the reservation."""
+def _start(state: ClusterState, holder: str) -> tuple[datetime | None, str, str]:
+    """The expected start Backfill's reservation for `holder` gives, the reservation, and
+    when it holds which room (docs/backfill.md#what-you-see)."""
     held = state.start_reservations.by_holder.get(holder)
-    return (None, "") if held is None else (held.start, held.message())
+    if held is None:
+        return None, "", ""
+    rooms = "; ".join(f"{node}: {room_text(room)}" for node, room in held.room(state.nodes.name))
+    return held.start, held.message(), f"{held.span()}: {rooms}"
 
 
 def _requests(state: ClusterState, pods: tuple[Pod, ...]) -> tuple[tuple[str, int], ...]:
@@ -329,8 +339,12 @@ def _nodes(state: ClusterState, resource: str, keys: tuple[str, ...]) -> tuple[N
         used = total - nodes.free[:rows, col]
     held = {row: r.pod for row, r in state.reservations.by_row.items()}
     # Backfill's reservations (docs/backfill.md): held for "Pod ns/name" or "PodGroup ns/name".
+    times: dict[int, tuple[tuple[str, str], ...]] = {}
     for row, starts in state.start_reservations.by_row.items():
         held.setdefault(row, starts[0].holder.partition(" ")[2])
+        times[row] = tuple(
+            (r.holder.partition(" ")[2], f"{r.span()}: {room_text(r.shares[row])}") for r in starts
+        )
     out = [
         NodeView(
             node.name,
@@ -339,6 +353,7 @@ def _nodes(state: ClusterState, resource: str, keys: tuple[str, ...]) -> tuple[N
             int(used[row]),
             held.get(row, ""),
             node.unschedulable,
+            times.get(row, ()),
         )
         for row, node in nodes.live()
     ]

@@ -255,6 +255,8 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
         ("Requests (pending)", _e(_requests_text(w.requests))),
         ("Expected start", start),
     ]
+    if w.room_held:
+        facts.append(("Room held", _e(w.room_held)))
     if w.kind == "gang":
         facts.append(("minMember", str(w.min_member)))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
@@ -363,10 +365,14 @@ def _node(node: NodeView, resource: str, viewer: Viewer) -> str:
     free = node.total - node.used
     classes = ["node"]
     notes = []
+    details = []  # Backfill's reservations here, each when and which room: in the label only
     if node.reserved_for:
         classes.append("reserved")
         who = node.reserved_for if viewer.sees_pod(node.reserved_for) else "a pod"
         notes.append(f"reserved for {who}")
+        for holder, when in node.held:
+            who = holder if viewer.sees_pod(holder) else "a pod"
+            details.append(f"; {who} holds {when}")
     if node.unschedulable:
         classes.append("cordoned")
         notes.append("unschedulable")
@@ -374,6 +380,7 @@ def _node(node: NodeView, resource: str, viewer: Viewer) -> str:
         f"{node.name}: {format_amount(resource, node.used)} of "
         f"{format_amount(resource, node.total)} {resource} in use"
         + "".join(f", {n}" for n in notes)
+        + "".join(details)
     )
     if 0 < node.total <= _CELLS_MAX and resource != "cpu":
         cells = '<span class="cell used"></span>' * node.used + '<span class="cell"></span>' * free

@@ -56,6 +56,20 @@ def test_every_page_is_served_to_loopback(board: Board) -> None:
     assert main.startswith('<p class="status">') and "<html" not in main
 
 
+def test_reserved_room_is_shown_with_when_it_is_held(board: Board) -> None:
+    """Backfill's reservation on a workload's page and on the GPU map: when it holds which
+    room on each node (docs/ui.md)."""
+    site = site_for(board)
+    page = text(get(site, "/gangs/vision/pretrain"))
+    held = "from now on, open (until the pods it waits for end and its holder starts)"
+    room = "cpu 4, memory 32Gi, nvidia.com/gpu 8, pods 1"
+    assert f"Room held</dt><dd>{held}: gpu-1a: {room}; gpu-1b: {room}</dd>" in page
+    nodes = text(get(site, "/nodes"))
+    used = "gpu-2b: 2 of 8 nvidia.com/gpu in use"
+    label = f"{used}, reserved for vision/sweep-1; vision/sweep-1 holds {held}: {room}"
+    assert f'title="{label}"' in nodes
+
+
 def test_static_files_are_served_from_the_package(board: Board) -> None:
     site = site_for(board)
     assert get(site, "/static/ui.js").content_type.startswith("text/javascript")
