@@ -104,7 +104,12 @@ class ShapeKeys:
         self._memo: dict[
             str,
             tuple[
-                Pod, Demand, StaticShapes, Hashable | None, tuple[int, int, str], Hashable | None
+                Pod,
+                Demand,
+                StaticShapes,
+                Hashable | None,
+                tuple[int, int, str, int],
+                Hashable | None,
             ],
         ] = {}
 
@@ -119,9 +124,14 @@ class ShapeKeys:
         memo = self._memo.get(pod.key)
         # What the key reads of the cluster: the labels affinity terms name, and what moves
         # the node generation (e.g. which resources DeviceClasses map, for DynamicResources),
-        # and the pod's node, which `assume` and `forget` set on the same object (NodeName's
-        # shape).
-        seen = (len(state.pods.term_label_keys), state.nodes.generation, pod.node_name)
+        # the pod's node, which `assume` and `forget` set on the same object (NodeName's
+        # shape), and the PodGroups' stated runtimes (Backfill's, for members stating none).
+        seen = (
+            len(state.pods.term_label_keys),
+            state.nodes.generation,
+            pod.node_name,
+            state.groups.runtime_version,
+        )
         if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
             shapes = self.static_shapes(pod)
             key = self._shape_key(state, pod, demand, shapes)

@@ -333,7 +333,8 @@ class ClusterState:
         return self._allocatable
 
     def upsert_pod_group(self, group: PodGroup) -> None:
-        self._queue_label_moves(self.groups.by_key.get(group.key), group)
+        old = self.groups.by_key.get(group.key)
+        self._queue_label_moves(old, group)
         self.groups.upsert(group)
         self.generation += 1
         # Its pending members are queued anew: their order reads the group (its creation
@@ -342,6 +343,31 @@ class ClusterState:
         for key in self.groups.members.get(group.key, ()):
             if key in pods.pending:
                 pods.pending_changed(key)
+        if old is not None and old.max_runtime_seconds != group.max_runtime_seconds:
+            self._runtime_restated(group.key)
+
+    def _runtime_restated(self, group_key: str) -> None:
+        """The group's stated runtime changed, and with it, for its members stating none, the
+        expected ends of those running and the stay of a reservation it or they hold: those
+        rows are logged as changed, so Backfill reads their pods again and plans its
+        reservations anew, and a pod it kept off there is asked again (docs/backfill.md)."""
+        self.groups.runtime_version += 1
+        pods = self.pods
+        held = self.start_reservations.by_holder
+        rows = set()
+        holders = [f"PodGroup {group_key}"]
+        for key in self.groups.members.get(group_key, ()):
+            pod = pods.by_key.get(key)
+            if pod is None or pod.max_runtime_seconds is not None:
+                continue  # its own runtime rules it
+            if (idx := pods.bound.get(key)) is not None:
+                rows.add(idx)
+            holders.append(f"Pod {key}")
+        for holder in holders:
+            if (reservation := held.get(holder)) is not None:
+                rows.update(reservation.shares)
+        for row in sorted(rows):
+            self.nodes.touch(row)
 
     def remove_pod_group(self, key: str) -> None:
         self.release_start(f"PodGroup {key}")

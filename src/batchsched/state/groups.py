@@ -20,6 +20,9 @@ class Groups:
         self._member_of: dict[str, str] = {}
         self._changed: set[str] = set()
         self.version = 0
+        # Moves when a group's stated runtime changes, which its members stating none read
+        # (what is kept per pod shape reads it: docs/backfill.md).
+        self.runtime_version = 0
 
     def upsert(self, group: PodGroup) -> None:
         self.by_key[group.key] = group

@@ -205,6 +205,16 @@ def test_a_gang_reserves_as_a_whole() -> None:
     assert _held(result) == {"PodGroup ml/train": (["n1", "n2"], "2026-11-22T11:30:00Z")}
 
 
+def test_a_gang_restarted_with_new_pods_keeps_its_groups_age() -> None:
+    # Its members were recreated a minute ago (after a preemption); its PodGroup, created an
+    # hour ago, outlives them: the gang's age is the group's (docs/backfill.md#rules).
+    members = _members(labels={"scheduling.x-k8s.io/pod-group": "train"}, created=YOUNG)
+    group = pod_group("train", 2)
+    group["metadata"]["creationTimestamp"] = OLD
+    result = schedule(*_cluster(), group, *members)
+    assert _held(result) == {"PodGroup ml/train": (["n1", "n2"], "2026-11-22T11:30:00Z")}
+
+
 def test_a_gang_short_of_members_reserves_nothing() -> None:
     member = pod(
         "w-0",
