@@ -29,6 +29,12 @@ FAST_LEASE = {
     "retryPeriod": "100ms",
     "resourceNamespace": "kube-system",
 }
+# For tests that move the shared clock for something else (a status writer's rate) while a
+# leader and a standby both run: a jump past the renew deadline would look like a leader
+# frozen that long, and a standby may rightly take its lease (the leader then exits 1) if
+# the leader's first renewal after the jump comes late, as it may on a loaded machine.
+# Handovers in these tests come from a leader releasing its lease.
+STEADY_LEASE = {**FAST_LEASE, "leaseDuration": "60s", "renewDeadline": "40s"}
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110") -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from batchsched.config import parse_config
 from batchsched.live.events import micro_time
 from batchsched.objects.parse import parse_time
-from tests.live.conftest import FAST_LEASE, Launcher, node, node_of
+from tests.live.conftest import STEADY_LEASE, Launcher, node, node_of
 from tests.live.fake_apiserver import FakeApiServer
 from tests.live.test_loop_queues import queue, queued, status, status_writes, wait_passes
 
@@ -120,7 +120,7 @@ def test_garbage_in_the_stored_usage_is_ignored_with_a_warning(
 def test_a_new_leader_continues_from_the_stored_usage_and_a_standby_writes_none(
     api: FakeApiServer, launch: Launcher
 ) -> None:
-    cfg = parse_config({"leaderElection": FAST_LEASE, "profiles": [{"pluginConfig": [DECAY]}]})
+    cfg = parse_config({"leaderElection": STEADY_LEASE, "profiles": [{"pluginConfig": [DECAY]}]})
     api.create("nodes", node("n1", cpu="8"))
     written = datetime.now(UTC)
     api.create("queues", with_usage("a", {"cpu": "1000", "lastUpdateTime": micro_time(written)}))

@@ -10,7 +10,7 @@ from batchsched.config import parse_config
 from batchsched.live.runner import LiveScheduler
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API
-from tests.live.conftest import FAST_LEASE, Launcher, condition, node, node_of, pod
+from tests.live.conftest import STEADY_LEASE, Launcher, condition, node, node_of, pod
 from tests.live.fake_apiserver import FakeApiServer
 
 
@@ -135,7 +135,7 @@ def test_writes_only_what_changed_at_most_once_a_second(
 def test_a_standby_writes_no_queue_status_and_a_new_leader_writes_only_what_changed(
     api: FakeApiServer, launch: Launcher
 ) -> None:
-    cfg = parse_config({"leaderElection": FAST_LEASE})
+    cfg = parse_config({"leaderElection": STEADY_LEASE})
     api.create("nodes", node("n1", cpu="8"))
     api.create("queues", queue("a"))
     api.create("pods", queued("p", "a"))
