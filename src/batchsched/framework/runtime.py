@@ -94,7 +94,9 @@ class Framework:
         self.shapes = ShapeKeys(
             [f.shape for f in self.static_filters],
             [p.reads for p in readers],
-            [p.kin_reads for p in readers] if self._judges else (),
+            [p.kin_reads if type(p).kin_reads is not Plugin.kin_reads else None for p in readers]
+            if self._judges
+            else (),
         )
         self._keys = self.shapes.keys
         self.placements = Placements(

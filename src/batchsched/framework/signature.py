@@ -93,12 +93,12 @@ class ShapeKeys:
         self,
         shapes: Sequence[ShapeOf],
         readers: Sequence[ReadsOf],
-        kin_readers: Sequence[ReadsOf] = (),
+        kin_readers: Sequence[ReadsOf | None] = (),
     ) -> None:
         self._shapes = list(shapes)  # the static filters', in filter order
         self._readers = list(readers)  # the other filters' and scores' `reads`
-        # The `kin_reads` of the plugins that judge the rest by `verdicts`, and the
-        # `reads` of the others.
+        # Beside each of `readers`, when some plugin judges by `verdicts`: its `kin_reads`,
+        # or None where that is its `reads` (the value read for the shape key is taken).
         self._kin_readers = list(kin_readers)
         # By pod key, for the version kept with its entry.
         self._memo: dict[
@@ -115,7 +115,7 @@ class ShapeKeys:
 
     def static_shapes(self, pod: Pod) -> StaticShapes:
         shapes = tuple([shape(pod) for shape in self._shapes])
-        return None if any(s is None for s in shapes) else shapes
+        return None if None in shapes else shapes  # no shape is equal to None but None
 
     def keys(
         self, state: ClusterState, pod: Pod, demand: Demand
@@ -134,10 +134,7 @@ class ShapeKeys:
         )
         if memo is None or memo[0] is not pod or memo[1] is not demand or memo[4] != seen:
             shapes = self.static_shapes(pod)
-            key = self._shape_key(state, pod, demand, shapes)
-            kin = key
-            if self._kin_readers and key is not None:
-                kin = _key_of(state, pod, demand, shapes, self._kin_readers)
+            key, kin = self._shape_keys(state, pod, demand, shapes)
             if len(self._memo) >= max(_MEMO_FLOOR, 2 * len(state.pods.pending)):
                 self._memo.clear()
             memo = self._memo[pod.key] = (pod, demand, shapes, key, seen, kin)
@@ -150,6 +147,26 @@ class ShapeKeys:
         self.keys(state, pod, demand)
         return self._memo[pod.key][5]
 
+    def _shape_keys(
+        self, state: ClusterState, pod: Pod, demand: Demand, shapes: StaticShapes
+    ) -> tuple[Hashable | None, Hashable | None]:
+        """The shape key and the kin key (`kin_key`), each plugin's `reads` read once."""
+        if shapes is None:
+            return None, None
+        # The non-zero requests are what the resource scores read besides the demand.
+        nonzero = nonzero_of(pod)
+        read = tuple([reads(state, pod) for reads in self._readers])
+        key = (shapes, demand.key, nonzero, read)
+        if not self._kin_readers:
+            return key, key
+        kin_read = tuple(
+            [
+                value if kin_reads is None else kin_reads(state, pod)
+                for value, kin_reads in zip(read, self._kin_readers, strict=True)
+            ]
+        )
+        return key, (shapes, demand.key, nonzero, kin_read)
+
     def forget(self, keys: Collection[str]) -> None:
         """These pods left (docs/live.md, memory)."""
         for key in keys:
@@ -158,27 +175,6 @@ class ShapeKeys:
     def key(self, state: ClusterState, pod: Pod, demand: Demand) -> Hashable | None:
         """What the filters and scores read of the pod: equal keys, equal placements."""
         return self.keys(state, pod, demand)[1]
-
-    def _shape_key(
-        self, state: ClusterState, pod: Pod, demand: Demand, shapes: StaticShapes
-    ) -> Hashable | None:
-        return _key_of(state, pod, demand, shapes, self._readers)
-
-
-def _key_of(
-    state: ClusterState,
-    pod: Pod,
-    demand: Demand,
-    shapes: StaticShapes,
-    readers: Sequence[ReadsOf],
-) -> Hashable | None:
-    """Level 3 with what `readers` return."""
-    if shapes is None:
-        return None
-    # The non-zero requests are what the resource scores read besides the demand.
-    nonzero = nonzero_of(pod)
-    read = tuple([reads(state, pod) for reads in readers])
-    return (shapes, demand.key, nonzero, read)
 
 
 class Twins:

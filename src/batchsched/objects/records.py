@@ -157,6 +157,19 @@ class ContainerDevices:
     amounts: tuple[tuple[str, int], ...]  # the extended ones
 
 
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """Where a gang's members may land, by node label key (docs/topology.md): `required`,
+    all members in one domain of that key (nodes sharing its value); `preferred`, keys from
+    the narrowest to the broadest, as few domains as possible. Empty: anywhere."""
+
+    required: str = ""
+    preferred: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.preferred)
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -204,7 +217,7 @@ class Pod:
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (scheduling.k8s.io groups)
     volumes: tuple[PodVolume, ...] = ()  # volumes backed by a PersistentVolumeClaim
     disks: tuple[InlineDisk, ...] = ()  # inline iSCSI and RBD volumes
-    topology: TopologyRequest = field(default_factory=lambda: TopologyRequest())  # its own
+    topology: TopologyRequest = TopologyRequest()  # its own (immutable: one shared default)
     # "namespace/name", made once: it is read millions of times in a long replay, and a pod
     # is never renamed (a new name is a new Pod).
     key: str = field(init=False, repr=False, compare=False)
@@ -414,19 +427,6 @@ class PodGroupStatus:
 
 CRD_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 UPSTREAM_GROUP = "scheduling.k8s.io"
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyRequest:
-    """Where a gang's members may land, by node label key (docs/topology.md): `required`,
-    all members in one domain of that key (nodes sharing its value); `preferred`, keys from
-    the narrowest to the broadest, as few domains as possible. Empty: anywhere."""
-
-    required: str = ""
-    preferred: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.required or self.preferred)
 
 
 @dataclass(slots=True)

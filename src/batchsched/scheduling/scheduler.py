@@ -213,8 +213,11 @@ class Scheduler:
         """The state's log of the pods behind row changes is read only by queueing hints,
         for the changes since a waiting group's marks: older entries are let go, so the pods
         that left long ago are not kept alive by it (docs/live.md, memory)."""
-        positions = [m.rows for m in self.queue.group_marks() if isinstance(m, ClusterMark)]
-        self.state.nodes.forget_pods_before(min(positions, default=None))
+        oldest = None  # asked each pass: most often no group waits
+        for mark in self.queue.group_marks():
+            if isinstance(mark, ClusterMark) and (oldest is None or mark.rows < oldest):
+                oldest = mark.rows
+        self.state.nodes.forget_pods_before(oldest)
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
         refused = self.admission.refusal(entry.pod)
@@ -248,9 +251,14 @@ class Scheduler:
         owed (Backfill: evictions of pods past their stated runtime, docs/backfill.md) is
         carried out. What they add goes into the pods' messages."""
         pending = self.state.pods.pending
-        pods = [pending[d.pod] for d in step if isinstance(d, Unschedulable) and d.pod in pending]
-        if any(isinstance(d, Evict) or (isinstance(d, Nominate) and d.node) for d in step):
-            pods = []
+        pods: list[Pod] = []
+        for decision in step:  # one walk: most steps are a single Bind
+            if isinstance(decision, Unschedulable):
+                if decision.pod in pending:
+                    pods.append(pending[decision.pod])
+            elif isinstance(decision, Evict) or (isinstance(decision, Nominate) and decision.node):
+                pods = []  # a way was found
+                break
         state = self.state
         rejected_by = self._rejected_by
         parts = [w.after_attempt(framework, state, holder, pods, rejected_by, now) for w in waiters]

@@ -415,8 +415,10 @@ class Simulation:
         labels = {**spec.labels, JOB_LABEL: spec.name}
         if spec.queue and self._queues_on:
             labels[QUEUE_LABEL] = spec.queue
+        suffix = f"-r{unit.attempt}" if unit.attempt else ""
+        last = unit.pod_indices[-1] if unit.pod_indices else None
         for i in unit.pod_indices:
-            name = f"{spec.name}-{i}" if unit.attempt == 0 else f"{spec.name}-{i}-r{unit.attempt}"
+            name = f"{spec.name}-{i}{suffix}"
             pod = Pod(
                 namespace=spec.namespace,
                 name=name,
@@ -424,8 +426,9 @@ class Simulation:
                 requests=dict(spec.requests),
                 scheduler_name=spec.scheduler_name,
                 priority_class_name=spec.priority_class,
-                labels=dict(labels),
-                annotations=dict(annotations),
+                # Each pod its own mappings; the last takes those made here.
+                labels=labels if i == last else dict(labels),
+                annotations=annotations if i == last else dict(annotations),
                 node_selector=spec.node_selector,
                 tolerations=spec.tolerations,
                 pod_affinity=spec.pod_affinity,
@@ -435,7 +438,8 @@ class Simulation:
                 resource_claims=spec.device_claims,
                 max_runtime_seconds=spec.stated_runtime,
             )
-            self._create_claims(spec, pod)
+            if spec.claim_templates:
+                self._create_claims(spec, pod)
             unit.pods.append(pod.key)
             self._unit_of[pod.key] = unit
             self.state.upsert_pod(pod)
@@ -443,8 +447,6 @@ class Simulation:
 
     def _create_claims(self, spec: JobSpec, pod: Pod) -> None:
         """As the ephemeral volume controller: the pod's own claims, owned by it."""
-        if not spec.claim_templates:
-            return
         volumes = []
         for volume, template in spec.claim_templates:
             claim = replace(template, name=f"{pod.name}-{volume}", owner_uids=(pod.uid,))

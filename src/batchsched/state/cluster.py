@@ -662,6 +662,8 @@ class ClusterState:
     def _release_starts_naming(self, pod: Pod) -> None:
         """A pod gone: the start reservations it or its gang held, or that waited for it to
         end, are given back (Backfill plans them again at the next pass)."""
+        if not self.start_reservations.by_holder:
+            return
         key = pod.key
         group = group_key_of(pod)
         for holder, held in list(self.start_reservations.by_holder.items()):

@@ -66,13 +66,15 @@ def test_the_memo_holds_more_pending_pods_than_its_floor(monkeypatch: MonkeyPatc
     for pod in pods:
         state.upsert_pod(pod)
     made: list[str] = []
-    shape_key = framework.shapes._shape_key
+    shape_keys = framework.shapes._shape_keys
 
-    def counted(state: ClusterState, pod: Pod, demand: Demand, shapes: Shapes) -> Hashable:
+    def counted(
+        state: ClusterState, pod: Pod, demand: Demand, shapes: Shapes
+    ) -> tuple[Hashable, Hashable]:
         made.append(pod.name)
-        return shape_key(state, pod, demand, shapes)
+        return shape_keys(state, pod, demand, shapes)
 
-    monkeypatch.setattr(framework.shapes, "_shape_key", counted)
+    monkeypatch.setattr(framework.shapes, "_shape_keys", counted)
     for _ in range(3):
         keys = [framework.shapes.key(state, pod, state.pods.demand(pod)) for pod in pods]
         assert len(set(keys)) == len(pods)
