@@ -49,6 +49,7 @@ _ADJUSTED = 256  # placements on adjusted room kept (each with a copy of the roo
 # Refreshing a kept placement on at most this many rows goes row by row (`_refresh_rows`).
 _ROW_BY_ROW = 8
 _SKIPPING = "framework.skipping"  # Cycle.scratch: the plugins that skip the pod
+_UNASKED: Hashable = object()  # `Placements.skipping` without the shape key at hand
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +136,15 @@ class Placements:
         self._adjusted: dict[Hashable, _Placement] = {}
         self._raw_scores: dict[tuple[int, Hashable], IntArray | None] = {}
 
-    def skipping(self, cycle: Cycle) -> frozenset[Plugin]:
+    def skipping(self, cycle: Cycle, key: Hashable | None = _UNASKED) -> frozenset[Plugin]:
         """The dynamic filters and scores that skip this pod, asked once per cycle (once per
-        pod shape for those whose answer follows from the shape)."""
+        pod shape for those whose answer follows from the shape). `key`: the pod's shape key,
+        if the caller has it."""
         found = cycle.scratch.get(_SKIPPING)
         if found is None:
             state, pod = cycle.state, cycle.pod
-            key = self._keys(state, pod, cycle.demand)[1]
+            if key is _UNASKED:
+                key = self._keys(state, pod, cycle.demand)[1]
             by_shape = None if key is None else self._skips_by_shape.get(key)
             if by_shape is None:
                 by_shape = frozenset(
@@ -263,7 +266,7 @@ class Placements:
         placement = kept.get(slot)
         rows = state.nodes.rows
         now = cycle.now.timestamp()
-        skipping = self.skipping(cycle)
+        skipping = self.skipping(cycle, key)
         if (
             placement is not None
             and placement.feasible.shape[0] == rows

@@ -56,6 +56,7 @@ class Nodes:
         # Per node, what scoring adds to the cpu and memory requested by its pods: the
         # non-zero defaults of pods (containers) that request none (`signature.nonzero_of`).
         self.nonzero_gap: IntArray = np.zeros((0, 2), dtype=np.int64)
+        self._gap_cells_of, self._gap_cells = self.nonzero_gap, self.nonzero_gap.data
         self.by_row: list[Node | None] = []  # None: a removed node's row
         self.row_of: dict[str, int] = {}
         self.pods_on: list[dict[str, Pod]] = []  # per row, the pods there by key
@@ -324,6 +325,14 @@ class Nodes:
             self._cells_of = self.free
             self._cells = self.free.data
         return self._cells
+
+    def gap_cells(self) -> memoryview:
+        """`nonzero_gap` as a memoryview (as `free_cells`): a pod's two cells as it binds
+        and leaves."""
+        if self._gap_cells_of is not self.nonzero_gap:
+            self._gap_cells_of = self.nonzero_gap
+            self._gap_cells = self.nonzero_gap.data
+        return self._gap_cells
 
     def is_shared_free(self, free: IntArray) -> bool:
         """Whether `free` (from `ClusterState.free_for`) is a view of the own room, not

@@ -122,9 +122,9 @@ class Pods:
         """Add (sign 1) or take off (sign -1) the pod's non-zero defaults on row `idx`."""
         gap = self._gaps.get(key)
         if gap is not None:
-            row = self._nodes.nonzero_gap[idx]
-            row[0] += sign * gap[0]
-            row[1] += sign * gap[1]
+            cells = self._nodes.gap_cells()
+            cells[idx, 0] += sign * gap[0]
+            cells[idx, 1] += sign * gap[1]
 
     def count_owner_refs(self, pod: Pod, step: int) -> None:
         """Count (step 1) or uncount (step -1) the owner pods `pod` names."""
