@@ -83,6 +83,11 @@ class Scheduler:
         self._failed_shapes: dict[Hashable, _Failure] = {}
         self._failed_at: Hashable = None
         self._pass_now: datetime | None = None  # the time of the current pass
+        # The pod last told a failure or remembered failing, the time of that pass and what
+        # its failure is remembered under: asked at once whether it failed as is, the queue
+        # is answered without judging its verdicts again (were the cluster to have moved
+        # since, the failures remembered would be forgotten).
+        self._last_failed: tuple[Pod, datetime, Hashable] | None = None
         # Per queued pod, its shape (framework/signature.py); dropped when it changes. When
         # affinity terms come to read more labels, the failures and groups kept by the old
         # shapes go with them.
@@ -186,6 +191,7 @@ class Scheduler:
             yield plugin.after_pass(changed, evicted, now)
         for controller in self.after_pass:
             yield controller(changed, evicted, now)
+        self._last_failed = None  # asked only within the pass; nothing keeps a gone pod
         self._forget_logged_pods()
 
     def _follow_reservations(self) -> None:
@@ -343,8 +349,10 @@ class Scheduler:
         # The twin key is made only when a failure is remembered, or to remember one: a pod
         # that binds (most do) needs none.
         if self._failed_shapes and self._failed_in_this_state():
-            failed = self._failed_twin(self._twin_key(framework, pod, now), now.timestamp())
+            twin = self._twin_key(framework, pod, now)
+            failed = self._failed_twin(twin, now.timestamp())
             if failed is not None:
+                self._last_failed = (pod, now, twin)
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
         # A nominated pod has no twin (`Twins.twin`), as it was when the attempt began.
         twin_free = key not in state.nominations
@@ -391,6 +399,7 @@ class Scheduler:
         ):
             failure = _Failure(message, rejected_by, now.timestamp(), cycle.holds_until)
             self._failed_in_this_state()[twin] = failure
+            self._last_failed = (pod, now, twin)
         return decisions
 
     def _failed_in_this_state(self) -> dict[Hashable, _Failure]:
@@ -437,8 +446,17 @@ class Scheduler:
         now = self._pass_now
         if now is None:
             return False
-        twin = self._twin_key(self.framework_for(entry.pod), entry.pod, now)
+        twin = self._remembered_twin(entry.pod, now)
+        if twin is None:
+            twin = self._twin_key(self.framework_for(entry.pod), entry.pod, now)
         return self._failed_twin(twin, now.timestamp()) is not None
+
+    def _remembered_twin(self, pod: Pod, now: datetime) -> Hashable | None:
+        """What the pod's failure was told or remembered under in its attempt at `now`, if
+        it was the last pod to fail so: its verdicts then are its verdicts now unless the
+        cluster moved, and then what was remembered is forgotten anyway."""
+        last = self._last_failed
+        return last[2] if last is not None and last[0] is pod and last[1] == now else None
 
     def _carry_out(self, decisions: list[Decision], now: datetime) -> list[Decision]:
         """Record a plugin's evictions, nominations and reservations in the state."""

@@ -137,3 +137,20 @@ def test_a_kept_failure_ends_when_the_toleration_it_relied_on_runs_out(
     later = scheduler.schedule_pass(NOW + timedelta(minutes=5))
     assert [d.pod for d in later if isinstance(d, Evict)] == ["default/victim"]
     assert calls == ["p1", "p1", "p2"]  # p2 sees the eviction and p1's nomination
+
+
+def test_whether_a_pod_failed_as_is_is_its_own_answer_not_the_last_failures() -> None:
+    # big-0 fails; the cluster moves (a node too small for either arrives), so its failure is
+    # forgotten; huge then fails in the new state. Asked about big-0 (the queue asks about
+    # the pod it just tried), the scheduler must judge big-0 itself, not reuse what huge's
+    # failure was remembered under.
+    state = too_big_for_the_node(1)
+    scheduler = Scheduler(state, default_config())
+    scheduler.schedule_pass(NOW)
+    assert scheduler.failed_as_is("ns/big-0")
+    state.upsert_node(Node("n2", {"cpu": 1000, "memory": 8 * GI, "pods": 10}))
+    state.upsert_pod(pod("huge", 3000, 0, created=5))
+    decisions = scheduler.schedule_pass(NOW)
+    assert [d.pod for d in decisions if isinstance(d, Unschedulable)] == ["ns/huge"]
+    assert scheduler.failed_as_is("ns/huge")
+    assert not scheduler.failed_as_is("ns/big-0")

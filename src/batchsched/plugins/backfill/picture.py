@@ -56,6 +56,7 @@ class Picture:
         self._row_of: dict[str, int] = {}  # pod key -> the kept row it is in
         self._mark: int | None = None
         self._width = -1
+        self._last: tuple[tuple[list[int], int | None], Endings] | None = None
 
     def _follow(self, state: ClusterState) -> None:
         nodes = state.nodes
@@ -64,12 +65,18 @@ class Picture:
         if changed is None or width != self._width:
             self._rows.clear()
             self._row_of.clear()
+            self.forget_last()
         else:
             for row in changed:
                 self._drop(row)
         self._mark, self._width = nodes.change_mark(), width
 
+    def forget_last(self) -> None:
+        """The next `endings` reads the rows again."""
+        self._last = None
+
     def _drop(self, row: int) -> None:
+        self.forget_last()
         kept = self._rows.pop(row, None)
         if kept is not None:
             for key in kept.keys:
@@ -123,8 +130,15 @@ class Picture:
         return total, changes
 
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
-        """The pods on `rows` (in that order, as candidate indices 0..len-1)."""
+        """The pods on `rows` (in that order, as candidate indices 0..len-1). The last
+        answer is given again while the rows and every row's pods are as they were (holders
+        planned one after another read the same nodes); only when every pod there has
+        started, so that the clock does not move their ends."""
         self._follow(state)
+        key = (rows, self._mark)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
         parts = [self._row(state, row) for row in rows]
         counts = np.fromiter((len(p.keys) for p in parts), dtype=np.intp, count=len(parts))
         node = np.repeat(np.arange(len(parts), dtype=np.intp), counts)
@@ -137,4 +151,7 @@ class Picture:
         at = np.where(np.isnan(fixed), now.timestamp() + bound, fixed)
         requests = np.concatenate([p.requests for p in parts])
         keys = [k for p in parts for k in p.keys]
-        return Endings(node, at, requests, keys)
+        found = Endings(node, at, requests, keys)
+        # Only when every row's pods are kept (a pod not started yet is read again).
+        self._last = (key, found) if all(row in self._rows for row in rows) else None
+        return found

@@ -51,6 +51,7 @@ from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.picture import Picture, bound_of
 from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start
 from batchsched.plugins.backfill.promises import owed
+from batchsched.plugins.backfill.room import RoomChecks, window
 from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
@@ -88,6 +89,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         # The holders that reserved, in the order they first did.
         self._holders: dict[str, None] = {}
         self._picture = Picture()
+        self._room = RoomChecks(self._picture)  # what its filter found, kept for the pass
         self._promises = BrokenPromises()  # the search for pods past their stated runtime
         # Where the state's log of changed rows stood when the holders were last planned:
         # they are planned again, as Slurm's backfill plans every cycle, once any changed.
@@ -162,15 +164,18 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     def verdicts(self, cycle: Cycle) -> Hashable:
         """The reserved rows the pod may not take now, and whether it states no runtime
         (which the refusal says)."""
-        held = cycle.state.start_reservations.by_row
-        if not held:
+        if not cycle.state.start_reservations.by_row:
             return ()
+        # As `_refused_by` on each reserved row, from what is kept for the pass.
+        own, bound = _terms(cycle)
+        leaves = math.inf if bound is None else cycle.now.timestamp() + bound
         refused = []
-        for row in held:
-            by = self._refused_by(cycle, row)
-            if by is not None:
-                refused.append((row, by.holder))
-        return tuple(refused), bool(refused) and _terms(cycle)[1] is None
+        for row, refusing in self._room.refusers(cycle.state, own, cycle.demand, cycle.now):
+            for start, reservation in refusing:
+                if start is None or start < leaves:
+                    refused.append((row, reservation.holder))
+                    break
+        return tuple(refused), bool(refused) and bound is None
 
     # ---- filter ------------------------------------------------------------------------
 
@@ -190,53 +195,21 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             # others' reservations (starting late, they push the later ones back: those are
             # planned again). Before it, they are judged as any pod.
             return None
-        others = [(r, *window(r, cycle.now)) for r in held if r.holder not in own]
+        mine, checks = self._room.checks(cycle.state, row, held, own, cycle.now)
         now = cycle.now.timestamp()
         leaves = math.inf if bound is None else now + bound
-        for reservation, start, _ in others:
-            if reservation.start is None:
-                # Its start is once pods stating no runtime end: the pods it waits for count
-                # as gone, this one (whatever its runtime) as staying; those waiting for no
-                # more than these have started too.
-                gone = set(reservation.waits_for)
-                during = [r for r, _, _ in others if r.start is None and gone >= set(r.waits_for)]
-                kept = self._keeps_room(cycle, row, None, gone, during)
-            elif start >= leaves:
-                cycle.changes_at(start - leaves + now)  # started later, it would overlap
+        for index, check in enumerate(checks):
+            # A pod stating no runtime is counted as staying for good.
+            if check.start is not None and check.start >= leaves:
+                cycle.changes_at(check.start - leaves + now)  # started later, it would overlap
                 continue
-            else:
-                during = [r for r, begins, ends in others if begins <= start < ends]
-                kept = self._keeps_room(cycle, row, start, (), during)
+            kept, changes = self._room.keeps_room(
+                cycle.state, row, mine, index, cycle.demand, cycle.now
+            )
+            cycle.changes_at(changes)
             if not kept:
-                return reservation
+                return check.reservation
         return None
-
-    def _keeps_room(
-        self,
-        cycle: Cycle,
-        row: int,
-        at: float | None,
-        gone: Collection[str],
-        held: Sequence[StartReservation],
-    ) -> bool:
-        """Whether, with the pod placed, the node has room at `at` for the shares of `held`:
-        the pods still there then (those not expected to be gone by it, and this one) leave
-        at least that much of its allocatable. `at` None: once the pods `gone` have gone."""
-        state = cycle.state
-        staying, changes = self._picture.staying(state, row, cycle.now.timestamp(), at, gone)
-        cycle.changes_at(changes)
-        left = state.nodes.allocatable[row] - staying
-        left[cycle.demand.cols] -= cycle.demand.amounts
-        resources = state.nodes.resources
-        for reservation in held:
-            for name, amount in reservation.shares[row].items():
-                col = resources.get(name)
-                if col is None or col >= left.shape[0]:
-                    return False
-                left[col] -= amount
-                if left[col] < 0:
-                    return False
-        return True
 
     def filter(self, cycle: Cycle, candidates: BoolArray) -> Sequence[Rejection]:
         held = cycle.state.start_reservations.by_row
@@ -274,6 +247,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
 
     def before_pass(self, state: ClusterState, now: datetime) -> None:
         self._now = now
+        self._room.new_pass()
         framework = self._framework
         if framework is None or not self._holders:
             return
@@ -465,18 +439,6 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             stamps = [p.creation_timestamp for p in pods if p.creation_timestamp is not None]
             created = min(stamps, default=None)
         return created is not None and (now - created).total_seconds() >= self.reserve_after
-
-
-def window(reservation: StartReservation, now: datetime) -> tuple[float, float]:
-    """When the reservation holds its room (seconds since the epoch): from its start (or
-    now, once the start has come: the holder then still needs all of its runtime) for its
-    holder's stated runtime; with no expected start, from now on for good."""
-    if reservation.start is None:
-        return -math.inf, math.inf
-    start = reservation.start.timestamp()
-    until = math.inf if reservation.until is None else reservation.until.timestamp()
-    late = now.timestamp() - start
-    return (start, until) if late <= 0 else (start + late, until + late)
 
 
 def _blocks(

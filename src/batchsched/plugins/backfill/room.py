@@ -1,0 +1,212 @@
+"""Whether a reserved node keeps room for its reservations with a pod placed: what Backfill's
+filter asks of each reserved node (docs/backfill.md). The answer depends on the node's pods
+and reservations, the clock and the pod's request, not on which pod asks or its stated
+runtime (which only says against which reservations it is asked), so within a pass it is
+kept per node, request and the reservations asked about, and told to every pod asking the
+same until a node's room or reservations change (docs/backfill.md#cost)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from batchsched.plugins.backfill.picture import Picture
+from batchsched.state.cluster import ClusterState
+from batchsched.state.reservations import StartReservation
+from batchsched.state.resources import Demand
+
+
+def window(reservation: StartReservation, now: datetime) -> tuple[float, float]:
+    """When the reservation holds its room (seconds since the epoch): from its start (or
+    now, once the start has come: the holder then still needs all of its runtime) for its
+    holder's stated runtime; with no expected start, from now on for good."""
+    if reservation.start is None:
+        return -math.inf, math.inf
+    start = reservation.start.timestamp()
+    until = math.inf if reservation.until is None else reservation.until.timestamp()
+    late = now.timestamp() - start
+    return (start, until) if late <= 0 else (start + late, until + late)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Another holder's reservation on a node, as a pod is judged against it: from when it
+    holds the room (`window`; None: once the pods without a stated runtime it waits for have
+    gone, those being `gone`), and the reservations (its own among them) holding room
+    then."""
+
+    reservation: StartReservation
+    start: float | None
+    gone: frozenset[str]
+    during: tuple[StartReservation, ...]
+
+
+# Per reserved row, the reservations a pod would not leave room for (`RoomChecks.refusers`).
+Refusers = list[tuple[int, tuple[tuple[float | None, StartReservation], ...]]]
+
+
+class RoomChecks:
+    """Per node row and the holders a pod does not count as others (its own), the checks
+    it is judged by, kept while the row's reservations are the same objects at the same
+    instant; and per check and request, whether the node keeps the room, kept for one
+    instant and one state of the nodes (the log of changed rows). Both within one pass (a
+    pod bound but not started yet may start between passes with nothing logged). The log
+    is read only where a check of the room is made, as the picture would read it: a
+    tentative placement whose changes nobody read leaves no trace in the log
+    (`Nodes.tentative`), and reading it elsewhere would leave one."""
+
+    def __init__(self, picture: Picture) -> None:
+        self._picture = picture
+        self._now: datetime | None = None
+        self._checks: dict[
+            tuple[int, tuple[str, ...]], tuple[tuple[StartReservation, ...], tuple[Check, ...]]
+        ] = {}
+        self._at: tuple[datetime, int] | None = None
+        self._kept: dict[tuple[int, tuple[str, ...], int, Hashable], tuple[bool, float]] = {}
+        self._refusers: dict[tuple[tuple[str, ...], Hashable], Refusers] = {}
+
+    def new_pass(self) -> None:
+        """Forget all: a pass begins (nor is a gone pod's reservation kept past it)."""
+        self._now = None
+        self._checks.clear()
+        self._at = None
+        self._kept.clear()
+        self._refusers.clear()
+
+    def checks(
+        self,
+        state: ClusterState,
+        row: int,
+        held: Sequence[StartReservation],
+        own: Collection[str | None],
+        now: datetime,
+    ) -> tuple[tuple[str, ...], tuple[Check, ...]]:
+        """The checks a pod counting the holders `own` as its own is judged by on `row`
+        (whose reservations are `held`), in the order they were made; and the key they are
+        kept under."""
+        if now != self._now:
+            self.new_pass()
+            self._now = now
+        mine = tuple([r.holder for r in held if r.holder in own])
+        found = self._checks.get((row, mine))
+        if found is not None and _same(found[0], held):
+            return mine, found[1]
+        others = [(r, *window(r, now)) for r in held if r.holder not in mine]
+        checks = []
+        for reservation, start, _ in others:
+            if reservation.start is None:
+                # Its start is once pods stating no runtime end: the pods it waits for count
+                # as gone; those waiting for no more than these have started too.
+                gone = frozenset(reservation.waits_for)
+                during = [r for r, _, _ in others if r.start is None and gone >= set(r.waits_for)]
+                checks.append(Check(reservation, None, gone, tuple(during)))
+            else:
+                during = [r for r, begins, ends in others if begins <= start < ends]
+                checks.append(Check(reservation, start, frozenset(), tuple(during)))
+        if (row, mine) in self._checks:
+            self._kept.clear()  # the row's reservations changed: its kept answers go
+            self._refusers.clear()
+        self._checks[(row, mine)] = (tuple(held), tuple(checks))
+        return mine, tuple(checks)
+
+    def refusers(
+        self,
+        state: ClusterState,
+        own: Collection[str | None],
+        demand: Demand,
+        now: datetime,
+    ) -> Refusers:
+        """Per reserved row (in the state's order) where a pod of `demand` counting the
+        holders `own` as its own is judged as any pod (none of its own reservations there
+        has started), the reservations there that would not keep their room with it placed,
+        in the order they were made, each with `Check.start`: the pod is kept off the row by
+        the first of them it would overlap (a pod stating no runtime overlaps all). Rows
+        with none are left out. It reads the log of changed rows (not for a filter: never
+        within a tentative placement)."""
+        self._follow_room(state, now)
+        by_holder = state.start_reservations.by_holder
+        key = (tuple([h for h in own if h is not None and h in by_holder]), demand.key)
+        found = self._refusers.get(key)
+        if found is not None:
+            return found
+        found = []
+        for row, held in state.start_reservations.by_row.items():
+            if any(r.holder in own and r.start is not None and r.start <= now for r in held):
+                continue  # its start has come: its pods take the room planned for them
+            mine, checks = self.checks(state, row, held, own, now)
+            refusing = tuple(
+                [
+                    (check.start, check.reservation)
+                    for index, check in enumerate(checks)
+                    if not self.keeps_room(state, row, mine, index, demand, now)[0]
+                ]
+            )
+            if refusing:
+                found.append((row, refusing))
+        self._refusers[key] = found
+        return found
+
+    def _follow_room(self, state: ClusterState, now: datetime) -> None:
+        """Forget the answers about room once the instant or the nodes' state moved."""
+        at = (now, state.nodes.change_mark())
+        if at != self._at:
+            self._kept.clear()
+            self._refusers.clear()
+            self._at = at
+
+    def keeps_room(
+        self,
+        state: ClusterState,
+        row: int,
+        mine: tuple[str, ...],
+        index: int,
+        demand: Demand,
+        now: datetime,
+    ) -> tuple[bool, float]:
+        """Whether, with a pod of `demand` placed, `row` keeps room for the check's
+        reservations (check `index` of those `checks` gave under `mine`); and when that may
+        change with the clock."""
+        self._follow_room(state, now)
+        key = (row, mine, index, demand.key)
+        found = self._kept.get(key)
+        if found is None:
+            check = self._checks[(row, mine)][1][index]
+            found = self._kept[key] = self._keeps_room(
+                state, row, now.timestamp(), demand, check.start, check.gone, check.during
+            )
+        return found
+
+    def _keeps_room(
+        self,
+        state: ClusterState,
+        row: int,
+        now: float,
+        demand: Demand,
+        at: float | None,
+        gone: Collection[str],
+        held: Sequence[StartReservation],
+    ) -> tuple[bool, float]:
+        """Whether, with the pod placed, the node has room at `at` for the shares of `held`:
+        the pods still there then (those not expected to be gone by it, and this one) leave
+        at least that much of its allocatable. `at` None: once the pods `gone` have gone."""
+        staying, changes = self._picture.staying(state, row, now, at, gone)
+        left = state.nodes.allocatable[row] - staying
+        left[demand.cols] -= demand.amounts
+        resources = state.nodes.resources
+        for reservation in held:
+            for name, amount in reservation.shares[row].items():
+                col = resources.get(name)
+                if col is None or col >= left.shape[0]:
+                    return False, changes
+                left[col] -= amount
+                if left[col] < 0:
+                    return False, changes
+        return True, changes
+
+
+def _same(kept: Sequence[StartReservation], held: Sequence[StartReservation]) -> bool:
+    """Whether the reservations are the very objects kept (a reservation made again is a
+    new object, even where it comes out the same)."""
+    return len(kept) == len(held) and all(a is b for a, b in zip(kept, held, strict=True))
