@@ -399,14 +399,25 @@ def test_the_meters_fair_shares_are_water_fillings_for_any_demand() -> None:
     ]
     rng = random.Random(7)
     capped = 0
+    meter = QueueMeter(queues, GPU, 32)
+    asks: dict[str, list[int]] = {"a": [], "b": [], "c": []}  # each pending pod's GPUs
     for _ in range(300):
-        meter = QueueMeter(queues, GPU, 32)
+        # Pods come and go on one meter (it keeps each cap as demand moves).
         for leaf in ("a", "b", "c"):
-            meter.bound(meter.path(leaf), rng.randint(0, 12))
-            meter.waiting(meter.path(leaf), rng.randint(0, 2), rng.choice([1, 4, 8]))
+            meter.bound(
+                meter.path(leaf), rng.randint(-min(meter.allocated[meter.index[leaf]], 6), 6)
+            )
+            if asks[leaf] and rng.random() < 0.5:
+                meter.waiting(meter.path(leaf), -1, asks[leaf].pop(rng.randrange(len(asks[leaf]))))
+            else:
+                asks[leaf].append(rng.choice([1, 4, 8]))
+                meter.waiting(meter.path(leaf), 1, asks[leaf][-1])
         order = meter.timeline.queues
         demand = {q: {GPU: meter.allocated[i] + meter.asked[i]} for i, q in enumerate(order)}
         expected = fair_shares({q.name: q for q in queues}, demand, {GPU: 32})
         assert meter.fair_shares() == [expected[q][GPU] for q in order]
-        capped += meter._capped is not None and meter._capped[1] is not None
+        cap = {q.name: min(demand[q.name][GPU], q.resources[GPU].limit or 10**9) for q in queues}
+        fits = cap["org"] + cap["c"] <= 32 and cap["a"] + cap["b"] <= cap["org"]
+        assert meter.everyone_capped() == fits
+        capped += fits
     assert 0 < capped < 300  # both ways were taken

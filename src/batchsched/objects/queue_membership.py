@@ -9,6 +9,7 @@ Whether the queue exists and is a leaf is the tree's to say (state/queues.py).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from batchsched.objects.daemonset import is_daemonset_owned
@@ -34,6 +35,10 @@ class NamedQueue:
 
 
 NONE = NamedQueue()
+_DEFAULT = NamedQueue(DEFAULT_QUEUE, "")
+_POD_LABEL = f"label {QUEUE_LABEL} of the pod"
+_POD_KAI_LABEL = f"label {KAI_QUEUE_LABEL} of the pod"
+_POD_VOLCANO_ANNOTATION = f"annotation {VOLCANO_QUEUE_ANNOTATION} of the pod"
 
 
 def named_queue(pod: Pod, group: PodGroup | None, namespace: Namespace | None) -> NamedQueue:
@@ -44,12 +49,9 @@ def named_queue(pod: Pod, group: PodGroup | None, namespace: Namespace | None) -
     ):
         return NONE
     sources = [
-        (f"label {QUEUE_LABEL} of the pod", pod.labels.get(QUEUE_LABEL)),
-        (f"label {KAI_QUEUE_LABEL} of the pod", pod.labels.get(KAI_QUEUE_LABEL)),
-        (
-            f"annotation {VOLCANO_QUEUE_ANNOTATION} of the pod",
-            pod.annotations.get(VOLCANO_QUEUE_ANNOTATION),
-        ),
+        (_POD_LABEL, pod.labels.get(QUEUE_LABEL)),
+        (_POD_KAI_LABEL, pod.labels.get(KAI_QUEUE_LABEL)),
+        (_POD_VOLCANO_ANNOTATION, pod.annotations.get(VOLCANO_QUEUE_ANNOTATION)),
     ]
     if group is not None:
         sources.append(
@@ -61,9 +63,15 @@ def named_queue(pod: Pod, group: PodGroup | None, namespace: Namespace | None) -
         return NamedQueue(conflict=f"queue: {said}")
     if named:
         where, value = named[0]
-        return NamedQueue(value, where)
+        return _named(value, where)
     if namespace is not None and namespace.labels.get(QUEUE_LABEL):
-        return NamedQueue(
+        return _named(
             namespace.labels[QUEUE_LABEL], f"label {QUEUE_LABEL} of Namespace {namespace.name}"
         )
-    return NamedQueue(DEFAULT_QUEUE, "")  # where "": the default, only if such a queue exists
+    return _DEFAULT  # where "": the default, only if such a queue exists
+
+
+@functools.lru_cache(maxsize=1024)
+def _named(name: str, where: str) -> NamedQueue:
+    """One record per queue and place it is named: asked once per pod, of few distinct ones."""
+    return NamedQueue(name, where)

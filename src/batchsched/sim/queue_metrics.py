@@ -93,23 +93,27 @@ class QueueMeter:
         self.allocated = [0] * len(order)  # in the resource's units, as requests are
         self.pending = [0] * len(order)  # pods
         self.asked = [0] * len(order)  # what the pending pods ask of the resource
-        # (demand, the caps when every queue gets its cap, else None), and (demand, the
-        # water-filled shares): each kept until some queue's demand moves
-        self._capped: tuple[list[int], list[int] | None] | None = None
-        self._filled: tuple[list[int], list[int]] | None = None
         self._scheduler = scheduler
         quotas = [by_name[n].resources.get(resource) for n in order]
         self._limits = [None if q is None else q.limit for q in quotas]
-        children: list[list[int]] = [[] for _ in order]
-        self._roots: list[int] = []
-        for i, parent in enumerate(parents):
-            (children[self.index[parent]] if parent else self._roots).append(i)
-        self._families = [(i, kids) for i, kids in enumerate(children) if kids]
+        self._parent = [self.index[p] if p else -1 for p in parents]
+        self._has_children = [False] * len(order)
+        for parent in self._parent:
+            if parent >= 0:
+                self._has_children[parent] = True
+        # Kept as demand (allocated plus asked) moves, queue by queue: each queue's cap (its
+        # demand within its limit), the roots' caps added up, each parent's children's, and
+        # the parents whose children's caps add up to more than its own.
+        self._caps = [0] * len(order)
+        self._roots_capped = 0
+        self._children_capped = [0] * len(order)
+        self._overfull: set[int] = set()
+        self._filled: tuple[list[int], list[int]] | None = None  # (demand, water-filled)
         self.timeline = QueueTimeline(
             resource,
             order,
             parents,
-            [not any(p == n for p in parents) for n in order],
+            [not has for has in self._has_children],
             capacity,
         )
 
@@ -118,13 +122,44 @@ class QueueMeter:
         return self.paths.get(queue, [])
 
     def bound(self, path: list[int], amount: int) -> None:
+        allocated = self.allocated
         for i in path:
-            self.allocated[i] += amount
+            allocated[i] += amount
+            self._demand_moved(i)
 
     def waiting(self, path: list[int], change: int, amount: int) -> None:
+        pending, asked = self.pending, self.asked
         for i in path:
-            self.pending[i] += change
-            self.asked[i] += change * amount
+            pending[i] += change
+            asked[i] += change * amount
+            self._demand_moved(i)
+
+    def _demand_moved(self, i: int) -> None:
+        demand = self.allocated[i] + self.asked[i]
+        limit = self._limits[i]
+        cap = demand if limit is None or demand < limit else limit
+        moved = cap - self._caps[i]
+        if not moved:
+            return
+        self._caps[i] = cap
+        parent = self._parent[i]
+        if parent < 0:
+            self._roots_capped += moved
+        else:
+            self._children_capped[parent] += moved
+            self._check_family(parent)
+        if self._has_children[i]:
+            self._check_family(i)
+
+    def _check_family(self, parent: int) -> None:
+        if self._children_capped[parent] > self._caps[parent]:
+            self._overfull.add(parent)
+        else:
+            self._overfull.discard(parent)
+
+    def everyone_capped(self) -> bool:
+        """Whether there is room for every queue's cap at every level of the tree."""
+        return self._roots_capped <= self.timeline.capacity and not self._overfull
 
     def fair_shares(self) -> list[int]:
         """The fair shares of this instant's demand (allocated plus what pending pods ask):
@@ -132,15 +167,11 @@ class QueueMeter:
         every level, which is what water-filling gives then (a cluster with room to spare);
         else the scheduler's (read at every sample: decayed usage moves it with time), or
         without the queues in its cluster the same water-filling over these queues."""
-        demand = [a + b for a, b in zip(self.allocated, self.asked, strict=True)]
-        if self._capped is None or self._capped[0] != demand:
-            limits = zip(demand, self._limits, strict=True)
-            caps = [d if cap is None else min(d, cap) for d, cap in limits]
-            self._capped = (demand, caps if self._everyone_capped(caps) else None)
-        if self._capped[1] is not None:
-            return self._capped[1]
+        if self.everyone_capped():
+            return list(self._caps)
         if self._scheduler is not None:
             return self._scheduler()
+        demand = [a + b for a, b in zip(self.allocated, self.asked, strict=True)]
         if self._filled is None or self._filled[0] != demand:
             tl = self.timeline
             found = fair_shares(
@@ -153,12 +184,6 @@ class QueueMeter:
                 [found.get(q, {}).get(tl.resource, 0) for q in tl.queues],
             )
         return self._filled[1]
-
-    def _everyone_capped(self, caps: list[int]) -> bool:
-        """Whether there is room for every queue's cap at every level of the tree."""
-        if sum(caps[i] for i in self._roots) > self.timeline.capacity:
-            return False
-        return all(sum(caps[c] for c in kids) <= caps[i] for i, kids in self._families)
 
     def sample(self, t: float) -> None:
         self.timeline.record(t, self.allocated, self.pending, self.fair_shares())

@@ -79,7 +79,9 @@ class ClusterState:
         self._queue_labels_version = 0  # moves with a Namespace's or PodGroup's queue label
         self._allocatable: dict[str, int] | None = None  # kept by `_schedulable_allocatable`
         self._requests_by_name: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
-        self._memberships: dict[str, tuple[Pod, tuple[int, int], Membership]] = {}
+        # Per pod: the pod object, the queues' and labels' versions, its membership and what
+        # the ledger counts of it (None until asked): `queue_of`, `_queue_count`.
+        self._memberships: dict[str, tuple[Pod, int, int, Membership, Counted | None]] = {}
         # What the queue ledger counts of each distinct demand (`_queue_count`), and of what.
         self._counted_requests: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
         self._counted_resources: frozenset[str] = frozenset()
@@ -215,16 +217,20 @@ class ClusterState:
         """The pod's leaf queue, or why it cannot be placed (docs/queues.md). Kept per pod
         object until the tree or a Namespace's or PodGroup's queue label moves: the queue
         order, the ledger and admission each ask several times per attempt."""
-        at = (self.queues.version, self._queue_labels_version)
+        return self._kept_membership(pod)[3]
+
+    def _kept_membership(self, pod: Pod) -> tuple[Pod, int, int, Membership, Counted | None]:
         kept = self._memberships.get(pod.key)
-        if kept is not None and kept[0] is pod and kept[1] == at:
-            return kept[2]
+        version = self.queues.version
+        labels = self._queue_labels_version
+        if kept is not None and kept[0] is pod and kept[1] == version and kept[2] == labels:
+            return kept
         key = group_key_of(pod)
         group = self.groups.by_key.get(key) if key is not None else None
         namespace = self.policy.namespaces.get(pod.namespace)
         member = self.queues.member(named_queue(pod, group, namespace))
-        self._memberships[pod.key] = (pod, at, member)
-        return member
+        kept = self._memberships[pod.key] = (pod, version, labels, member, None)
+        return kept
 
     def membership_version(self) -> tuple[int, int, int]:
         """What `queue_of` reads besides the pod: the queues, Namespaces' labels and PodGroups."""
@@ -266,8 +272,16 @@ class ClusterState:
     def _queue_count(self, pod: Pod) -> Counted:
         """What the ledger counts of a pod: its leaf queue, and if it has one its requests of
         the resources whose fair shares are computed (QueueTree.shared: nothing reads the
-        others' totals, and each one counted is one more to add per pod, per ancestor)."""
-        leaf = self.queue_of(pod).queue
+        others' totals, and each one counted is one more to add per pod, per ancestor). Kept
+        with the pod's membership: the ledger asks as the pod is pending, bound, confirmed."""
+        kept = self._kept_membership(pod)
+        if kept[4] is not None:
+            return kept[4]
+        counted = self._leaf_requests(pod, kept[3].queue)
+        self._memberships[pod.key] = (*kept[:4], counted)
+        return counted
+
+    def _leaf_requests(self, pod: Pod, leaf: str) -> Counted:
         if not leaf:
             return leaf, {}
         shared = self.queues.shared()
@@ -312,7 +326,8 @@ class ClusterState:
             decayed.forget([name for name in decayed.usage if name not in tree.queues])
             self._decay_pruned = (decayed, tree.version)
         if self.queues.queues:
-            decayed.advance(now, self.queue_usage(), self.queues.shared())
+            usage = self.queue_usage()
+            decayed.advance(now, usage, tree.shared(), self.queue_ledger.drain_usage_changed())
 
     def _schedulable_allocatable(self) -> dict[str, int]:
         """The allocatable of the nodes pods may be placed on (not cordoned), by resource;

@@ -23,6 +23,8 @@ Decayed = dict[str, dict[str, float]]  # queue -> resource -> amount x seconds
 Weights = dict[str, dict[str, float]]  # queue -> resource -> effective weight
 _NEGLIGIBLE = 1e-9  # decayed amounts below this are dropped
 _NONE: Mapping[str, int] = {}
+_NONE_F: Mapping[str, float] = {}
+_STEPS_KEPT = 4096  # steps kept before every queue is brought up to date (bounds memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,46 +34,128 @@ class Decay:
 
 
 class DecayedUsage:
+    """Decayed usage, stepped lazily: the clock's steps are kept in order, each queue's amounts
+    as of the step where its usage last moved, and a queue is brought up to date (its steps
+    done one by one, as they came, so the floating-point result is the same as stepping every
+    queue at every step) only when its usage moves or its amounts are read. Between two
+    readings a step costs one entry, not a pass over every queue and resource."""
+
     def __init__(self, decay: Decay) -> None:
         self.decay = decay
-        self.usage: Decayed = {}
         self.at: float | None = None  # the world's time of the last step (seconds)
-        self.version = 0  # moves whenever `usage` does
+        self.version = 0  # moves whenever the amounts do (each step, a restore, a forget)
+        # Per queue: its amounts as of step `_done[queue]` (an index into `_steps`, counted
+        # from the start) and the usage that has held since (its resources in `_resources`).
+        self._amounts: Decayed = {}
+        self._rates: dict[str, dict[str, int]] = {}
+        self._done: dict[str, int] = {}
+        self._steps: list[tuple[float, float]] = []  # (factor, dt) of the steps since `_base`
+        self._base = 0  # the index of `_steps[0]`
+        self._resources: tuple[str, ...] = ()  # those the steps since `_base` keep
+        self._given: Collection[str] = ()  # as last given (one set per version of the tree)
+
+    @property
+    def usage(self) -> Decayed:
+        """Per queue (those with some) and resource, the decayed amount as of the last step."""
+        self._catch_up_all()
+        return self._amounts
+
+    @usage.setter
+    def usage(self, amounts: Decayed) -> None:
+        self._catch_up_all()
+        self._amounts = {queue: dict(kept) for queue, kept in amounts.items() if kept}
+        self.version += 1
 
     def advance(
-        self, now: float, current: Mapping[str, Mapping[str, int]], resources: Collection[str]
+        self,
+        now: float,
+        current: Mapping[str, Mapping[str, int]],
+        resources: Collection[str],
+        moved: Iterable[str] | None = None,
     ) -> None:
         """Step to `now`, `current` (each queue's usage now) having held since the last step;
-        kept for `resources` only (those the fair shares read, QueueTree.shared)."""
-        if self.at is None or now < self.at:
-            self.at = now
+        kept for `resources` only (those the fair shares read, QueueTree.shared). `moved`: the
+        queues whose usage may differ from what `current` gave at the last call (None: any)."""
+        if self.at is None or now <= self.at:  # no step: the clock starts, stays or went back
+            self._note(current, None)
+            if self.at is None or now < self.at:
+                self.at = now
             return
-        dt = now - self.at
-        if dt == 0:
-            return
-        factor = 0.5 ** (dt / self.decay.half_life)
-        stepped: Decayed = {}
-        before = self.usage
-        for queue, old in before.items():
-            used = current.get(queue, _NONE)
-            kept = {}
-            for r in resources:
-                amount = old.get(r, 0.0) * factor + used.get(r, 0) * dt
-                if amount > _NEGLIGIBLE:
-                    kept[r] = amount
-            if kept:
-                stepped[queue] = kept
-        for queue, used in current.items():  # the queues that had no decayed usage yet
-            if queue not in before:
-                kept = {}
-                for r in resources:
-                    amount = used.get(r, 0) * dt  # (0 * factor + it: exactly it)
-                    if amount > _NEGLIGIBLE:
-                        kept[r] = amount
-                if kept:
-                    stepped[queue] = kept
-        self.usage, self.at = stepped, now
+        if resources is not self._given and set(resources) != set(self._resources):
+            self._catch_up_all()
+            self._resources = tuple(resources)
+            self._amounts = {
+                queue: kept
+                for queue, amounts in self._amounts.items()
+                if (kept := {r: v for r, v in amounts.items() if r in resources})
+            }
+            moved = None  # each rate is of the resources kept now
+        self._given = resources
+        self._note(current, moved)
+        self._steps.append((0.5 ** ((now - self.at) / self.decay.half_life), now - self.at))
+        self.at = now
         self.version += 1
+        if len(self._steps) >= _STEPS_KEPT:
+            self._catch_up_all()
+
+    def _note(self, current: Mapping[str, Mapping[str, int]], moved: Iterable[str] | None) -> None:
+        """The usage of the `moved` queues (None: of all) as `current` gives it, from the next
+        step on (each brought up to date first with the usage it had)."""
+        resources, rates = self._resources, self._rates
+        for queue in rates.keys() | current.keys() if moved is None else moved:
+            used = current.get(queue, _NONE)
+            before = rates.get(queue, _NONE)
+            if used == before:  # (the ledger's totals hold only amounts kept: as they were)
+                continue
+            rate = {r: amount for r in resources if (amount := used.get(r, 0))}
+            if rate != before:
+                self._catch_up(queue)
+                if rate:
+                    rates[queue] = rate
+                else:
+                    rates.pop(queue, None)
+
+    def _catch_up(self, queue: str) -> None:
+        """Do the steps `queue` has not had yet, each as `U * factor + usage * dt` with
+        amounts below _NEGLIGIBLE dropped, as they came."""
+        end = self._base + len(self._steps)
+        start = self._done.get(queue, self._base)
+        self._done[queue] = end
+        if start == end:
+            return
+        old = self._amounts.get(queue, _NONE_F)
+        rate = self._rates.get(queue, _NONE)
+        if not old and not rate:
+            return
+        steps = self._steps[start - self._base :]
+        kept: dict[str, float] = {}
+        for resource in self._resources:
+            amount = old.get(resource, 0.0)
+            used = rate.get(resource, 0)
+            if used:
+                for factor, dt in steps:
+                    amount = amount * factor + used * dt
+                    if not amount > _NEGLIGIBLE:
+                        amount = 0.0
+            else:  # (U * factor + 0 * dt: exactly U * factor)
+                for factor, _ in steps:
+                    amount *= factor
+                    if not amount > _NEGLIGIBLE:
+                        amount = 0.0
+                        break
+            if amount:
+                kept[resource] = amount
+        if kept:
+            self._amounts[queue] = kept
+        else:
+            self._amounts.pop(queue, None)
+
+    def _catch_up_all(self) -> None:
+        for queue in self._amounts.keys() | self._rates.keys():
+            self._catch_up(queue)
+        self._base += len(self._steps)
+        self._steps = []
+        self._done = {}
 
     def restore(
         self, queue: str, amounts: Mapping[str, float], stored_at: float, now: float
@@ -83,15 +167,17 @@ class DecayedUsage:
             self.at = now
         factor = 0.5 ** (max(self.at - stored_at, 0.0) / self.decay.half_life)
         kept = {r: v * factor for r, v in amounts.items() if v * factor > _NEGLIGIBLE}
+        self._catch_up(queue)  # the steps so far are behind it: not to be done to `kept`
         if kept:
-            self.usage[queue] = kept
+            self._amounts[queue] = kept
         else:
-            self.usage.pop(queue, None)
+            self._amounts.pop(queue, None)
         self.version += 1
 
     def forget(self, gone: Iterable[str]) -> None:
         for queue in gone:
-            if self.usage.pop(queue, None) is not None:
+            self._catch_up(queue)
+            if self._amounts.pop(queue, None) is not None:
                 self.version += 1
 
     def effective_weights(

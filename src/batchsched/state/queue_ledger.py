@@ -14,12 +14,14 @@ recount was quadratic over a pass that binds thousands of pods.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 from batchsched.objects.records import Pod
 from batchsched.state.queues import QueueTree, Usage
 
 # A pod's leaf queue ("" for none) and its requests by resource name.
 Counted = tuple[str, Mapping[str, int]]
+_NOTHING: frozenset[str] = frozenset()
 
 
 class QueueLedger:
@@ -32,11 +34,17 @@ class QueueLedger:
         self._bound: dict[str, Counted] = {}  # pod key -> what it was counted as
         self._terminating: dict[str, Counted] = {}
         self._waiting: dict[str, Counted] = {}
+        # Pod key -> the pod object last told as bound, as pending: told again (a binding
+        # confirmed, a pending pod reported anew), it is counted as it was, unasked.
+        self._bound_pods: dict[str, Pod] = {}
+        self._waiting_pods: dict[str, Pod] = {}
+        self._paths: dict[str, tuple[str, ...]] = {}  # leaf -> the names on its path
         # Per leaf, how its demand (usage + pending) moved since `demand_version` was read:
         # binding a pending pod moves it by nothing.
         self._drift: dict[str, dict[str, int]] = {}
         self._demand_version = 0
         self._usage_moved: set[str] = set()  # leaves whose usage moved since drained
+        self._usage_changed: set[str] | None = None  # the same for decay (None: every leaf)
         self._counted_at = -1  # the tree's version the totals hold for; -1: none
 
     @property
@@ -56,8 +64,10 @@ class QueueLedger:
             return
         self.usage, self.pending, self._bound, self._waiting = {}, {}, {}, {}
         self.leaving, self._terminating = {}, {}
+        self._bound_pods, self._waiting_pods, self._paths = {}, {}, {}
         self._drift = {}
         self._demand_version += 1
+        self._usage_changed = None
         if not self._tree.queues:
             return
         self._counted_at = self._tree.version
@@ -76,19 +86,31 @@ class QueueLedger:
 
     def bound_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is bound now as `pod`, or not bound (None)."""
-        if not self.live:  # the common case without queues: nothing is kept
+        if self._counted_at != self._tree.version:  # not live: without queues, nothing is kept
             return
-        old = self._bound.get(key)
-        self._recount(self._bound, self.usage, key, pod)
-        new = self._bound.get(key)
-        for counted in (old, new):
-            if counted is not None:
-                self._usage_moved.add(counted[0])
-        self.terminating_changed(key, pod if pod is not None and pod.deletion_timestamp else None)
+        known = self._bound_pods
+        if pod is None or known.get(key) is not pod:
+            if pod is None:
+                known.pop(key, None)
+            else:
+                known[key] = pod
+            old = self._bound.get(key)
+            self._recount(self._bound, self.usage, key, pod)
+            new = self._bound.get(key)
+            changed = self._usage_changed
+            for counted in (old, new):
+                if counted is not None:
+                    self._usage_moved.add(counted[0])
+                    if changed is not None:
+                        changed.add(counted[0])
+        terminating = pod is not None and pod.deletion_timestamp is not None
+        if terminating or key in self._terminating:
+            self.terminating_changed(key, pod if terminating else None)
 
     def terminating_changed(self, key: str, pod: Pod | None) -> None:
         """The bound pod `key` is terminating now as `pod`, or not (None)."""
-        self._recount(self._terminating, self.leaving, key, pod, moves_demand=False)
+        if self.live:
+            self._recount(self._terminating, self.leaving, key, pod, moves_demand=False)
 
     def staying(self) -> Usage:
         """Each queue's usage without its terminating pods (zero where all of it leaves)."""
@@ -101,13 +123,37 @@ class QueueLedger:
                 used[resource] -= amount
         return out
 
-    def drain_usage_moved(self) -> set[str]:
+    def drain_usage_moved(self) -> AbstractSet[str]:
         """The leaves whose usage moved since the last call (queue order rates them anew)."""
-        moved, self._usage_moved = self._usage_moved, set()
+        moved = self._usage_moved
+        if not moved:  # (asked at each pick: most find none)
+            return _NOTHING
+        self._usage_moved = set()
         return moved
+
+    def drain_usage_changed(self) -> AbstractSet[str] | None:
+        """The queues (every level) whose usage moved since the last call; None: any may have
+        (counted again since). Decayed usage steps only those (state/queue_decay.py)."""
+        leaves = self._usage_changed
+        if leaves is None:
+            self._usage_changed = set()
+            return None
+        if not leaves:
+            return _NOTHING
+        self._usage_changed = set()
+        return {name for leaf in leaves for name in self._path_of(leaf)}
 
     def pending_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is pending now as `pod`, or not pending (None)."""
+        if self._counted_at != self._tree.version:
+            return
+        known = self._waiting_pods
+        if pod is None:
+            known.pop(key, None)
+        elif known.get(key) is pod:
+            return  # the very object counted: as it was
+        else:
+            known[key] = pod
         self._recount(self._waiting, self.pending, key, pod)
 
     def _recount(
@@ -118,8 +164,7 @@ class QueueLedger:
         pod: Pod | None,
         moves_demand: bool = True,
     ) -> None:
-        if not self.live:
-            return
+        """Count the pod `key` in `totals` as `pod` (the ledger live), not as before."""
         new = self._count_of(pod) if pod is not None else None
         old = counted.get(key)
         if old == new:  # a new version counted as the last (a binding confirmed): no change
@@ -139,11 +184,18 @@ class QueueLedger:
             drift = self._drift.setdefault(leaf, {})
             for resource, amount in requests.items():
                 drift[resource] = drift.get(resource, 0) + sign * amount
-        for queue in self._tree.path(leaf):
-            total = totals.setdefault(queue.name, {})
+        for name in self._path_of(leaf):
+            total = totals.setdefault(name, {})
             for resource, amount in requests.items():
                 left = total.get(resource, 0) + sign * amount
                 if left:
                     total[resource] = left
                 else:
                     del total[resource]
+
+    def _path_of(self, leaf: str) -> tuple[str, ...]:
+        """The names of `leaf` and its ancestors, kept while the tree stays as counted."""
+        names = self._paths.get(leaf)
+        if names is None:
+            names = self._paths[leaf] = tuple(queue.name for queue in self._tree.path(leaf))
+        return names

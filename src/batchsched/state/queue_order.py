@@ -55,7 +55,10 @@ class QueueOrder:
         tree = state.queues
         self._heads = heads
         self._shares_checked = False
-        dirty = set(moved) | state.queue_ledger.drain_usage_moved()
+        dirty = set(moved)
+        usage_moved = state.queue_ledger.drain_usage_moved()
+        if usage_moved:
+            dirty |= usage_moved
         if tree.version != self._tree_version:
             self._tree_version = tree.version
             self._rated.clear()
@@ -91,8 +94,9 @@ class QueueOrder:
                 self._shares_at = shares_at
                 self._rated.clear()
         best: Rating | None = None
+        rated = self._rated
         for child in children:
-            rating = self._rate(child)
+            rating = rated.get(child) or self._rate(child)  # (kept ratings looked up here)
             if rating is not None and (best is None or rating < best):
                 best = rating
         return None if best is None else best[2]

@@ -39,6 +39,7 @@ class _Kept:
     limited: dict[str, bool]  # filled as asked: whether some queue on the path has a limit
     named: frozenset[str]  # the resources some queue names
     shared: frozenset[str]  # those and the measured ones: whose fair shares are computed
+    members: dict[NamedQueue, Membership]  # filled as asked: where a pod naming it belongs
 
 
 class QueueTree:
@@ -51,7 +52,7 @@ class QueueTree:
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
-        self._derived = _Kept(-1, {}, {}, {}, frozenset(), frozenset())
+        self._derived = _Kept(-1, {}, {}, {}, frozenset(), frozenset(), {})
         self._shares: Shares = {}
         self._fair_share_plan: tuple[int, frozenset[str], FairSharePlan] | None = None
         self._shares_at: Hashable = None
@@ -139,7 +140,7 @@ class QueueTree:
                 parent = queue.parent if queue.parent in self.queues else ""
                 children.setdefault(parent, []).append(queue.name)
             named = frozenset(r for q in self.queues.values() for r in q.resources)
-            self._derived = _Kept(self.version, children, {}, {}, named, named | self._measured)
+            self._derived = _Kept(self.version, children, {}, {}, named, named | self._measured, {})
         return self._derived
 
     def _walk_up(self, name: str) -> list[Queue]:
@@ -172,27 +173,34 @@ class QueueTree:
         return None
 
     def member(self, named: NamedQueue) -> Membership:
-        """Where a pod naming `named` belongs: a leaf, none, or a problem naming the queue."""
+        """Where a pod naming `named` belongs: a leaf, none, or a problem naming the queue
+        (kept per tree: asked once for each pod)."""
+        members = self._kept().members
+        found = members.get(named)
+        if found is None:
+            found = members[named] = self._member(named)
+        return found
+
+    def _member(self, named: NamedQueue) -> Membership:
         if named.conflict:
             return Membership(problem=named.conflict)
         if not named.name:
             return Membership()
-        where = f" ({named.where})" if named.where else " (the default queue)"
         if named.name not in self.queues:
             if not named.where:
                 return Membership()  # no Queue `default`: the pod is in no queue
-            return Membership(problem=f"queue {named.name!r}{where} does not exist")
+            return Membership(problem=f"{_said(named)} does not exist")
         children = self.children(named.name)
         if children:
             return Membership(
-                problem=f"queue {named.name!r}{where} has child queues ({', '.join(children)}): "
+                problem=f"{_said(named)} has child queues ({', '.join(children)}): "
                 "only leaf queues hold pods"
             )
         broken = self.ignored(named.name)
         if broken is not None:
             return Membership(
                 named.name,
-                f"queue {named.name!r}{where} is ignored while its tree breaks the rules: {broken}",
+                f"{_said(named)} is ignored while its tree breaks the rules: {broken}",
             )
         return Membership(named.name)
 
@@ -288,3 +296,9 @@ class QueueTree:
                         f"{format_amount(resource, asked)}"
                     )
         return ""
+
+
+def _said(named: NamedQueue) -> str:
+    """The queue a pod names and where, for a message (built only when one is written)."""
+    where = f" ({named.where})" if named.where else " (the default queue)"
+    return f"queue {named.name!r}{where}"

@@ -59,6 +59,7 @@ operations = st.lists(
                 "group",
                 "queue",
                 "measure",
+                "again",
             ]
         ),
         st.integers(0, 5),  # which pod (or group)
@@ -110,6 +111,12 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
             state.upsert_queue(Queue("solo", QUEUE_API, "", {**solo.resources, **cpu}))
         elif op == "measure":
             state.queues.measured = frozenset({"cpu"} if i % 2 else ())
+        elif op == "again" and key in state.pods.by_key:  # the very object reported again
+            pod = state.pods.by_key[key]
+            if key in state.pods.assumed and gpus % 2:
+                state.confirm_bound(pod)
+            else:
+                state.upsert_pod(pod)
         by_key = state.pods.by_key
         bound = [by_key[k] for k in state.pods.bound]
         assert nonzero(state.queue_usage()) == nonzero(recount(state, bound))
