@@ -77,7 +77,7 @@ class DecayedUsage:
         kept for `resources` only (those the fair shares read, QueueTree.shared). `moved`: the
         queues whose usage may differ from what `current` gave at the last call (None: any)."""
         if self.at is None or now <= self.at:  # no step: the clock starts, stays or went back
-            self._note(current, None)
+            self._note(current, None if self.at is None else moved)
             if self.at is None or now < self.at:
                 self.at = now
             return
@@ -120,9 +120,9 @@ class DecayedUsage:
         amounts below _NEGLIGIBLE dropped, as they came."""
         end = self._base + len(self._steps)
         start = self._done.get(queue, self._base)
-        self._done[queue] = end
         if start == end:
             return
+        self._done[queue] = end
         old = self._amounts.get(queue, _NONE_F)
         rate = self._rates.get(queue, _NONE)
         if not old and not rate:

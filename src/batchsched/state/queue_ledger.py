@@ -44,7 +44,8 @@ class QueueLedger:
         self._drift: dict[str, dict[str, int]] = {}
         self._demand_version = 0
         self._usage_moved: set[str] = set()  # leaves whose usage moved since drained
-        self._usage_changed: set[str] | None = None  # the same for decay (None: every leaf)
+        # The queues (every level) whose usage moved since drained, for decay (None: any).
+        self._usage_changed: set[str] | None = None
         self._counted_at = -1  # the tree's version the totals hold for; -1: none
 
     @property
@@ -102,7 +103,7 @@ class QueueLedger:
                 if counted is not None:
                     self._usage_moved.add(counted[0])
                     if changed is not None:
-                        changed.add(counted[0])
+                        changed.update(self._path_of(counted[0]))
         terminating = pod is not None and pod.deletion_timestamp is not None
         if terminating or key in self._terminating:
             self.terminating_changed(key, pod if terminating else None)
@@ -134,14 +135,11 @@ class QueueLedger:
     def drain_usage_changed(self) -> AbstractSet[str] | None:
         """The queues (every level) whose usage moved since the last call; None: any may have
         (counted again since). Decayed usage steps only those (state/queue_decay.py)."""
-        leaves = self._usage_changed
-        if leaves is None:
+        changed = self._usage_changed
+        if changed is None or changed:
             self._usage_changed = set()
-            return None
-        if not leaves:
-            return _NOTHING
-        self._usage_changed = set()
-        return {name for leaf in leaves for name in self._path_of(leaf)}
+            return changed
+        return _NOTHING
 
     def pending_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is pending now as `pod`, or not pending (None)."""
@@ -181,11 +179,15 @@ class QueueLedger:
     ) -> None:
         leaf, requests = counted
         if moves_demand:
-            drift = self._drift.setdefault(leaf, {})
+            drift = self._drift.get(leaf)
+            if drift is None:
+                drift = self._drift[leaf] = {}
             for resource, amount in requests.items():
                 drift[resource] = drift.get(resource, 0) + sign * amount
-        for name in self._path_of(leaf):
-            total = totals.setdefault(name, {})
+        for name in self._paths.get(leaf) or self._path_of(leaf):
+            total = totals.get(name)
+            if total is None:
+                total = totals[name] = {}
             for resource, amount in requests.items():
                 left = total.get(resource, 0) + sign * amount
                 if left:
