@@ -40,7 +40,7 @@ from batchsched.preemption.victims import NodeVictims
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
-from batchsched.state.topology import DomainSearch
+from batchsched.state.topology import DomainPreemption, DomainSearch
 
 
 @dataclass
@@ -100,6 +100,8 @@ class GangStory:
     members: dict[str, str]  # pod -> node, or "" while pending
     # A pending group's required topology: the domains its next attempt tries (topology.md).
     domains: DomainSearch | None = None
+    # And, when it preempts, each domain as its preemption inside one domain searches it.
+    preemption: DomainPreemption | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,6 +119,23 @@ class GangStory:
                 "domains": [
                     {"domain": d.value, "free": d.free, "membersFit": d.placed}
                     for d in search.tried
+                ],
+            }
+        if self.preemption is not None:
+            seen = self.preemption
+            out["domainPreemption"] = {
+                "key": seen.key,
+                "resource": seen.resource,
+                "needed": seen.needed,
+                "chosen": seen.chosen,
+                "domains": [
+                    {
+                        "domain": d.value,
+                        "room": d.room,
+                        "searched": d.room >= seen.needed,
+                        "victims": None if d.victims is None else list(d.victims),
+                    }
+                    for d in seen.tried
                 ],
             }
         return out
@@ -286,6 +305,8 @@ def explain_pod(objects: Objects, config: SchedulerConfig, now: datetime, key: s
         hook = framework.group_plugin
         if hook is not None:
             out.gang.domains = hook.domains_tried(framework, state, now, out.gang.group)
+            if preemption_said(out.message) is not None:  # the group's attempt preempted
+                out.gang.preemption = hook.domain_preemption(framework, state, now, out.gang.group)
     else:
         _preemption(framework, cycle, resolvable, result, out)
     if not bound and not evicted:

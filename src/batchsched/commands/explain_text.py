@@ -11,7 +11,7 @@ from batchsched.objects.parse import format_time
 from batchsched.objects.quantity import format_amount
 from batchsched.preemption.reclaim import Standing
 from batchsched.state.reservations import room_text
-from batchsched.state.topology import DomainSearch
+from batchsched.state.topology import DomainPreemption, DomainSearch
 
 _NODES_SHOWN = 20  # a big cluster's verdicts are summarised past this many rows
 
@@ -69,6 +69,8 @@ def render_explanation(e: Explanation) -> str:
         lines.append("")
     if e.gang is not None and e.gang.domains is not None:
         lines.extend(_domains(e.gang.domains))
+    if e.gang is not None and e.gang.preemption is not None:
+        lines.extend(_domain_preemption(e.gang.preemption))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -147,7 +149,28 @@ def _domains(search: DomainSearch) -> list[str]:
     lines.extend(tables.table(["domain", "free", "members fit"], rows) if rows else ["  none"])
     lines.append("")
     return lines
-    return "\n".join(lines).rstrip() + "\n"
+
+
+def _domain_preemption(seen: DomainPreemption) -> list[str]:
+    """Each domain as the group's preemption inside one domain searched it: its free plus
+    takeable amount of the dominant resource, and the victims found there or why none
+    (docs/topology.md#preemption-inside-one-domain)."""
+    needed = format_amount(seen.resource, seen.needed)
+    lines = [f"PREEMPTION BY DOMAIN {seen.key}: victims inside one domain, needing {needed} "
+             f"{seen.resource}"]  # fmt: skip
+    rows = []
+    for d in seen.tried:
+        if d.room < seen.needed:
+            why = f"not searched: too little {seen.resource} even with every takeable pod"
+        elif d.victims is None:
+            why = "no victims make room for minMember members"
+        else:
+            why = ", ".join(d.victims) + (" (chosen: cheapest)" if d.value == seen.chosen else "")
+        rows.append([d.value, format_amount(seen.resource, d.room), why])
+    head = ["domain", "free+takeable", "victims"]
+    lines.extend(tables.table(head, rows) if rows else ["  none"])
+    lines.append("")
+    return lines
 
 
 def _eviction(story: EvictionStory) -> list[str]:

@@ -23,7 +23,7 @@ from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
 from batchsched.state.resources import Demand
-from batchsched.state.topology import DomainSearch
+from batchsched.state.topology import DomainPreemption, DomainSearch
 
 IndexArray = npt.NDArray[np.intp]
 # For a rejection that removing particular pods can lift (a port or anti-affinity clash, a
@@ -506,6 +506,14 @@ class GroupPlugin(Plugin):
     ) -> DomainSearch | None:
         """The topology domains the group's next attempt would try (explain shows them), or
         None when it asks for no required topology (docs/topology.md)."""
+        return None
+
+    def domain_preemption(
+        self, framework: PlacementFramework, state: ClusterState, now: datetime, group: str
+    ) -> DomainPreemption | None:
+        """The group's preemption inside one domain of its required topology, domain by
+        domain, as its next attempt would search (explain shows it); None when it asks for
+        no required topology or may not preempt (docs/topology.md)."""
         return None
 
     def after_pass(

@@ -29,6 +29,30 @@ class DomainFit:
     placed: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class DomainTry:
+    """One domain as a preemption search saw it: its free plus takeable amount of the
+    gang's dominant resource (`room`), and the victims found there (None: none make room
+    for minMember members, or not searched: `room` falls short of what the gang needs)."""
+
+    value: str
+    room: int
+    victims: tuple[str, ...] | None
+
+
+@dataclass(slots=True)
+class DomainPreemption:
+    """A gang's preemption inside one domain of `key`, domain by domain (for explain,
+    docs/topology.md#preemption-inside-one-domain): the domain whose victims cost least is
+    `chosen` (None: none)."""
+
+    key: str
+    resource: str  # the gang's dominant resource
+    needed: int  # of it, for the members that must be placed
+    tried: list[DomainTry]
+    chosen: str | None
+
+
 @dataclass(slots=True)
 class DomainSearch:
     key: str

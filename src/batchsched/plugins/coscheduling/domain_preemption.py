@@ -23,17 +23,25 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.coscheduling.preemption import Found, GroupFit, UnitIndex, find_victims
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
-from batchsched.state.topology import domains, dominant_resource, pinned_domain
+from batchsched.state.topology import (
+    DomainPreemption,
+    DomainTry,
+    domains,
+    dominant_resource,
+    pinned_domain,
+)
 
 
 @dataclass(slots=True)
 class DomainVictims:
     """The domain chosen and its victims; or, when none, how many pods could be taken
-    inside single domains (`takeable`)."""
+    inside single domains (`takeable`); and each domain as the search saw it (`seen`, for
+    explain)."""
 
     value: str | None
     found: Found | None
     takeable: int
+    seen: DomainPreemption
 
 
 def unit_domains(index: UnitIndex, domain_of_row: IntArray) -> IntArray:
@@ -80,18 +88,22 @@ def victims_in_one_domain(
     if pinned is not None:
         candidates = range(found.values.index(pinned), found.values.index(pinned) + 1)
     best: tuple[tuple[float | int | str, ...], str, Found] | None = None
+    tried = []
     for i in candidates:
-        if room[i] < needed:
-            continue
         value = found.values[i]
+        if room[i] < needed:
+            tried.append(DomainTry(value, int(room[i]), None))
+            continue
         allowed: BoolArray = np.zeros(state.nodes.rows, dtype=np.bool_)
         allowed[found.rows[value]] = True
         victims = find_victims(fit_for(allowed), usable & (of_unit == i))
+        taken = None if victims is None else tuple(sorted(p.key for p in victims.victims))
+        tried.append(DomainTry(value, int(room[i]), taken))
         if victims is None:
             continue
         cost = (*victims.cost(), value)
         if best is None or cost < best[0]:
             best = (cost, value, victims)
-    if best is None:
-        return DomainVictims(None, None, pods)
-    return DomainVictims(best[1], best[2], pods)
+    chosen, victims_found = (None, None) if best is None else (best[1], best[2])
+    seen = DomainPreemption(key, state.nodes.resources.names[col], needed, tried, chosen)
+    return DomainVictims(chosen, victims_found, pods, seen)

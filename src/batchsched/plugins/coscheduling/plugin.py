@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from batchsched.decisions import Decision, Evict, GroupPlaced, PodGroupUpdate, Warn
@@ -79,7 +80,7 @@ from batchsched.preemption.reclaim import ReclaimStrategy
 from batchsched.preemption.victims import VictimRule
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
-from batchsched.state.topology import DomainSearch, placement_message
+from batchsched.state.topology import DomainPreemption, DomainSearch, placement_message
 
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
@@ -383,6 +384,30 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
             framework, state, now, free, key, required, members, pending, need
         )
 
+    def domain_preemption(
+        self, framework: PlacementFramework, state: ClusterState, now: datetime, key: str
+    ) -> DomainPreemption | None:
+        """Each domain as the group's preemption inside one domain would search it now, for
+        a group with pending members and a required topology that may preempt (explain
+        shows it); None for any other group."""
+        group = state.groups.by_key.get(key)
+        members = _members(state, key)
+        pending = _pending(state, members, lambda k: True)
+        if group is None or not group.topology.required or not pending:
+            return None
+        if self._preemption is None or self._eligibility(state, pending) is not None:
+            return None
+        if waiting_for_victims(state, pending, min(p.priority or 0 for p in pending)):
+            return None  # its victims are leaving: it searches for no more
+        need = group.min_member - _done(state, members)
+        index, usable = self._victim_units(state, members, pending, now, [])
+        free = _room_for(state, pending[0], members)
+        fit_for = partial(GroupFit, framework, state, now, key, free, pending, need, index)
+        required = group.topology.required
+        return victims_in_one_domain(
+            state, required, members, pending, need, free, index, usable, fit_for
+        ).seen
+
     def _preempt(
         self,
         attempt: GroupAttempt,
@@ -410,11 +435,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         lead = pending[0]
         free = _room_for(state, lead, members)
 
-        def fit_for(allowed: BoolArray | None) -> GroupFit:
-            group = attempt.group
-            return GroupFit(
-                attempt.framework, state, now, group, free, pending, need, index, allowed
-            )
+        group, framework = attempt.group, attempt.framework
+        fit_for = partial(GroupFit, framework, state, now, group, free, pending, need, index)
 
         where, key, said = "", "", ""
         if search is None:

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -195,3 +196,76 @@ def test_preemption_for_a_required_gang_stays_in_one_domain(
         return passes
 
     assert run() == run()  # same input, same decisions
+
+
+# ---- seeing it: each domain as the search saw it (explain) ------------------------------
+
+
+def test_the_search_names_each_domains_victims_and_the_cheapest() -> None:
+    sched = scheduler(
+        *four_nodes(),
+        runner("la", "a0", "low"),
+        runner("ma", "a1", "mid"),
+        runner("lb", "b0", "low"),
+        runner("mb", "b1", "mid"),
+        *high_gang("train", 2),
+    )
+    framework = sched.default_framework
+    assert framework.group_plugin is not None
+    seen = framework.group_plugin.domain_preemption(framework, sched.state, NOW, "ml/train")
+    assert seen is not None
+    assert (seen.key, seen.resource, seen.needed, seen.chosen) == (RACK, GPU, 16, "rack-a")
+    assert [(d.value, d.room, d.victims) for d in seen.tried] == [
+        ("rack-a", 16, ("ml/la", "ml/ma")),
+        ("rack-b", 16, ("ml/lb", "ml/mb")),
+    ]
+
+
+def _no_rack_frees_enough() -> list[dict[str, Any]]:
+    """rack-a: a low pod and one of a gang spread over two racks (never taken); rack-b: the
+    spread gang's other pod and a free node; rack-c: 16 GPUs free or takeable, but 4 free on
+    each of two nodes beside high pods: only one member would fit, on the low pod's node."""
+    quarter = {GPU: "4"}
+    return [
+        *four_nodes(),
+        pod_group("spread", 2),
+        runner("s-0", "a1", "low", "spread"),
+        runner("s-1", "b0", "low", "spread"),
+        runner("la", "a0", "low"),
+        *(rack_node(f"c{i}", "rack-c") for i in range(3)),
+        pod("hc0", namespace="ml", node_name="c0", priority_class="high", extra_requests=quarter),
+        pod("hc1", namespace="ml", node_name="c1", priority_class="high", extra_requests=quarter),
+        runner("lc2", "c2", "low"),
+        *high_gang("train", 2),
+    ]
+
+
+def test_explain_shows_each_domains_preemption(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "racks.yaml"
+    manifests.write_text(yaml.safe_dump_all([*CLASSES, *_no_rack_frees_enough()]))
+    argv = ["explain", "ml/train-0", "-f", str(manifests), "--now", "2026-11-22T10:00:00Z"]
+    assert main([*argv, "-o", "json"]) == 0
+    gang = json.loads(capsys.readouterr().out)["gang"]
+    assert gang["domainPreemption"] == {
+        "key": RACK,
+        "resource": GPU,
+        "needed": 16,
+        "chosen": None,
+        "domains": [
+            {"domain": "rack-a", "room": 8, "searched": False, "victims": None},
+            {"domain": "rack-b", "room": 8, "searched": False, "victims": None},
+            {"domain": "rack-c", "room": 16, "searched": True, "victims": None},
+        ],
+    }
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    table = text.split("PREEMPTION BY DOMAIN example.com/rack: victims inside one domain, "
+                       "needing 16 nvidia.com/gpu\n")[1].split("\n\n")[0]  # fmt: skip
+    assert [line.split(maxsplit=2) for line in table.splitlines()] == [
+        ["DOMAIN", "FREE+TAKEABLE", "VICTIMS"],
+        ["rack-a", "8", "not searched: too little nvidia.com/gpu even with every takeable pod"],
+        ["rack-b", "8", "not searched: too little nvidia.com/gpu even with every takeable pod"],
+        ["rack-c", "16", "no victims make room for minMember members"],
+    ]
