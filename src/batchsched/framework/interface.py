@@ -388,6 +388,7 @@ class PlacementFramework(Protocol):
     """What a group plugin may ask of its profile's Framework (framework.Framework is one)."""
 
     post_filters: list[PostFilterPlugin]
+    queue_sort: QueueSortPlugin
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult: ...
 

@@ -1,13 +1,14 @@
 """Backfill (Filter, and told after every attempt) (docs/backfill.md).
 
-- Reservations: a pod or gang that has waited `reserveAfterSeconds` since creation and found
-  no way (preemption included) gets, while fewer than `maxReservations` exist, the nodes
-  where it can start earliest by the expected ends of the pods running there
-  (`planner.earliest_start`) and that expected start; it holds their room from then for its
-  stated runtime. Time-sliced, as Slurm's backfill: a reservation never holds room another
-  holds at the same time, but may hold the same node at another time. At each pass's start
-  the holders are planned again in the order they first reserved, each around the earlier
-  ones, up to `maxReservations`; a reservation that comes out the same is left as it is (its
+- Reservations: of the pods and gangs that failed for room and found no way (preemption
+  included), the first `maxReservations` in the scheduler's order that have waited
+  `reserveAfterSeconds` since creation (`candidates.Candidates`) get the nodes where they
+  can start earliest by the expected ends of the pods running there
+  (`planner.earliest_start`) and that expected start; each holds their room from then for
+  its stated runtime. Time-sliced, as Slurm's backfill: a reservation never holds room
+  another holds at the same time, but may hold the same node at another time. At each
+  pass's start the holders are planned again in that order, each around the earlier ones,
+  up to `maxReservations`; a reservation that comes out the same is left as it is (its
   nodes are not touched, so nothing waiting is woken for it). It is given back once its
   holder is placed or a way (preemption) is found for it.
 - Filter: on a reserved node another pod fits only if, at every reservation's start before
@@ -48,6 +49,7 @@ from batchsched.objects.parse import format_time
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
+from batchsched.plugins.backfill.candidates import Candidates, Order
 from batchsched.plugins.backfill.picture import Picture, bound_of
 from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start
 from batchsched.plugins.backfill.promises import owed
@@ -86,8 +88,12 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         # The profile's framework, told with the first attempt: reservations are planned
         # again with it at each pass.
         self._framework: PlacementFramework | None = None
-        # The holders that reserved, in the order they first did.
-        self._holders: dict[str, None] = {}
+        # The pods and gangs waiting for room (holders among them), in the scheduler's order:
+        # reservations go to the first `maxReservations` old enough.
+        self._candidates = Candidates()
+        # Those that reserved and have not been placed or dropped since (a pod they waited
+        # for leaving gives their reservation back): they keep room that fits them now.
+        self._holders: set[str] = set()
         self._picture = Picture()
         self._room = RoomChecks(self._picture)  # what its filter found, kept for the pass
         self._promises = BrokenPromises()  # the search for pods past their stated runtime
@@ -149,7 +155,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     def forget_pods(self, keys: Collection[str]) -> None:
         self._picture.forget(keys)
         for key in keys:
-            self._holders.pop(f"Pod {key}", None)
+            self._drop(f"Pod {key}")
 
     def reads(self, state: ClusterState, pod: Pod) -> Hashable:
         return bound_of(state, pod), self.kin_reads(state, pod)
@@ -249,33 +255,39 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         self._now = now
         self._room.new_pass()
         framework = self._framework
-        if framework is None or not self._holders:
+        if framework is None or not self._candidates:
             return
         found = None if self._mark is None else state.nodes.rows_changed_since(self._mark)
         changed = None if found is None else set(found)
-        if changed is not None and not changed:
-            return  # no pod came or left, no reservation was given back: all stand as planned
+        if changed is not None and not changed and not self._next_unheld(state, now):
+            # No pod came or left, no reservation was given back, and no candidate is due
+            # one before the holders: all stand as planned.
+            return
         daemon = set(state.reservations.by_row)  # DaemonSet preemption's: held whole
         planned: dict[str, StartReservation] = {}
         moved: set[int] = set()  # the rows of reservations planned anew this time
         held = state.start_reservations.by_holder
-        for holder in list(self._holders):
+        for holder in self._candidates:
             pods = _waiting_pods(state, holder)
             if not pods:
-                del self._holders[holder]  # bound or gone
+                self._drop(holder)  # bound or gone
                 continue
             if len(planned) >= self.max_reservations:
                 break
-            if limit_refusal(state, holder, pods, planned.values()):
-                del self._holders[holder]  # its queue's limit no longer leaves it the room
-                continue
-            # Kept even where it fits now by room: it holds the room until it is attempted
-            # (it may be backing off), not a pod that happens to come first in the pass.
-            earlier = list(planned.values())
-            reservation = self._plan(
-                framework, state, holder, pods, now, earlier, daemon, fits_now=True
-            )
             kept = held.get(holder)
+            if kept is None and not self._waited(state, holder, pods, now):
+                continue  # too young to reserve yet
+            if limit_refusal(state, holder, pods, planned.values()):
+                self._drop(holder)  # its queue's limit leaves it no room
+                continue
+            # A holder is kept even where it fits now by room: it holds the room until it is
+            # attempted (it may be backing off), not a pod that happens to come first in the
+            # pass. One not holding yet that fits now by room is left to its attempt.
+            earlier = list(planned.values())
+            holding = holder in self._holders
+            reservation = self._plan(
+                framework, state, holder, pods, now, earlier, daemon, fits_now=holding
+            )
             if (
                 kept is not None
                 and changed is not None
@@ -288,7 +300,9 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
                 planned[holder] = kept
                 continue
             if reservation is None:
-                del self._holders[holder]  # it never fits around the earlier ones
+                # It never fits around the earlier ones, or it fits now: its next failed
+                # attempt makes it a candidate again.
+                self._drop(holder)
                 continue
             planned[holder] = reservation
             if reservation != kept:
@@ -317,26 +331,82 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             # waits for something else than room.
             if held is not None:
                 state.release_start(holder)
-            self._holders.pop(holder, None)
+            self._drop(holder)
             return ""
-        if (
-            held is None
-            and len(state.start_reservations.by_holder) < self.max_reservations
-            and _lacks_room(state, holder, rejected_by)
-            and self._waited(state, holder, waiting, now)
+        if held is not None:
+            return held.message()
+        if not _lacks_room(state, holder, rejected_by):
+            self._drop(holder)  # it waits for something else than room
+            return ""
+        self._candidates.add(holder, _order(framework, waiting, now))
+        if len(state.start_reservations.by_holder) < self.max_reservations and self._waited(
+            state, holder, waiting, now
         ):
             # Reserved room counts against the queue's limits as usage does.
             blocked = limit_refusal(state, holder, waiting)
             if blocked:
                 told = rejected_by is not None and "Queues" in rejected_by  # said so already
                 return "" if told else f"reserves nothing: {blocked}."
-            earlier = list(state.start_reservations.by_holder.values())
-            daemon = set(state.reservations.by_row)
-            held = self._plan(framework, state, holder, waiting, now, earlier, daemon)
-            if held is not None:
-                self._hold(state, held)
-                self._holders[holder] = None
+            # A free reservation goes to the candidates before it first (asleep in the
+            # scheduling queue, they were not attempted since it came free).
+            self._reserve_before(framework, state, holder, now)
+            if len(state.start_reservations.by_holder) < self.max_reservations:
+                held = self._reserve(framework, state, holder, waiting, now)
+                if held is None:
+                    self._drop(holder)  # until its next failed attempt
         return "" if held is None else held.message()
+
+    def _reserve(
+        self,
+        framework: PlacementFramework,
+        state: ClusterState,
+        holder: str,
+        pods: Sequence[Pod],
+        now: datetime,
+    ) -> StartReservation | None:
+        """The holder's reservation around those made, if it gets one (held from now)."""
+        earlier = list(state.start_reservations.by_holder.values())
+        daemon = set(state.reservations.by_row)
+        held = self._plan(framework, state, holder, pods, now, earlier, daemon)
+        if held is not None:
+            self._hold(state, held)
+        return held
+
+    def _reserve_before(
+        self, framework: PlacementFramework, state: ClusterState, holder: str, now: datetime
+    ) -> None:
+        """The free reservations to the candidates before `holder`, in order, that are old
+        enough and within their queues' limits."""
+        held = state.start_reservations.by_holder
+        for other in self._candidates:
+            if other == holder or len(held) >= self.max_reservations:
+                return
+            if other in held:
+                continue
+            pods = _waiting_pods(state, other)
+            due = bool(pods) and self._waited(state, other, pods, now)
+            if due and limit_refusal(state, other, pods):
+                continue
+            if not pods or (due and self._reserve(framework, state, other, pods, now) is None):
+                self._drop(other)  # gone, or its next failed attempt tells again
+
+    def _next_unheld(self, state: ClusterState, now: datetime) -> bool:
+        """Whether a candidate old enough to reserve and holding nothing comes before the
+        `maxReservations`-th holder (or there are fewer holders): it is due a reservation."""
+        held = state.start_reservations.by_holder
+        seen = 0
+        for holder in self._candidates:
+            if seen >= self.max_reservations:
+                return False
+            if holder in held:
+                seen += 1
+                continue
+            pods = _waiting_pods(state, holder)
+            if not pods:
+                self._drop(holder)
+            elif self._waited(state, holder, pods, now):
+                return True
+        return False
 
     def overdue(
         self, state: ClusterState, holder: str, waiting: Sequence[Pod], now: datetime
@@ -346,7 +416,13 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
 
     def _hold(self, state: ClusterState, reservation: StartReservation) -> None:
         state.hold_start(reservation)
+        self._holders.add(reservation.holder)
         self._reserved_rows.update(reservation.shares)
+
+    def _drop(self, holder: str) -> None:
+        """No longer a candidate (nor a holder) until its next failed attempt."""
+        self._candidates.discard(holder)
+        self._holders.discard(holder)
 
     def _follow(self, state: ClusterState) -> None:
         """Planned as of now: where the log of changed rows is."""
@@ -547,6 +623,13 @@ def _domains(state: ClusterState, holder: str, rows: IndexArray) -> list[tuple[s
         if value is not None:
             by_value.setdefault(value, []).append(row)
     return [(v, np.asarray(r, dtype=np.intp)) for v, r in sorted(by_value.items())]
+
+
+def _order(framework: PlacementFramework, pods: Sequence[Pod], now: datetime) -> Order:
+    """The holder's place in the scheduler's order: its profile's queue sort of its first
+    pod (a gang's goes by its PodGroup), enqueued at its creation as the queue has it."""
+    first = pods[0]
+    return framework.queue_sort.sort_key(first, (first.creation_timestamp or now).timestamp())
 
 
 def _room_was_there(held: StartReservation, now: datetime) -> bool:

@@ -394,3 +394,62 @@ def test_a_reservation_made_after_a_shape_was_placed_keeps_its_later_pods_off() 
     assert not [d for d in later if isinstance(d, Bind)]
     assert "reserved n1; expected start 2026-11-22T10:30:00Z." in scheduler.messages["default/big"]
     assert "would run past that start" in scheduler.messages["default/y"]
+
+
+def test_a_free_reservation_goes_to_the_first_in_order_not_the_first_attempted() -> None:
+    # One reservation. At 10:00 `holder` (08:30) reserves n1 for 10:30. At 10:31 `a` has
+    # ended early and `older` (08:00) and `younger` (09:00) have come: `older` is tried
+    # first, kept off n1 (room held for `holder`) with no reservation left; `holder` then
+    # starts there and gives its reservation back; `younger`, tried next, fails too. The
+    # free reservation is `older`'s (Slurm reserves for the highest-priority jobs), not
+    # `younger`'s for being tried after it came free.
+    state = build_state(
+        objects_of(
+            node("n1", nvidia_com__gpu="8"),
+            node("n2", nvidia_com__gpu="8"),
+            _running("a", "n1", 8, "1h"),
+            _running("b", "n2", 8, "2h"),
+            _waiting("holder", 8, created="2026-11-22T08:30:00Z"),
+        )
+    )
+    scheduler = Scheduler(state, _config(maxReservations=1))
+    scheduler.schedule_pass(NOW)
+    assert list(state.start_reservations.by_holder) == ["Pod default/holder"]
+    state.remove_pod("default/a")
+    for arrived in objects_of(
+        _waiting("older", 8, created="2026-11-22T08:00:00Z"),
+        _waiting("younger", 8, created="2026-11-22T09:00:00Z"),
+    ).pods:
+        state.upsert_pod(arrived)
+    later = scheduler.schedule_pass(NOW + timedelta(minutes=31))
+    assert [d for d in later if isinstance(d, Bind)] == [Bind("default/holder", "n1")]
+    [(holder, held)] = state.start_reservations.by_holder.items()
+    assert (holder, held.nodes) == ("Pod default/older", ("n2",))
+    assert "reserved" not in scheduler.messages["default/younger"]
+
+
+def test_a_pod_earlier_in_order_takes_the_reservation_once_old_enough() -> None:
+    # One reservation. At 10:00 `urgent` (priority 100, preempting nothing, created 09:55)
+    # is too young to reserve and `batch` (08:00) takes n1. At 10:06 nothing has changed,
+    # but `urgent` has waited its 10 minutes: it comes first in the scheduler's order, so
+    # it holds the reservation now and `batch` gives it back (Slurm plans its top jobs
+    # every cycle).
+    state = build_state(
+        objects_of(
+            priority_class("high", 100, preemption_policy="Never"),
+            *_cluster(),
+            pod(
+                "urgent",
+                created="2026-11-22T09:55:00Z",
+                priority_class="high",
+                extra_requests=_gpus(8),
+            ),
+            _waiting("batch", 8, created="2026-11-22T08:00:00Z"),
+        )
+    )
+    scheduler = Scheduler(state, _config(maxReservations=1))
+    scheduler.schedule_pass(NOW)
+    assert list(state.start_reservations.by_holder) == ["Pod default/batch"]
+    scheduler.schedule_pass(NOW + timedelta(minutes=6))
+    [(holder, held)] = state.start_reservations.by_holder.items()
+    assert (holder, held.nodes) == ("Pod default/urgent", ("n1",))
