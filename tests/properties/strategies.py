@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from hypothesis import strategies as st
 
+from batchsched.scheduling.scheduler import Scheduler
+from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, priority_class
+from tests.conftest import NOW
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Exists"}
@@ -144,3 +148,21 @@ def one_node_reserved() -> list[dict[str, Any]]:
         ),
         pod("p0", created="2026-11-22T08:00:00Z", extra_requests={"nvidia.com/gpu": "8"}),
     ]
+
+
+def run_steps(
+    state: ClusterState, scheduler: Scheduler, steps: list[tuple[int, list[int]]]
+) -> list[Any]:
+    """Each step of the backfill properties: so many minutes later, the pods at those places
+    (bound, then pending, by name) gone, then one pass: its decisions and the messages after it."""
+    instant = NOW
+    decided: list[Any] = []
+    for minutes, gone in [(0, []), *steps]:
+        instant += timedelta(minutes=minutes)
+        present = [*sorted(state.pods.bound), *sorted(state.pods.pending)]
+        for i in sorted(set(gone)):
+            if i < len(present):
+                state.remove_pod(present[i])
+        decided.append(scheduler.schedule_pass(instant))
+        decided.append([*sorted(scheduler.messages.items())])
+    return decided

@@ -9,7 +9,6 @@ reserve and tell the same."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from datetime import timedelta
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -21,8 +20,8 @@ from batchsched.decisions import Decision
 from batchsched.plugins.backfill.plugin import Backfill
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import pod
-from tests.conftest import NOW, objects_of
-from tests.properties.strategies import one_node_reserved, reserving_clusters, stated
+from tests.conftest import objects_of
+from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, stated
 
 
 def _afresh(kept: Any, method: str, forget: Callable[[], None]) -> None:
@@ -59,17 +58,7 @@ def _passes(
             return None
 
         scheduler._remembered_twin = no_memo  # type: ignore[method-assign]
-    instant = NOW
-    decided = []
-    for minutes, gone in [(0, []), *steps]:
-        instant += timedelta(minutes=minutes)
-        present = [*sorted(state.pods.bound), *sorted(state.pods.pending)]
-        for i in sorted(set(gone)):
-            if i < len(present):
-                state.remove_pod(present[i])
-        decided.append(scheduler.schedule_pass(instant))
-        decided.append([*sorted(scheduler.messages.items())])  # type: ignore[list-item]
-    return decided
+    return run_steps(state, scheduler, steps)
 
 
 @settings(max_examples=80, deadline=None)

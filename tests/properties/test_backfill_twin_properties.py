@@ -5,7 +5,6 @@ with every pod attempted in full bind, evict, nominate, reserve and tell the sam
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -16,8 +15,8 @@ from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import pod
-from tests.conftest import NOW, objects_of
-from tests.properties.strategies import one_node_reserved, reserving_clusters, stated
+from tests.conftest import objects_of
+from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, stated
 
 
 def _passes(
@@ -30,17 +29,7 @@ def _passes(
     scheduler = Scheduler(state, default_config(), queueing_hints=False)
     if not shared:
         scheduler._failed_twin = lambda twin, now: None  # type: ignore[method-assign]
-    instant = NOW
-    decided = []
-    for minutes, gone in [(0, []), *steps]:
-        instant += timedelta(minutes=minutes)
-        present = [*sorted(state.pods.bound), *sorted(state.pods.pending)]
-        for i in sorted(set(gone)):
-            if i < len(present):
-                state.remove_pod(present[i])
-        decided.append(scheduler.schedule_pass(instant))
-        decided.append([*sorted(scheduler.messages.items())])  # type: ignore[list-item]
-    return decided
+    return run_steps(state, scheduler, steps)
 
 
 @settings(max_examples=80, deadline=None)
