@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import IntEnum
 
-from batchsched.collector import fewer_collections
+from batchsched.collector import fewer_collections, kept_to_the_end
 from batchsched.config import SchedulerConfig
 from batchsched.controllers import Controllers, current_warnings, pod_gone
 from batchsched.decisions import (
@@ -225,7 +225,7 @@ class Simulation:
         """Process events in time order, with a scheduling pass after each instant's batch,
         until nothing can change any more or the clock would pass `horizon`."""
         self._sample()
-        with fewer_collections():
+        with kept_to_the_end():
             while (t := self._next_time()) is not None:
                 if horizon is not None and t > horizon:
                     self.now = max(self.now, horizon)
