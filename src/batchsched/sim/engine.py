@@ -734,28 +734,25 @@ class Simulation:
         col = self._gpu_col
         if col is None:
             return 0.0
-        state = self.state
+        nodes = self.state.nodes
         seen, fragmented = self._fragmented
-        mark = state.nodes.change_mark()
-        if seen == mark:
+        logged = nodes.rows_changed_since(seen)
+        if logged is not None and not logged:
             return fragmented
-        changed: Iterable[int] | None = state.nodes.rows_changed_since(seen)
-        if changed is None or len(self._partly_free) != state.nodes.rows:
-            self._partly_free = [0] * state.nodes.rows
-            self._partly_total = 0
-            changed = range(state.nodes.rows)
-        alloc, free, valid = (
-            state.nodes.allocatable,
-            state.nodes.free,
-            state.nodes.valid,
-        )
         partly, total = self._partly_free, self._partly_total
-        for row in set(changed):
+        changed: Iterable[int] | None = logged
+        if changed is None or len(partly) != nodes.rows:
+            partly = self._partly_free = [0] * nodes.rows
+            total = 0
+            changed = range(nodes.rows)
+        alloc, free, valid = nodes.allocatable, nodes.free, nodes.valid
+        for row in changed:  # (a row logged twice: the second time changes nothing)
             room = free.item(row, col)
             now = room if 0 < room < alloc.item(row, col) and valid.item(row) else 0
             total += now - partly[row]
             partly[row] = now
         self._partly_total = total
+        mark = nodes.change_mark() if logged is None else seen + len(logged)
         self._fragmented = (mark, total / self._gpu_scale)
         return self._fragmented[1]
 
