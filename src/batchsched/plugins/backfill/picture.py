@@ -17,6 +17,7 @@ from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
 from batchsched.plugins.backfill.planner import Endings, FloatArray, IntArray
 from batchsched.state.cluster import ClusterState
+from batchsched.state.nodes import BoolArray
 
 
 def bound_of(state: ClusterState, pod: Pod) -> int | None:
@@ -46,6 +47,7 @@ class _RowPods:
     fixed: FloatArray  # end when known whatever the clock; nan: start unknown, from now
     bound: FloatArray
     requests: IntArray  # pods x resources
+    ending: IntArray  # what the pods expected to end at all (a finite end) request in all
 
 
 class Picture:
@@ -57,6 +59,9 @@ class Picture:
         self._mark: int | None = None
         self._width = -1
         self._last: tuple[tuple[list[int], int | None], Endings] | None = None
+        # Per row, `_RowPods.ending` of the kept rows (`_known`), for `most_room`.
+        self._ending: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._known: BoolArray = np.zeros(0, dtype=np.bool_)
 
     def _follow(self, state: ClusterState) -> None:
         nodes = state.nodes
@@ -65,6 +70,7 @@ class Picture:
         if changed is None or width != self._width:
             self._rows.clear()
             self._row_of.clear()
+            self._known[:] = False
             self.forget_last()
         else:
             for row in changed:
@@ -77,6 +83,8 @@ class Picture:
 
     def _drop(self, row: int) -> None:
         self.forget_last()
+        if row < self._known.shape[0]:
+            self._known[row] = False
         kept = self._rows.pop(row, None)
         if kept is not None:
             for key in kept.keys:
@@ -101,7 +109,9 @@ class Picture:
                 demand = state.pods.demand(pod)
                 requests[i, demand.cols] = demand.amounts
                 fixed[i], bound[i] = _end_terms(state, pod)
-            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests)
+            ends = ~np.isinf(np.where(np.isnan(fixed), bound, fixed))
+            ending = requests[ends].sum(axis=0)
+            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests, ending)
             # A pod bound but not started yet is read again: its start is set on the same
             # object (the world's), which the log of changed rows does not see.
             if not np.isnan(fixed).any():
@@ -128,6 +138,23 @@ class Picture:
                 changes = float((start - part.bound[coming]).min())
         total: IntArray = part.requests[stays].sum(axis=0)
         return total, changes
+
+    def most_room(self, state: ClusterState) -> IntArray:
+        """The most room each node row has at any finite moment from now on: its free room
+        and what the pods there expected to end at all (leaving, or stating a runtime)
+        request (rows x resources)."""
+        self._follow(state)
+        nodes = state.nodes
+        rows = nodes.rows
+        if self._known.shape[0] < rows or self._ending.shape[1] != self._width:
+            # Sized anew: rows kept before are read again once.
+            self._ending = np.zeros((nodes.free.shape[0], self._width), dtype=np.int64)
+            self._known = np.zeros(nodes.free.shape[0], dtype=np.bool_)
+        for row in np.flatnonzero(~self._known[:rows]).tolist():
+            if nodes.by_row[row] is not None:
+                self._ending[row] = self._row(state, row).ending
+                self._known[row] = row in self._rows  # else read again (a pod not started)
+        return np.asarray(nodes.free[:rows] + self._ending[:rows], dtype=np.int64)
 
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
         """The pods on `rows` (in that order, as candidate indices 0..len-1). The last

@@ -158,16 +158,31 @@ def _first_feasible_times(
     """The first time at which, for each kind of member, the nodes could hold all members
     of that kind (each kind alone: necessary, and enough for alike members); None: never.
     -inf: already now."""
-    counts: dict[tuple[int, ...], int] = {}
-    for member in members.tolist():
-        counts[tuple(member)] = counts.get(tuple(member), 0) + 1
     latest = -math.inf
-    for kind, count in counts.items():
+    for kind, count in _kinds(members).items():
         when = _first_time_holding(free, endings, order, np.asarray(kind, np.int64), count)
         if when is None:
             return None
         latest = max(latest, when)
     return latest
+
+
+def may_fit(room: IntArray, members: IntArray) -> bool:
+    """Whether, for each kind of member, the rows of `room` (nodes x resources) hold as many
+    members of that kind: true wherever `earliest_start` packs them all in that room or
+    less, so false rules a plan in it out."""
+    return all(
+        int(np.minimum(_slots(room, np.asarray(kind, np.int64)), count).sum()) >= count
+        for kind, count in _kinds(members).items()
+    )
+
+
+def _kinds(members: IntArray) -> dict[tuple[int, ...], int]:
+    """How many members ask each request."""
+    counts: dict[tuple[int, ...], int] = {}
+    for member in members.tolist():
+        counts[tuple(member)] = counts.get(tuple(member), 0) + 1
+    return counts
 
 
 def _slots(room: IntArray, kind: IntArray) -> IntArray:

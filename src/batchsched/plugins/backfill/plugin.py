@@ -51,7 +51,7 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order
 from batchsched.plugins.backfill.picture import Picture, bound_of
-from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start
+from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start, may_fit
 from batchsched.plugins.backfill.promises import owed
 from batchsched.plugins.backfill.room import RoomChecks, window
 from batchsched.preemption.broken_promises import BrokenPromises
@@ -285,19 +285,23 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             # pass. One not holding yet that fits now by room is left to its attempt.
             earlier = list(planned.values())
             holding = holder in self._holders
+            # Its nodes are as they were, and nothing lets it start sooner elsewhere: it
+            # keeps its plan (a later start on other nodes, found with room that others'
+            # plans changed, would only move it back and forth). Where no start sooner can
+            # be had at all (`_may_start_sooner`), it is not planned again to find out.
+            unmoved = None
+            if kept is not None and changed is not None:
+                unmoved = None if kept.shares.keys() & (changed | daemon | moved) else kept
+            if unmoved is not None and not self._may_start_sooner(
+                state, unmoved, pods, earlier, now
+            ):
+                planned[holder] = unmoved
+                continue
             reservation = self._plan(
                 framework, state, holder, pods, now, earlier, daemon, fits_now=holding
             )
-            if (
-                kept is not None
-                and changed is not None
-                and not kept.shares.keys() & (changed | daemon | moved)
-                and not _sooner(reservation, kept)
-            ):
-                # Its nodes are as they were, and nothing lets it start sooner elsewhere:
-                # it keeps its plan (a later start on other nodes, found with room that
-                # others' plans changed, would only move it back and forth).
-                planned[holder] = kept
+            if unmoved is not None and not _sooner(reservation, unmoved):
+                planned[holder] = unmoved
                 continue
             if reservation is None:
                 # It never fits around the earlier ones, or it fits now: its next failed
@@ -454,11 +458,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         rows = np.flatnonzero(eligible)
         if rows.shape[0] == 0:
             return None
-        width = state.nodes.free.shape[1]
-        members = np.zeros((len(pods), width), dtype=np.int64)
-        for i, pod in enumerate(pods):
-            demand = state.pods.demand(pod)
-            members[i, demand.cols] = demand.amounts
+        members = _members(state, pods)
         length = _stay(state, pods)
         best: tuple[float, int, str, IndexArray, Plan] | None = None
         # A gang that requires one domain of a key plans within each domain alone: the
@@ -488,6 +488,34 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             plan.waits_for,
             until,
         )
+
+    def _may_start_sooner(
+        self,
+        state: ClusterState,
+        kept: StartReservation,
+        pods: Sequence[Pod],
+        earlier: Sequence[StartReservation],
+        now: datetime,
+    ) -> bool:
+        """Whether planning the pods again around the `earlier` reservations may find an
+        expected start sooner than `kept`'s; false only where `kept` has none and no node
+        could hold them at any moment it could give: nowhere is there room enough, each
+        node counted with every pod there expected to end at all gone, less what earlier
+        reservations hold all through the pods' stay (docs/backfill.md#cost)."""
+        if kept.start is not None:
+            return True
+        room = self._picture.most_room(state)
+        forever = math.isinf(_stay(state, pods))
+        width = room.shape[1]
+        for reservation in earlier:
+            start, until = window(reservation, now)
+            # Held from its start for good: through all of a stay that goes on for good,
+            # and through any stay once that start has come.
+            if math.isinf(until) and (forever or start <= now.timestamp()):
+                for row, share in reservation.shares.items():
+                    if row < room.shape[0]:
+                        room[row] -= _vector(state, share, width)
+        return may_fit(room[state.nodes.valid[: room.shape[0]]], _members(state, pods))
 
     def _earliest(
         self,
@@ -521,7 +549,6 @@ def _blocks(
     state: ClusterState, earlier: Sequence[StartReservation], rows: IndexArray, now: datetime
 ) -> Blocks:
     """The room the `earlier` reservations hold on `rows` (as candidate indices), and when."""
-    resources = state.nodes.resources
     width = state.nodes.free.shape[1]
     index = {row: i for i, row in enumerate(rows.tolist())}
     node: list[int] = []
@@ -535,12 +562,7 @@ def _blocks(
                 continue
             node.append(i)
             spans.append(span)
-            amount = np.zeros(width, dtype=np.int64)
-            for name, value in share.items():
-                col = resources.get(name)
-                if col is not None and col < width:
-                    amount[col] = value
-            amounts.append(amount)
+            amounts.append(_vector(state, share, width))
     if not node:
         return Blocks.none(width)
     starts, untils = zip(*spans, strict=True)
@@ -550,6 +572,16 @@ def _blocks(
         np.asarray(untils, dtype=np.float64),
         np.stack(amounts),
     )
+
+
+def _vector(state: ClusterState, share: Mapping[str, int], width: int) -> IntArray:
+    """A reservation's share of a node as a row of `width` resources."""
+    amount = np.zeros(width, dtype=np.int64)
+    for name, value in share.items():
+        col = state.nodes.resources.get(name)
+        if col is not None and col < width:
+            amount[col] = value
+    return amount
 
 
 def _sooner(plan: StartReservation | None, than: StartReservation) -> bool:
@@ -574,6 +606,15 @@ def _kept_off(reservation: StartReservation, bound: int | None) -> str:
         f"node(s) were reserved for {reservation.holder} ({when}): "
         f"this pod {why} and would take room kept for it"
     )
+
+
+def _members(state: ClusterState, pods: Sequence[Pod]) -> IntArray:
+    """The pods' requests (pods x resources)."""
+    members = np.zeros((len(pods), state.nodes.free.shape[1]), dtype=np.int64)
+    for i, pod in enumerate(pods):
+        demand = state.pods.demand(pod)
+        members[i, demand.cols] = demand.amounts
+    return members
 
 
 def _stay(state: ClusterState, pods: Sequence[Pod]) -> float:
