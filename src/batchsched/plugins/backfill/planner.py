@@ -97,6 +97,18 @@ def earliest_start(
     at = endings.at[order]
     # Pods past their expected end count as ending now.
     at = np.maximum(at, now)
+    if blocks is not None and not blocks.node.shape[0]:
+        blocks = None
+    if _never_before_all_end(free, endings, members, now, length, blocks):
+        # Only once pods stating no runtime end, if at all: the moments before need no look.
+        if not (np.isinf(at).any() or blocks is not None):
+            return None
+        room = _room_at(free, endings, order, at, math.inf)
+        if not may_fit(room, members):
+            return None  # not even then
+        if blocks is not None:
+            room = _room_through(room, free, endings, order, at, blocks, math.inf, length)
+        return _pack(room, rank, endings, order, at, members, math.inf)
     # Blocks only take room: the first time the room alone could hold them is a lower bound.
     times = _first_feasible_times(free, endings, order, members)
     if times is None:
@@ -104,11 +116,9 @@ def earliest_start(
     first = int(np.searchsorted(at, times, side="left"))
     # Each distinct time from the first feasible one on (now included as a time of its own).
     moments = [np.asarray([max(times, now)]), at[first:]]
-    if blocks is not None and blocks.node.shape[0]:
+    if blocks is not None:
         moments.append(blocks.until[blocks.until >= max(times, now)])
         moments.append(np.asarray([math.inf]))
-    else:
-        blocks = None
     candidates = np.unique(np.concatenate(moments))
     for when in candidates.tolist():
         room = _room_at(free, endings, order, at, when)
@@ -118,6 +128,32 @@ def earliest_start(
         if plan is not None:
             return plan
     return None
+
+
+def _never_before_all_end(
+    free: IntArray,
+    endings: Endings,
+    members: IntArray,
+    now: float,
+    length: float,
+    blocks: Blocks | None,
+) -> bool:
+    """Whether no moment before the pods stating no runtime end can hold the members: not
+    even with every pod expected to end gone, less what earlier reservations hold through
+    all of any stay from that moment (held for good from a start: through a stay that goes
+    on for good, and through any once the start has come). Only for members that each
+    request something (the planner counts those that request nothing apart)."""
+    if not members.any(axis=1).all():
+        return False
+    room = free.copy()
+    ending = ~np.isinf(endings.at)
+    np.add.at(room, endings.node[ending], endings.requests[ending])
+    if blocks is not None:
+        lasting = np.isinf(blocks.until)
+        if not math.isinf(length):
+            lasting &= blocks.start <= now
+        np.subtract.at(room, blocks.node[lasting], blocks.amounts[lasting])
+    return not may_fit(room, members)
 
 
 def _room_at(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from batchsched.plugins.backfill import planner
 from batchsched.plugins.backfill.planner import Blocks, Endings, Plan, earliest_start
 
 NOW = 1_000_000.0
@@ -217,6 +219,28 @@ _BLOCKS = st.lists(
 )
 
 
+def _held(
+    held: list[tuple[int, int | None, int | None, int]], nodes: int
+) -> tuple[list[tuple[int, float, float, int]], Blocks]:
+    """The drawn blocks as (node, start, until, GPUs), and as `Blocks`."""
+    spans = [
+        (
+            min(i, nodes - 1),
+            -math.inf if begin is None else NOW + begin * MINUTE,
+            math.inf if length is None else NOW + ((begin or 0) + length) * MINUTE,
+            gpus,
+        )
+        for i, begin, length, gpus in held
+    ]
+    blocks = Blocks(
+        np.array([s[0] for s in spans], dtype=np.intp),
+        np.array([s[1] for s in spans], dtype=np.float64),
+        np.array([s[2] for s in spans], dtype=np.float64),
+        np.array([[s[3], 0] for s in spans], dtype=np.int64).reshape(-1, 2),
+    )
+    return spans, blocks
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), _RUNNING), min_size=1, max_size=5),
@@ -234,21 +258,7 @@ def test_a_plan_never_takes_room_earlier_reservations_hold_during_its_stay(
         (f"n{i}", g, c, [(f"p{i}-{j}", *r) for j, r in enumerate(running)])
         for i, (g, c, running) in enumerate(layout)
     ]
-    spans = [
-        (
-            min(i, len(nodes) - 1),
-            -math.inf if begin is None else NOW + begin * MINUTE,
-            math.inf if length is None else NOW + ((begin or 0) + length) * MINUTE,
-            gpus,
-        )
-        for i, begin, length, gpus in held
-    ]
-    blocks = Blocks(
-        np.array([s[0] for s in spans], dtype=np.intp),
-        np.array([s[1] for s in spans], dtype=np.float64),
-        np.array([s[2] for s in spans], dtype=np.float64),
-        np.array([[s[3], 0] for s in spans], dtype=np.int64).reshape(-1, 2),
-    )
+    spans, blocks = _held(held, len(nodes))
     length = math.inf if stay is None else stay * MINUTE
     plan = _plan(nodes, members, length, blocks)
     if plan is None:
@@ -269,3 +279,54 @@ def test_a_plan_never_takes_room_earlier_reservations_hold_during_its_stay(
                 g for n, b, u, g in spans if n == i and b <= when and (when < u or math.isinf(u))
             )
             assert share[0] <= gpus + sum(r[1] for r in ended) - holding, (when, i)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 8),
+            st.integers(0, 8),
+            st.lists(
+                st.tuples(
+                    st.integers(1, 8),
+                    st.integers(0, 4),
+                    st.one_of(st.none(), st.integers(-30, 240)),  # past its end: ends now
+                ),
+                max_size=4,
+            ),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(0, 4)), min_size=1, max_size=4),
+    _BLOCKS,
+    st.one_of(st.none(), st.integers(1, 240)),
+)
+# A stay of 30 min ends before an earlier reservation takes the whole node for good an hour
+# from now: the node can hold the member now.
+@example(layout=[(8, 0, [])], members=[(8, 0)], held=[(0, 60, None, 8)], stay=30)
+def test_a_plan_skipping_moments_nothing_could_fill_is_the_plan_looking_at_each(
+    layout: list[tuple[int, int, list[tuple[int, int, int | None]]]],
+    members: list[tuple[int, int]],
+    held: list[tuple[int, int | None, int | None, int]],
+    stay: int | None,
+) -> None:
+    """Where no moment before the pods stating no runtime end could hold the members, the
+    planner goes straight to that last moment (docs/backfill.md#cost): the same plan as
+    trying every moment."""
+    nodes: list[Node] = [
+        (f"n{i}", g, c, [(f"p{i}-{j}", *r) for j, r in enumerate(running)])
+        for i, (g, c, running) in enumerate(layout)
+    ]
+    blocks = _held(held, len(nodes))[1] if held else None
+    length = math.inf if stay is None else stay * MINUTE
+    skipping = _plain(_plan(nodes, members, length, blocks))
+    with patch.object(planner, "_never_before_all_end", return_value=False):
+        assert skipping == _plain(_plan(nodes, members, length, blocks))
+
+
+def _plain(plan: Plan | None) -> object:
+    if plan is None:
+        return None
+    return plan.start, plan.waits_for, {i: share.tolist() for i, share in plan.shares.items()}
