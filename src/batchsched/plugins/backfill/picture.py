@@ -6,11 +6,12 @@ nodes whose pods came or went."""
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
@@ -182,3 +183,51 @@ class Picture:
         # Only when every row's pods are kept (a pod not started yet is read again).
         self._last = (key, found) if all(row in self._rows for row in rows) else None
         return found
+
+
+def with_nominated(
+    state: ClusterState,
+    rows: npt.NDArray[np.intp],
+    free: IntArray,
+    endings: Endings,
+    nominated: Sequence[tuple[int, str]],
+    now: datetime,
+) -> tuple[IntArray, Endings]:
+    """`free` and `endings` of the candidate `rows` with the pending pods nominated there
+    (node row, pod key) that state a runtime counted as running from now for it: the room
+    preemption frees on a node is the nominated pod's, as kube-scheduler counts a nominated
+    pod's request on its node and Slurm's backfill a starting job until its time limit
+    (docs/backfill.md#rules). A node nominated for a pod stating none is the caller's to
+    leave out."""
+    index = {row: i for i, row in enumerate(rows.tolist())}
+    width = free.shape[1]
+    pending = state.pods.pending
+    node: list[int] = []
+    at: list[float] = []
+    requests: list[IntArray] = []
+    keys: list[str] = []
+    for row, key in sorted(nominated):
+        i = index.get(row)
+        pod = pending.get(key)
+        if i is None or pod is None:
+            continue
+        demand = state.pods.demand(pod)
+        request = np.zeros(width, dtype=np.int64)
+        request[demand.cols] = demand.amounts
+        bound = bound_of(state, pod)
+        if bound is None:
+            continue
+        node.append(i)
+        at.append(now.timestamp() + bound)
+        requests.append(request)
+        keys.append(key)
+    if not node:
+        return free, endings
+    free = free.copy()
+    np.subtract.at(free, np.asarray(node, dtype=np.intp), np.stack(requests))
+    return free, Endings(
+        np.concatenate([endings.node, np.asarray(node, dtype=np.intp)]),
+        np.concatenate([endings.at, np.asarray(at, dtype=np.float64)]),
+        np.concatenate([endings.requests, np.stack(requests)]),
+        [*endings.keys, *keys],
+    )

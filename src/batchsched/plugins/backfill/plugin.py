@@ -50,7 +50,7 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order
-from batchsched.plugins.backfill.picture import Picture, bound_of
+from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
 from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start, may_fit
 from batchsched.plugins.backfill.promises import owed
 from batchsched.plugins.backfill.room import RoomChecks, window
@@ -449,12 +449,14 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         if not _complete(state, holder, pods):
             return None
         eligible = _eligible(framework, state, pods, now)
-        # A node nominated for another pod (room preemption frees for it) is not offered.
+        # Another pod nominated to a node (preemption frees room there for it) is planned as
+        # if it ran there from now for its stated runtime; a node nominated for a pod that
+        # states none is not offered.
         own = {pod.key for pod in pods}
-        nominated = {row for key, row in state.nominations.items() if key not in own}
-        if daemon or nominated:
-            off = [row for row in daemon | nominated if row < eligible.shape[0]]
-            eligible[off] = False
+        nominated = [(row, key) for key, row in state.nominations.items() if key not in own]
+        off = daemon | {row for row, key in nominated if _unbounded(state, key)}
+        if off:
+            eligible[[row for row in off if row < eligible.shape[0]]] = False
         rows = np.flatnonzero(eligible)
         if rows.shape[0] == 0:
             return None
@@ -464,7 +466,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         # A gang that requires one domain of a key plans within each domain alone: the
         # earliest start wins, then fewer pods to wait for, then the domain's value.
         for value, domain in _domains(state, holder, rows):
-            plan = self._earliest(state, domain, members, now, length, earlier)
+            plan = self._earliest(state, domain, members, now, length, earlier, nominated)
             if plan is not None:
                 start = math.inf if plan.start is None else plan.start
                 found = (start, len(plan.waits_for), value, domain, plan)
@@ -525,10 +527,13 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         now: datetime,
         length: float,
         earlier: Sequence[StartReservation],
+        nominated: Sequence[tuple[int, str]],
     ) -> Plan | None:
         free = state.nodes.free[rows]
         rank = state.nodes.name_rank()[rows]
         endings = self._picture.endings(state, rows.tolist(), now)
+        if nominated:
+            free, endings = with_nominated(state, rows, free, endings, nominated, now)
         blocks = _blocks(state, earlier, rows, now)
         return earliest_start(free, rank, endings, members, now.timestamp(), length, blocks)
 
@@ -615,6 +620,12 @@ def _members(state: ClusterState, pods: Sequence[Pod]) -> IntArray:
         demand = state.pods.demand(pod)
         members[i, demand.cols] = demand.amounts
     return members
+
+
+def _unbounded(state: ClusterState, key: str) -> bool:
+    """Whether the pending pod `key` states no runtime (or is not pending)."""
+    pod = state.pods.pending.get(key)
+    return pod is None or bound_of(state, pod) is None
 
 
 def _stay(state: ClusterState, pods: Sequence[Pod]) -> float:

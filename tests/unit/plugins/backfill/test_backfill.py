@@ -280,6 +280,38 @@ def test_a_node_nominated_for_a_preemptor_is_not_reserved_by_another() -> None:
     assert _held(result) == {"Pod default/low": (["n1"], None)}
 
 
+def test_a_holder_keeps_its_node_when_a_pod_ending_before_its_start_is_nominated_there() -> None:
+    # "big" reserves n1 for 12:30 (a ends then; n2 frees at 12:45). "urgent" (1 h, ending
+    # before 12:30, so Backfill lets it onto n1) preempted b there and waits for b to go:
+    # "big" plans around it and keeps n1, rather than leaving the room drained so far for
+    # n2 and a later start.
+    def running(name: str, on: str, gpus: int, runtime: str) -> dict[str, Any]:
+        made = _running(name, on, gpus, runtime)
+        made["spec"]["priorityClassName"] = "low"
+        return made
+
+    leaving = running("b", "n1", 4, "2h")
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-22T09:59:50Z"
+    urgent = _waiting("urgent", 4, "1h", created=YOUNG)
+    urgent["spec"]["priorityClassName"] = "high"
+    urgent["status"]["nominatedNodeName"] = "n1"
+    big = _waiting("big", 8, created="2026-11-22T08:00:00Z")
+    big["spec"]["priorityClassName"] = "low"
+    result = schedule(
+        priority_class("low", 10),
+        priority_class("high", 100),
+        node("n1", nvidia_com__gpu="8"),
+        node("n2", nvidia_com__gpu="8"),
+        running("a", "n1", 4, "3h"),
+        leaving,
+        running("c", "n2", 8, "3h15m"),
+        big,
+        urgent,
+    )
+    assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T12:30:00Z")}
+    assert result.evictions == [] and result.bindings == []
+
+
 def test_a_gang_requiring_one_rack_reserves_within_one() -> None:
     # Anywhere, n1 (10:30) and n3 (10:45) would start it earliest; within one rack, rack b's
     # n3 and n4 (10:50) beat rack a's n1 and n2 (11:30).
