@@ -208,7 +208,7 @@ def may_fit(room: IntArray, members: IntArray) -> bool:
     members of that kind: true wherever `earliest_start` packs them all in that room or
     less, so false rules a plan in it out."""
     return all(
-        int(np.minimum(_slots(room, np.asarray(kind, np.int64)), count).sum()) >= count
+        int(_slots(room, np.asarray(kind, np.int64), count).sum()) >= count
         for kind, count in _kinds(members).items()
     )
 
@@ -221,19 +221,20 @@ def _kinds(members: IntArray) -> dict[tuple[int, ...], int]:
     return counts
 
 
-def _slots(room: IntArray, kind: IntArray) -> IntArray:
-    """How many members of `kind` each row of `room` holds."""
+def _slots(room: IntArray, kind: IntArray, count: int) -> IntArray:
+    """How many of `count` members of `kind` each row of `room` holds: capped at `count`,
+    so that sums over rows stay exact (a member asking nothing fits any number of times)."""
     need = kind > 0
     if not need.any():
-        return np.full(room.shape[0], np.iinfo(np.int64).max // 4, dtype=np.int64)
+        return np.full(room.shape[0], count, dtype=np.int64)
     held = np.maximum(room[:, need], 0) // kind[need]
-    return np.asarray(held.min(axis=1), dtype=np.int64)
+    return np.asarray(np.minimum(held.min(axis=1), count), dtype=np.int64)
 
 
 def _first_time_holding(
     free: IntArray, endings: Endings, order: npt.NDArray[np.intp], kind: IntArray, count: int
 ) -> float | None:
-    total = int(_slots(free, kind).sum())
+    total = int(_slots(free, kind, count).sum())
     if total >= count:
         return -math.inf
     if order.shape[0] == 0:
@@ -249,10 +250,10 @@ def _first_time_holding(
         before_group[starts[1:]] = gained[starts[1:] - 1]
     group_of = np.cumsum(np.r_[False, nodes_sorted[1:] != nodes_sorted[:-1]])
     gained -= before_group[starts][group_of]
-    after = _slots(free[nodes_sorted] + gained, kind)
+    after = _slots(free[nodes_sorted] + gained, kind, count)
     before = np.empty_like(after)
     before[1:] = after[:-1]
-    before[starts] = _slots(free[nodes_sorted[starts]], kind)
+    before[starts] = _slots(free[nodes_sorted[starts]], kind, count)
     delta = np.empty_like(after)
     delta[by_node] = after - before  # back in time order
     reached = np.flatnonzero(total + np.cumsum(delta) >= count)

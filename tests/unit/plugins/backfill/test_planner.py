@@ -330,3 +330,10 @@ def _plain(plan: Plan | None) -> object:
     if plan is None:
         return None
     return plan.start, plan.waits_for, {i: share.tolist() for i, share in plan.shares.items()}
+
+
+def test_members_asking_nothing_fit_now_on_many_nodes() -> None:
+    # Each node holds any number of them: summing that over five nodes must not wrap around.
+    nodes: list[Node] = [(f"n{i}", 0, 0, [("busy", 8, 8, 30)]) for i in range(5)]
+    plan = _plan(nodes, [(0, 0), (0, 0)])
+    assert plan is not None and plan.start == NOW
