@@ -204,3 +204,25 @@ def test_a_reservation_moves_to_a_node_that_frees_sooner() -> None:
     assert result.backfill.expected_start["default/big"] == 3600  # first planned
     assert by_name["default/big"].start == 1500
     assert by_name["default/small"].start == 1600  # once big (100 s) is done
+
+
+def test_a_job_reserving_first_with_no_expected_start_keeps_the_first_it_gets() -> None:
+    # "f1" and "f2" state no runtime: big's reservation waits for them with no expected
+    # start, so none is recorded then. When f2 ends, big is planned again on n2 by f3's
+    # stated end: that is its first expected start, recorded though big held room before.
+    jobs = [
+        job("f1", gpus=8, work=3000),
+        job("f2", gpus=4, work=500),
+        job("f3", gpus=4, work=1500, stated_runtime=2000),
+        job("big", gpus=8, work=100, submit=1, stated_runtime=200),
+    ]
+    config = parse_config(
+        {"profiles": [{"pluginConfig": [{"name": "Backfill", "args": {"reserveAfterSeconds": 0}}]}]}
+    )
+    sim = simulation([gpu_node("n1"), gpu_node("n2")], jobs, config=config)
+    sim.advance(400)
+    held = sim.state.start_reservations.by_holder["Pod default/big-0"]
+    assert held.start is None and sim.backfill.expected_start == {}
+    result = sim.run()
+    assert result.backfill.expected_start == {"default/big": 2000}
+    assert {j.name: j.start for j in result.jobs}["default/big"] == 1500

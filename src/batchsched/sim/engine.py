@@ -196,6 +196,7 @@ class Simulation:
         self._warnings: list[Warn] = []
         self.reservations: dict[str, Reserve] = {}
         self.backfill = BackfillRecord()
+        self._start_recorded: set[str] = set()  # holders whose job's expected start is kept
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -313,9 +314,15 @@ class Simulation:
                     and any(self._job_of(r.holder) is not unit.job for r in reserved)
                 ):
                     self.backfill.backfilled.add(unit.job.record.name)
+        # A job's first expected start is kept: a holder whose job has one is not looked up
+        # again at every step (a holder's name is its own job's for good).
+        recorded = self._start_recorded
         for holder, reservation in held.by_holder.items():
+            if reservation.start is None or holder in recorded:
+                continue
             job = self._job_of(holder)
-            if job is not None and reservation.start is not None:
+            if job is not None:
+                recorded.add(holder)
                 expected = self._virtual(reservation.start.timestamp())
                 self.backfill.expected_start.setdefault(job.record.name, expected)
 
