@@ -52,6 +52,7 @@ def _passes(
                 if isinstance(plugin, Backfill):
                     _afresh(plugin._room, "checks", plugin._room.new_pass)
                     _afresh(plugin._room, "refusers", plugin._room.new_pass)
+                    _afresh(plugin._room, "kept_off", plugin._room.new_pass)
                     _afresh(plugin._picture, "endings", plugin._picture.forget_last)
 
         def no_memo(pod: Any, now: Any) -> Hashable | None:

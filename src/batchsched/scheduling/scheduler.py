@@ -55,6 +55,11 @@ class _Failure(NamedTuple):
     until: float
 
 
+def _holding(failed: _Failure | None, now: float) -> _Failure | None:
+    """The failure if its answer still holds at `now` (the cluster unchanged since)."""
+    return failed if failed is not None and failed.since <= now < failed.until else None
+
+
 class Scheduler:
     def __init__(
         self, state: ClusterState, config: SchedulerConfig, queueing_hints: bool = True
@@ -348,9 +353,9 @@ class Scheduler:
         self.twins.follow()
         # The twin key is made only when a failure is remembered, or to remember one: a pod
         # that binds (most do) needs none.
-        if self._failed_shapes and self._failed_in_this_state():
+        if self._failed_shapes and (remembered := self._failed_in_this_state()):
             twin = self._twin_key(framework, pod, now)
-            failed = self._failed_twin(twin, now.timestamp())
+            failed = _holding(remembered.get(twin), now.timestamp())
             if failed is not None:
                 self._last_failed = (pod, now, twin)
                 return self._unschedulable(pod, failed.message, now, failed.rejected_by)
@@ -415,8 +420,7 @@ class Scheduler:
         """The failure of a twin whose answer still holds now, if any."""
         if twin is None or not self._failed_shapes:
             return None
-        failed = self._failed_in_this_state().get(twin)
-        return failed if failed is not None and failed.since <= now < failed.until else None
+        return _holding(self._failed_in_this_state().get(twin), now)
 
     def _twin_key(self, framework: Framework, pod: Pod, now: datetime) -> Hashable | None:
         """What a failure is remembered under: the pod's twin key and what the filters that

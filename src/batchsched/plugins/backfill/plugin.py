@@ -126,7 +126,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         answers = []
         for pod in pods:
             cycle = Cycle(state, pod, now, state.pods.demand(pod), state.nodes.free)
-            answers.append(any(self._refusal(cycle, row) is None for row in rows))
+            answers.append(any(self._refused_by(cycle, row) is None for row in rows))
         return answers
 
     def _rows_to_judge(self, change: ClusterChange) -> list[int] | None:
@@ -174,14 +174,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
             return ()
         # As `_refused_by` on each reserved row, from what is kept for the pass.
         own, bound = _terms(cycle)
-        leaves = math.inf if bound is None else cycle.now.timestamp() + bound
-        refused = []
-        for row, refusing in self._room.refusers(cycle.state, own, cycle.demand, cycle.now):
-            for start, reservation in refusing:
-                if start is None or start < leaves:
-                    refused.append((row, reservation.holder))
-                    break
-        return tuple(refused), bool(refused) and bound is None
+        return self._room.kept_off(cycle.state, own, cycle.demand, cycle.now, bound)
 
     # ---- filter ------------------------------------------------------------------------
 
@@ -240,14 +233,14 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         fits = np.ones(rows.shape[0], dtype=np.bool_)
         if held:
             for i, row in enumerate(rows.tolist()):
-                if row in held and self._refusal(cycle, row) is not None:
+                if row in held and self._refused_by(cycle, row) is not None:
                     fits[i] = False
         return fits
 
     def row_check(self, cycle: Cycle) -> RowCheck | None:
         if not cycle.state.start_reservations.by_row:
             return None
-        return lambda row: self._refusal(cycle, row) is None
+        return lambda row: self._refused_by(cycle, row) is None
 
     # ---- reservations ------------------------------------------------------------------
 
@@ -342,7 +335,8 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         if not _lacks_room(state, holder, rejected_by):
             self._drop(holder)  # it waits for something else than room
             return ""
-        self._candidates.add(holder, _order(framework, waiting, now))
+        if holder not in self._candidates:  # kept where it is if it already waited
+            self._candidates.add(holder, _order(framework, waiting, now))
         if len(state.start_reservations.by_holder) < self.max_reservations and self._waited(
             state, holder, waiting, now
         ):

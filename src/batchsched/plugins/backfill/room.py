@@ -45,6 +45,9 @@ class Check:
 
 # Per reserved row, the reservations a pod would not leave room for (`RoomChecks.refusers`).
 Refusers = list[tuple[int, tuple[tuple[float | None, StartReservation], ...]]]
+# The reserved rows a pod is kept off, each with the holder keeping it off, and whether it
+# states no runtime while kept off any (`RoomChecks.kept_off`).
+KeptOff = tuple[tuple[tuple[int, str], ...], bool]
 
 
 class RoomChecks:
@@ -66,6 +69,7 @@ class RoomChecks:
         self._at: tuple[datetime, int] | None = None
         self._kept: dict[tuple[int, tuple[str, ...], int, Hashable], tuple[bool, float]] = {}
         self._refusers: dict[tuple[tuple[str, ...], Hashable], Refusers] = {}
+        self._kept_off: dict[tuple[tuple[tuple[str, ...], Hashable], int | None], KeptOff] = {}
 
     def new_pass(self) -> None:
         """Forget all: a pass begins (nor is a gone pod's reservation kept past it)."""
@@ -74,6 +78,7 @@ class RoomChecks:
         self._at = None
         self._kept.clear()
         self._refusers.clear()
+        self._kept_off.clear()
 
     def checks(
         self,
@@ -108,6 +113,7 @@ class RoomChecks:
         if (row, mine) in self._checks:
             self._kept.clear()  # the row's reservations changed: its kept answers go
             self._refusers.clear()
+            self._kept_off.clear()
         self._checks[(row, mine)] = (tuple(held), tuple(checks))
         return mine, tuple(checks)
 
@@ -126,8 +132,53 @@ class RoomChecks:
         with none are left out. It reads the log of changed rows (not for a filter: never
         within a tentative placement)."""
         self._follow_room(state, now)
+        return self._refusers_under(self._key(state, own, demand), state, own, demand, now)
+
+    def kept_off(
+        self,
+        state: ClusterState,
+        own: Collection[str | None],
+        demand: Demand,
+        now: datetime,
+        bound: int | None,
+    ) -> KeptOff:
+        """The reserved rows a pod of `demand` counting the holders `own` as its own and
+        stating the runtime `bound` (None: none) may not take now, each with the first
+        reservation there it would overlap (`refusers`); and whether it states no runtime
+        while kept off any. Kept as `refusers` is, per their key and the runtime: pods
+        stating the same are told the same."""
+        self._follow_room(state, now)
+        key = self._key(state, own, demand)
+        found = self._kept_off.get((key, bound))
+        if found is not None:
+            return found
+        leaves = math.inf if bound is None else now.timestamp() + bound
+        refused = []
+        for row, refusing in self._refusers_under(key, state, own, demand, now):
+            for start, reservation in refusing:
+                if start is None or start < leaves:
+                    refused.append((row, reservation.holder))
+                    break
+        found = self._kept_off[(key, bound)] = (tuple(refused), bool(refused) and bound is None)
+        return found
+
+    @staticmethod
+    def _key(
+        state: ClusterState, own: Collection[str | None], demand: Demand
+    ) -> tuple[tuple[str, ...], Hashable]:
+        """What `refusers` is kept under: the pod's holders that hold a reservation, and
+        its request."""
         by_holder = state.start_reservations.by_holder
-        key = (tuple([h for h in own if h is not None and h in by_holder]), demand.key)
+        return tuple([h for h in own if h is not None and h in by_holder]), demand.key
+
+    def _refusers_under(
+        self,
+        key: tuple[tuple[str, ...], Hashable],
+        state: ClusterState,
+        own: Collection[str | None],
+        demand: Demand,
+        now: datetime,
+    ) -> Refusers:
         found = self._refusers.get(key)
         if found is not None:
             return found
@@ -154,6 +205,7 @@ class RoomChecks:
         if at != self._at:
             self._kept.clear()
             self._refusers.clear()
+            self._kept_off.clear()
             self._at = at
 
     def keeps_room(
