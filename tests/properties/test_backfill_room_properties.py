@@ -88,6 +88,25 @@ def _passes(
     steps=[(15, [])],
     hints=True,
 )
+# `p1` (1 GPU, 2 h) would run past p0's start on n0 and is kept off it; `p2` (1 GPU, 10 min)
+# asks the same but ends before it and backfills: were verdicts kept per request alone, not
+# per the starts a pod runs past, p2 would be told p1's.
+@example(
+    manifests=[
+        *one_node_reserved(),
+        *[
+            pod(
+                f"p{k}",
+                annotations=stated(minutes),
+                created=f"2026-11-22T08:0{k}:00Z",
+                extra_requests={"nvidia.com/gpu": "1"},
+            )
+            for k, minutes in [(1, 120), (2, 10)]
+        ],
+    ],
+    steps=[],
+    hints=True,
+)
 def test_kept_room_checks_and_verdicts_decide_as_fresh_ones(
     manifests: list[dict[str, Any]], steps: list[tuple[int, list[int]]], hints: bool
 ) -> None:

@@ -8,6 +8,7 @@ same until a node's room or reservations change (docs/backfill.md#cost)."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -69,7 +70,12 @@ class RoomChecks:
         self._at: tuple[datetime, int] | None = None
         self._kept: dict[tuple[int, tuple[str, ...], int, Hashable], tuple[bool, float]] = {}
         self._refusers: dict[tuple[tuple[str, ...], Hashable], Refusers] = {}
-        self._kept_off: dict[tuple[tuple[tuple[str, ...], Hashable], int | None], KeptOff] = {}
+        # Per key of `_refusers`: the refusing reservations' starts, sorted, and per how
+        # many of them a pod runs past (and whether it states no runtime), its verdicts.
+        self._kept_off: dict[
+            tuple[tuple[str, ...], Hashable],
+            tuple[list[float], dict[tuple[int, bool], KeptOff]],
+        ] = {}
 
     def new_pass(self) -> None:
         """Forget all: a pass begins (nor is a gone pod's reservation kept past it)."""
@@ -145,21 +151,29 @@ class RoomChecks:
         """The reserved rows a pod of `demand` counting the holders `own` as its own and
         stating the runtime `bound` (None: none) may not take now, each with the first
         reservation there it would overlap (`refusers`); and whether it states no runtime
-        while kept off any. Kept as `refusers` is, per their key and the runtime: pods
-        stating the same are told the same."""
+        while kept off any. Kept as `refusers` is, per their key and which of the refusing
+        reservations' starts the pod would run past: pods stating other runtimes that run
+        past the same starts are told the same."""
         self._follow_room(state, now)
         key = self._key(state, own, demand)
-        found = self._kept_off.get((key, bound))
+        kept = self._kept_off.get(key)
+        if kept is None:
+            refusers = self._refusers_under(key, state, own, demand, now)
+            begins = {s for _, refusing in refusers for s, _ in refusing if s is not None}
+            kept = self._kept_off[key] = (sorted(begins), {})
+        starts, told = kept
+        leaves = math.inf if bound is None else now.timestamp() + bound
+        slot = (bisect_left(starts, leaves), bound is None)  # the starts it runs past
+        found = told.get(slot)
         if found is not None:
             return found
-        leaves = math.inf if bound is None else now.timestamp() + bound
         refused = []
         for row, refusing in self._refusers_under(key, state, own, demand, now):
             for start, reservation in refusing:
                 if start is None or start < leaves:
                     refused.append((row, reservation.holder))
                     break
-        found = self._kept_off[(key, bound)] = (tuple(refused), bool(refused) and bound is None)
+        found = told[slot] = (tuple(refused), bool(refused) and bound is None)
         return found
 
     @staticmethod
