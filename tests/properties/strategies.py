@@ -150,6 +150,20 @@ def one_node_reserved() -> list[dict[str, Any]]:
     ]
 
 
+def waiting(*pods: tuple[int, int, int | None]) -> list[dict[str, Any]]:
+    """Per (k, GPUs, minutes), pod `p{k}` asking so many GPUs and stating that runtime,
+    created k minutes past 08:00 (after `one_node_reserved`'s p0): an example's waiting pods."""
+    return [
+        pod(
+            f"p{k}",
+            annotations=stated(minutes),
+            created=f"2026-11-22T08:0{k}:00Z",
+            extra_requests={"nvidia.com/gpu": str(gpus)},
+        )
+        for k, gpus, minutes in pods
+    ]
+
+
 def run_steps(
     state: ClusterState, scheduler: Scheduler, steps: list[tuple[int, list[int]]]
 ) -> list[Any]:

@@ -19,9 +19,8 @@ from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.plugins.backfill.plugin import Backfill
 from batchsched.scheduling.scheduler import Scheduler
-from tests.builders import pod
 from tests.conftest import objects_of
-from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, stated
+from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, waiting
 
 
 def _afresh(kept: Any, method: str, forget: Callable[[], None]) -> None:
@@ -54,6 +53,7 @@ def _passes(
                     _afresh(plugin._room, "refusers", plugin._room.new_pass)
                     _afresh(plugin._room, "kept_off", plugin._room.new_pass)
                     _afresh(plugin._picture, "endings", plugin._picture.forget_last)
+                    _afresh(plugin, "_refusal", plugin._said.clear)
 
         def no_memo(pod: Any, now: Any) -> Hashable | None:
             return None
@@ -75,15 +75,7 @@ def _passes(
 @example(
     manifests=[
         *one_node_reserved(),
-        *[
-            pod(
-                f"p{k}",
-                annotations=stated(120),
-                created=f"2026-11-22T08:0{k}:00Z",
-                extra_requests={"nvidia.com/gpu": gpus},
-            )
-            for k, gpus in [(1, "2"), (2, "2"), (3, "1")]
-        ],
+        *waiting((1, 2, 120), (2, 2, 120), (3, 1, 120)),
     ],
     steps=[(15, [])],
     hints=True,
@@ -94,15 +86,7 @@ def _passes(
 @example(
     manifests=[
         *one_node_reserved(),
-        *[
-            pod(
-                f"p{k}",
-                annotations=stated(minutes),
-                created=f"2026-11-22T08:0{k}:00Z",
-                extra_requests={"nvidia.com/gpu": "1"},
-            )
-            for k, minutes in [(1, 120), (2, 10)]
-        ],
+        *waiting((1, 1, 120), (2, 1, 10)),
     ],
     steps=[],
     hints=True,

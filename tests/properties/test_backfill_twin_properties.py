@@ -14,9 +14,8 @@ from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.scheduling.scheduler import Scheduler
-from tests.builders import pod
 from tests.conftest import objects_of
-from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, stated
+from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, waiting
 
 
 def _passes(
@@ -42,15 +41,7 @@ def _passes(
 @example(
     manifests=[
         *one_node_reserved(),
-        *[
-            pod(
-                f"p{k}",
-                annotations=stated(minutes),
-                created=f"2026-11-22T08:0{k}:00Z",
-                extra_requests={"nvidia.com/gpu": "4"},
-            )
-            for k, minutes in [(1, 120), (2, 20), (3, 240)]
-        ],
+        *waiting((1, 4, 120), (2, 4, 20), (3, 4, 240)),
     ],
     steps=[(15, [])],
 )

@@ -177,6 +177,22 @@ class ShapeKeys:
         return self.keys(state, pod, demand)[1]
 
 
+class Hashed(tuple[Hashable, ...]):
+    """A tuple that works its hash out once: a pod's level-4 key is deep (the shapes of
+    all its filters) and is looked up several times per attempt, where a plain tuple is
+    hashed anew each time. Equal to, and hashed as, the plain tuple."""
+
+    _hash: int
+
+    def __new__(cls, items: tuple[Hashable, ...]) -> Hashed:
+        made = super().__new__(cls, items)
+        made._hash = tuple.__hash__(made)
+        return made
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 class Twins:
     """Level 4, computed once per queued pod (by key) and dropped when the pod changes
     (`forget`) or affinity terms come to read more labels (`follow`, which then also calls
@@ -242,7 +258,7 @@ class Twins:
             # reclaim.
             queue = state.queue_of(pod) if state.queues else None
             priority, policy = pod.priority, pod.preemption_policy
-            found = (profile, shape, priority, policy, group_key_of(pod), queue)
+            found = Hashed((profile, shape, priority, policy, group_key_of(pod), queue))
         kept[pod_key] = found
         return found
 

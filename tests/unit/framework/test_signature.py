@@ -56,6 +56,24 @@ def test_pods_alike_share_a_key_and_each_is_made_once() -> None:
     assert all(a is k for a, k in zip(again, reversed(keys), strict=True))
 
 
+def test_a_twin_key_hashes_and_compares_as_the_plain_tuple_it_holds() -> None:
+    # Its hash is worked out once: were it kept wrong (or stale), the failures and groups
+    # filed under one pod's key would not be found under a twin's equal key.
+    state, scheduler = _cluster()
+    framework = scheduler.default_framework
+    pods = [Pod("ns", f"p{i}", requests={"cpu": 100 * (1 + i // 2)}) for i in range(3)]
+    for pod in pods:
+        state.upsert_pod(pod)
+    keys = [scheduler.twins.twin("batchsched", framework.shapes, pod) for pod in pods]
+    assert keys[0] is not keys[1] and keys[0] == keys[1] != keys[2]
+    for key in keys:
+        assert isinstance(key, tuple)
+        plain = tuple(key)
+        assert hash(key) == hash(plain) and key == plain
+        assert {plain: 1}[key] == 1 and {key: 1}[plain] == 1
+    assert {keys[0]: "failed"}.get(keys[1]) == "failed" and {keys[0]: 1}.get(keys[2]) is None
+
+
 def test_the_memo_holds_more_pending_pods_than_its_floor(monkeypatch: MonkeyPatch) -> None:
     # With more pods waiting than the floor, each pod's key is still made once: a pass (or
     # a gang search) asking for its pods in turn would otherwise make every key again.

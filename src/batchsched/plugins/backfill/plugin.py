@@ -96,6 +96,9 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         self._holders: set[str] = set()
         self._picture = Picture()
         self._room = RoomChecks(self._picture)  # what its filter found, kept for the pass
+        # Per reservation refusing a pod and whether the pod states no runtime, the words
+        # its filter says so with, kept for the pass (a reservation of the key kept beside).
+        self._said: dict[tuple[int, bool], tuple[StartReservation, str]] = {}
         self._promises = BrokenPromises()  # the search for pods past their stated runtime
         # Where the state's log of changed rows stood when the holders were last planned:
         # they are planned again, as Slurm's backfill plans every cycle, once any changed.
@@ -126,7 +129,11 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         answers = []
         for pod in pods:
             cycle = Cycle(state, pod, now, state.pods.demand(pod), state.nodes.free)
-            answers.append(any(self._refused_by(cycle, row) is None for row in rows))
+            # What `_refused_by` finds on each reserved row, as kept for its verdicts.
+            own, bound = _terms(cycle)
+            kept_off = self._room.kept_off(state, own, cycle.demand, now, bound)[0]
+            refused = {row for row, _ in kept_off}
+            answers.append(any(row not in refused for row in rows))
         return answers
 
     def _rows_to_judge(self, change: ClusterChange) -> list[int] | None:
@@ -181,7 +188,14 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     def _refusal(self, cycle: Cycle, row: int) -> str | None:
         """Why the pod may not take room on `row` (None: it may)."""
         by = self._refused_by(cycle, row)
-        return None if by is None else _kept_off(by, _terms(cycle)[1])
+        if by is None:
+            return None
+        bound = _terms(cycle)[1]
+        key = (id(by), bound is None)  # what the words depend on
+        said = self._said.get(key)
+        if said is None or said[0] is not by:
+            said = self._said[key] = (by, _kept_off(by, bound))
+        return said[1]
 
     def _refused_by(self, cycle: Cycle, row: int) -> StartReservation | None:
         """The reservation that keeps the pod off `row` (None: it may take room there)."""
@@ -247,6 +261,7 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
     def before_pass(self, state: ClusterState, now: datetime) -> None:
         self._now = now
         self._room.new_pass()
+        self._said.clear()
         framework = self._framework
         if framework is None or not self._candidates:
             return

@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from batchsched.commands.schedule import build_state
+from batchsched.config import parse_config
+from batchsched.decisions import Unschedulable
+from batchsched.framework.interface import ClusterChange, ClusterEvent, PodsHint
+from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod
-from tests.conftest import schedule
+from tests.conftest import NOW, objects_of, schedule
 
 
 def _pod(name: str, gpus: int, runtime: str | None, created: str, **more: Any) -> Any:
@@ -47,3 +54,38 @@ def test_the_room_a_reservation_keeps_is_judged_per_request() -> None:
     )
     assert {b["pod"]: b["node"] for b in result.to_json()["bindings"]} == {"default/short": "n1"}
     assert "would run past that start" in result.unschedulable["default/long"]
+
+
+def test_the_hint_wakes_a_pod_by_its_own_runtime_when_a_reserved_node_frees() -> None:
+    # n1: `a` (4 GPUs) ends at 10:30 and `b` (2 GPUs) at 10:05: 2 GPUs free. `big` (8 GPUs)
+    # reserves n1 from 10:30; `long` (4 GPUs, 2 h) and `short` (4 GPUs, 10 min) fail for
+    # room (one reservation at most: only big holds one). Once b leaves, short may pass (it
+    # ends before big's start) and long may not: the hint reads the verdicts kept per
+    # request, which must still go by each one's runtime.
+    state = build_state(
+        objects_of(
+            node("n1", cpu="64", nvidia_com__gpu="8"),
+            _running("a", 4, "1h"),
+            _running("b", 2, "35m"),
+            _pod("big", 8, None, "2026-11-22T09:00:00Z"),
+            _pod("long", 4, "2h", "2026-11-22T09:10:00Z"),
+            _pod("short", 4, "10m", "2026-11-22T09:20:00Z"),
+        )
+    )
+    one = {"name": "Backfill", "args": {"maxReservations": 1}}
+    scheduler = Scheduler(state, parse_config({"profiles": [{"pluginConfig": [one]}]}))
+    assert scheduler.schedule_pass(NOW) == [
+        Unschedulable(f"default/{name}", scheduler.messages[f"default/{name}"])
+        for name in ("big", "long", "short")
+    ]
+    assert set(state.start_reservations.by_holder) == {"Pod default/big"}
+    mark = state.nodes.change_mark()
+    state.remove_pod("default/b")
+    backfill = scheduler.default_framework.plugins["Backfill"]
+    backfill.before_pass(state, NOW)  # the pass's instant, as the queue asks before a pass
+    hint = backfill.events_to_register()[ClusterEvent.NODE_ROOM]
+    assert isinstance(hint, PodsHint)
+    rows = np.asarray(state.nodes.rows_changed_since(mark), dtype=np.intp)
+    change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, mark)
+    waiting = [state.pods.pending[f"default/{name}"] for name in ("long", "short")]
+    assert list(hint.ask(change, waiting)) == [False, True]
