@@ -85,6 +85,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 6, max_pods: int = 14) -> list[di
 # A pod's stated runtime in minutes, or none (docs/backfill.md).
 BOUNDS = st.one_of(st.none(), st.sampled_from([10, 30, 45, 60, 90, 120, 240]))
 GPUS = st.integers(1, 8)
+FEW_NODES = st.integers(1, 4)
 
 
 def stated(minutes: int | None) -> dict[str, str]:
@@ -98,13 +99,14 @@ def reserving_clusters(
     sizes: st.SearchStrategy[int] = GPUS,
     running: int = 2,
     pending: int = 8,
+    nodes: st.SearchStrategy[int] = FEW_NODES,
 ) -> list[dict[str, Any]]:
-    """GPU nodes with up to `running` pods each that state runtimes (or none), and up to
-    `pending` pending pods of `sizes` GPUs that have waited long enough to reserve (or not),
-    stating runtimes (or none): reservations hold room, some pods backfill, others are kept
-    off (docs/backfill.md)."""
+    """GPU nodes (`nodes` of them) with up to `running` pods each that state runtimes (or
+    none), and up to `pending` pending pods of `sizes` GPUs that have waited long enough to
+    reserve (or not), stating runtimes (or none): reservations hold room, some pods
+    backfill, others are kept off (docs/backfill.md)."""
     manifests: list[dict[str, Any]] = []
-    for i in range(draw(st.integers(1, 4))):
+    for i in range(draw(nodes)):
         manifests.append(node(f"n{i}", cpu="64", nvidia_com__gpu="8"))
         for j, (gpus, minutes) in enumerate(
             draw(st.lists(st.tuples(st.integers(1, 4), BOUNDS), max_size=running))

@@ -106,9 +106,10 @@ class Scheduler:
             plugin = framework.group_plugin
             if plugin is not None and plugin not in self.group_plugins:
                 self.group_plugins.append(plugin)
-        # Per profile, the plugins told of each pod or gang left waiting (Backfill).
+        # Per profile, the plugins told of each pod or gang left waiting (Backfill), where
+        # they are filters: one enabled as a score alone holds nothing.
         self.wait_plugins: dict[int, list[WaitPlugin]] = {
-            id(f): [p for p in f.plugins.values() if isinstance(p, WaitPlugin)]
+            id(f): [p for p in f.dynamic_filters if isinstance(p, WaitPlugin)]
             for f in self.frameworks.values()
         }
         # The plugins that rejected the pods of the current attempt (None: unknown, e.g. a

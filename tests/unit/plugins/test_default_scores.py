@@ -48,6 +48,7 @@ def test_default_weights_are_kube_schedulers() -> None:
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
         "PodTopology": 2,  # batchsched's own: a pod's preferred topology (docs/topology.md)
+        "Backfill": 2,  # batchsched's own: where nodes stay busy anyway (docs/backfill.md)
     }
 
 

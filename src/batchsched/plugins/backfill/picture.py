@@ -157,6 +157,15 @@ class Picture:
                 self._known[row] = row in self._rows  # else read again (a pod not started)
         return np.asarray(nodes.free[:rows] + self._ending[:rows], dtype=np.int64)
 
+    def last_end(self, state: ClusterState, row: int, now: float) -> float:
+        """When the last pod on `row` is expected to be gone (inf: one states no runtime;
+        -inf: the node has none)."""
+        self._follow(state)
+        part = self._row(state, row)
+        if not part.keys:
+            return -math.inf
+        return float(np.where(np.isnan(part.fixed), now + part.bound, part.fixed).max())
+
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
         """The pods on `rows` (in that order, as candidate indices 0..len-1). The last
         answer is given again while the rows and every row's pods are as they were (holders

@@ -43,6 +43,8 @@ from batchsched.framework.interface import (
     Rejection,
     RowCheck,
     RowLocalPlugin,
+    RowScore,
+    ScorePlugin,
     WaitPlugin,
 )
 from batchsched.objects.parse import format_time
@@ -50,6 +52,7 @@ from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order
+from batchsched.plugins.backfill.drain import drain_score, free_at
 from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
 from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start, may_fit
 from batchsched.plugins.backfill.promises import owed
@@ -78,7 +81,7 @@ def holders_of(pod: Pod) -> tuple[str, str | None]:
     return f"Pod {pod.key}", None if group is None else f"PodGroup {group}"
 
 
-class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
+class Backfill(FilterPlugin, ScorePlugin, RowLocalPlugin, WaitPlugin):
     # It never skips a pod: with no reservation its filter has nothing to look at, and what
     # is kept per shape is not made again each time the first is made or the last ends.
     name = "Backfill"
@@ -255,6 +258,36 @@ class Backfill(FilterPlugin, RowLocalPlugin, WaitPlugin):
         if not cycle.state.start_reservations.by_row:
             return None
         return lambda row: self._refused_by(cycle, row) is None
+
+    # ---- score -------------------------------------------------------------------------
+
+    def uniform(self, cycle: Cycle) -> bool:
+        # A pod stating no runtime never ends, for planning: the other scores place it.
+        return _terms(cycle)[1] is None
+
+    def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
+        scores = np.zeros(feasible.shape[0], dtype=np.int64)
+        if not self.uniform(cycle):
+            for row in np.flatnonzero(feasible).tolist():
+                scores[row] = self._drain(cycle, row)
+        return scores
+
+    def score_rows(self, cycle: Cycle, rows: IndexArray) -> IntArray:
+        return np.fromiter((self._drain(cycle, row) for row in rows.tolist()), np.int64)
+
+    def row_score(self, cycle: Cycle) -> RowScore:
+        return lambda row: self._drain(cycle, row)
+
+    def _drain(self, cycle: Cycle, row: int) -> int:
+        """How much of the pod's stated runtime the node is busy anyway (`drain_score`)."""
+        state = cycle.state
+        now = cycle.now.timestamp()
+        bound = _terms(cycle)[1]
+        held = state.start_reservations.by_row.get(row, ())
+        free = free_at(self._picture.last_end(state, row, now), held, now)
+        score, until = drain_score(free, now, math.inf if bound is None else float(bound))
+        cycle.changes_at(until)
+        return score
 
     # ---- reservations ------------------------------------------------------------------
 
