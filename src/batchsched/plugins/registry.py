@@ -118,8 +118,8 @@ DEFAULT_PLUGINS: dict[str, list[tuple[str, int]]] = {
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("PodTopology", 2),  # as NodeAffinity's preferred terms
-        # While a reservation is held: nodes about to empty are left to empty
-        # (docs/backfill.md, "Where other pods go while a reservation is held").
+        # For pods stating a runtime: nodes about to empty are left to empty
+        # (docs/backfill.md, "Where other pods go").
         ("Backfill", 2),
     ],
     "reserve": [("VolumeBinding", 0), ("DynamicResources", 0)],

@@ -1,5 +1,5 @@
-"""Where other pods go while a reservation is held: Backfill's score (docs/backfill.md,
-"Where other pods go while a reservation is held").
+"""Where other pods go: Backfill's score (docs/backfill.md, "Where other pods go: nodes about
+to empty are left to empty").
 
 A node's expected free time is the latest expected end of its pods and of the reservations
 holding room there (never if one of them states no runtime; already, with neither). A pod
@@ -8,8 +8,8 @@ busy anyway, in tenths: 100 where the pod ends by the node's free time (it does 
 back), 0 on a node that is free already or would be by the time the pod ends only a tenth
 into its stay. So pods go where the nodes stay busy longest, and nodes about to empty are
 left to empty, which a waiting gang of whole nodes needs (as Slurm's select plugin packs
-jobs rather than spreading them). A pod stating no runtime stays for good: it scores 100
-only where a pod stating none runs already.
+jobs rather than spreading them). The plugin scores a pod stating no runtime alike on every
+node (it never ends, for planning), so the other scores place it as before.
 """
 
 from __future__ import annotations
