@@ -4,7 +4,7 @@
   higher priority.
 - The evicted set is minimal: returning any single victim makes the preemptor not fit.
 - The vectorised search over all nodes picks what the per-node search (the API gang
-  scheduling reuses) ranks best.
+  scheduling reuses) ranks best, with or without a plugin's tie-break.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from batchsched.config import default_config
 from batchsched.decisions import Bind, Evict, Nominate
+from batchsched.framework.interface import PreemptionTieBreak
 from batchsched.objects.records import Pod
 from batchsched.plugins.preemptiontoleration.plugin import PreemptionToleration
 from batchsched.preemption.toleration_policy import is_exempt, parse_policy
@@ -121,12 +122,29 @@ def test_preemption_takes_no_exempt_pod_and_a_minimal_set(
         assert not (back[demand.cols] >= demand.amounts).all(), victim.key
 
 
+# A plugin's order among nodes equal down to the number of victims (Backfill's: what the
+# victims hold): none, or a key per node and victims drawn at random.
+TIE_BREAKS = st.one_of(
+    st.none(), st.lists(st.integers(0, 2), min_size=4, max_size=4), st.just("held")
+)
+
+
+def _tie_break(drawn: list[int] | str | None, state: ClusterState) -> PreemptionTieBreak | None:
+    if drawn is None:
+        return None
+    if drawn == "held":
+        return lambda row, victims: float(sum(state.pods.demand(v).amounts.sum() for v in victims))
+    keys = list(drawn)
+    return lambda row, victims: float(keys[row % len(keys)])
+
+
 @SETTINGS
-@given(worlds())
+@given(worlds(), TIE_BREAKS)
 def test_vectorised_search_agrees_with_the_per_node_search(
-    world: tuple[ClusterState, Pod],
+    world: tuple[ClusterState, Pod], drawn: list[int] | str | None
 ) -> None:
     state, preemptor = world
+    tie_break = _tie_break(drawn, state)
     priority = preemptor.priority or 0
     plugin = PreemptionToleration()
     rule = VictimRule(
@@ -137,7 +155,7 @@ def test_vectorised_search_agrees_with_the_per_node_search(
     if (free[: state.nodes.rows][:, demand.cols] >= demand.amounts).all(axis=1).any():
         return  # fits somewhere: preemption would not run
     candidates = np.ones(state.nodes.rows, dtype=np.bool_)
-    found = plugin.search(state).evaluate(rule, demand, free, candidates)
+    found = plugin.search(state).evaluate(rule, demand, free, candidates, tie_break=tie_break)
     per_node = []
     for row, _ in state.nodes.live():
         base = free[row] + _room(
@@ -150,7 +168,7 @@ def test_vectorised_search_agrees_with_the_per_node_search(
     if not per_node:
         assert found.row is None
         return
-    best = min(per_node, key=lambda r: choice_key(r, state))
+    best = min(per_node, key=lambda r: choice_key(r, state, tie_break))
     assert found.row == best.row
     assert [v.key for v in found.victims] == [v.key for v in best.victims]
     assert found.pdb_violations == best.pdb_violations

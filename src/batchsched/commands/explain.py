@@ -429,12 +429,15 @@ def _preemption(
         out.candidates.append(_candidate(evaluator, row, victims))
         if victims is not None:
             found.append(victims)
-    best = evaluator.best(found)
+    tie_break = framework.preemption_tie_break(cycle)
+    best = evaluator.best(found, tie_break)
     if best is not None:
         out.preemption_node = state.nodes.name(best.row)
+        packed = "" if tie_break is None else ", room they hold (Backfill)"
         out.preemption = (
             f"{len(found)} of {len(out.candidates)} candidate node(s) can make room; the best "
-            f"by PDB violations, victim priorities, count and start times is {out.preemption_node}"
+            f"by PDB violations, victim priorities, count{packed} and start times is "
+            f"{out.preemption_node}"
         )
     else:
         out.preemption = f"none of {len(out.candidates)} candidate node(s) can make room"

@@ -36,6 +36,13 @@ PREEMPTION_GUARDS = "preemption.guards"
 # before this one in the same attempt (a tuple of Pods): a pre-filter that counts a group's
 # members together (the Queues limits, docs/queues.md#admission) counts them as in use.
 GROUP_PLACED = "group.placed"
+# How a plugin orders the nodes preemption finds equally good by kube-scheduler's criteria
+# down to the number of victims (as upstream's preemption `OrderedScoreFuncs` may): a key for
+# a node row and the victims there, smaller first; the victims' start times, then the node
+# names, break the ties left (docs/backfill.md#preemption-takes-the-least-room).
+PreemptionTieBreak = Callable[[int, Sequence[Pod]], float]
+# Cycle.scratch key: the PreemptionTieBreak the profile's plugins give the pod, if any.
+PREEMPTION_TIE_BREAK = "preemption.tie_break"
 MAX_NODE_SCORE = 100
 
 
@@ -360,6 +367,14 @@ class ReservePlugin(Plugin):
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
         """Give back what `reserve` held for the pod (a group's tentative placement is
         undone). Plugins whose Reserve holds nothing across placements need not."""
+
+
+class PreemptionOrderPlugin(Plugin):
+    """A score plugin that also orders the nodes preemption finds equally good for a pod."""
+
+    def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
+        """The key for the pod's preemption nodes (None: the order stays kube-scheduler's)."""
+        raise NotImplementedError
 
 
 class PostFilterPlugin(Plugin):

@@ -17,6 +17,7 @@ from batchsched.config import Profile
 from batchsched.decisions import PreBind
 from batchsched.framework.hints import HintPlans
 from batchsched.framework.interface import (
+    PREEMPTION_TIE_BREAK,
     Cycle,
     Diagnosis,
     FilterPlugin,
@@ -26,6 +27,8 @@ from batchsched.framework.interface import (
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreemptionOrderPlugin,
+    PreemptionTieBreak,
     PreFilterPlugin,
     PreFilterResult,
     QueueSortPlugin,
@@ -85,6 +88,10 @@ class Framework:
             (p for p in at("permit") if isinstance(p, GroupPlugin)), None
         )
         self.score_plugins = [p for p, _ in self.scores]
+        # Scores that also order the nodes preemption finds equally good (Backfill's).
+        self.preemption_orders = [
+            p for p in self.score_plugins if isinstance(p, PreemptionOrderPlugin)
+        ]
         # What the pods read (framework/signature.py) and of what the filters and scores
         # found, what is kept (framework/placements.py). The hot paths' lookups bound once.
         dynamic = list(dict.fromkeys([*self.dynamic_filters, *self.score_plugins]))
@@ -491,6 +498,9 @@ class Framework:
         messages = []
         retry_at = None
         looked: set[str] = set()
+        tie_break = self.preemption_tie_break(cycle)
+        if tie_break is not None:
+            cycle.scratch[PREEMPTION_TIE_BREAK] = tie_break
         for plugin in self.post_filters:
             result = plugin.post_filter(cycle, diagnosis)
             if result.nominated_node is not None or result.decisions:
@@ -505,6 +515,15 @@ class Framework:
             if result.retry_at is not None:
                 retry_at = min(retry_at or result.retry_at, result.retry_at)
         return PostFilterResult(message=" ".join(messages), retry_at=retry_at, by=frozenset(looked))
+
+    def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
+        """How the profile's scores order the nodes preemption finds equally good for the
+        pod (the first that says; None: kube-scheduler's order)."""
+        for plugin in self.preemption_orders:
+            found = plugin.preemption_tie_break(cycle)
+            if found is not None:
+                return found
+        return None
 
 
 def _best(state: ClusterState, total: IntArray) -> int:

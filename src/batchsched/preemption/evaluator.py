@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from batchsched.decisions import Decision, Nominate
+from batchsched.framework.interface import PreemptionTieBreak
 from batchsched.objects.records import Pod
 from batchsched.preemption.gang_victims import running_members, terminating_room
 from batchsched.preemption.toleration_policy import FOREVER, scheduled_since, toleration_end
@@ -115,9 +116,12 @@ class Evaluator:
             self.rule, demand, base, row, units=lambda p: running_members(state, p)
         )
 
-    def best(self, found: Sequence[NodeVictims]) -> NodeVictims | None:
-        """The node the node-choice order prefers among those that can make room."""
-        return min(found, key=lambda v: choice_key(v, self.state)) if found else None
+    def best(
+        self, found: Sequence[NodeVictims], tie_break: PreemptionTieBreak | None = None
+    ) -> NodeVictims | None:
+        """The node the node-choice order prefers among those that can make room (with the
+        profile's `tie_break`, if it has one)."""
+        return min(found, key=lambda v: choice_key(v, self.state, tie_break)) if found else None
 
     def pdb_violations(self, found: NodeVictims) -> list[Pod]:
         """The victims whose eviction takes a PodDisruptionBudget below zero."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from batchsched.framework.interface import PreemptionTieBreak
 from batchsched.framework.signature import PreemptorKey, preemptor_key
 from batchsched.objects.records import Pod
 from batchsched.preemption.nodes import (
@@ -97,12 +98,14 @@ class PreemptionSearch:
         free: IntArray,
         candidates: BoolArray,
         plain: bool = False,
+        tie_break: PreemptionTieBreak | None = None,
     ) -> Evaluation:
         """The best candidate node for the rule's preemptor and its victims, or why none works.
 
         `free` is the room per node as the preemptor sees it (`ClusterState.free_for`);
         `plain`: it is exactly that for a preemptor without a nomination of its own
-        (`Cycle.plain_room`), not a copy changed since.
+        (`Cycle.plain_room`), not a copy changed since. `tie_break` orders the nodes equal
+        to the best by the criteria down to the number of victims, before their start times.
         """
         state, table = self.state, self.table
         table.sync()
@@ -116,15 +119,44 @@ class PreemptionSearch:
             failed = int(candidates[:rows].sum())
             return Evaluation(reasons={NO_VICTIMS: failed} if failed else {})
         shape = self._refresh(rule, demand, classes, free[:rows], plain)
-        best = shape.ranking.best(shape.results, candidates, state.nodes.name_rank())
+        rank = state.nodes.name_rank()
+        best = shape.ranking.best(shape.results, candidates, rank)
         if best is None:
             return Evaluation(reasons=shape.results.failure_counts(candidates, shape.reasons))
-        victims = np.flatnonzero(shape.results.victims[best])
+        if tie_break is not None:
+            best = self._tie_broken(shape.results, candidates, best, tie_break, rank)
         return Evaluation(
             row=best,
-            victims=[table.pods[best][int(s)] for s in victims],
+            victims=self._victims(shape.results, best),
             pdb_violations=int(shape.results.violations[best]),
         )
+
+    def _victims(self, results: RowResults, row: int) -> list[Pod]:
+        return [self.table.pods[row][int(s)] for s in np.flatnonzero(results.victims[row])]
+
+    def _tie_broken(
+        self,
+        results: RowResults,
+        candidates: BoolArray,
+        best: int,
+        tie_break: PreemptionTieBreak,
+        rank: IntArray,
+    ) -> int:
+        """Among the candidate rows equal to `best` down to the number of victims, the one
+        `tie_break` puts first, then by the victims' start times and the node names."""
+        rows = results.works.shape[0]
+        tied = candidates[:rows] & results.works
+        for criterion in (results.violations, results.highest, results.total, results.count):
+            tied &= criterion == criterion[best]
+        found = np.flatnonzero(tied)
+        if found.shape[0] < 2:
+            return best
+        keys = np.fromiter(
+            (tie_break(row, self._victims(results, row)) for row in found.tolist()),
+            dtype=np.float64,
+            count=found.shape[0],
+        )
+        return int(found[np.lexsort((rank[found], results.latest[found], keys))[0]])
 
     def protection_ends(self, rule: VictimRule) -> float:
         """When the clock may first change an answer of `rule`'s preemptor with the cluster

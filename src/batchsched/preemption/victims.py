@@ -30,6 +30,7 @@ from datetime import datetime
 
 import numpy as np
 
+from batchsched.framework.interface import PreemptionTieBreak
 from batchsched.objects.records import Pod
 from batchsched.preemption.toleration_policy import exempt_for
 from batchsched.preemption.victim_table import importance_key
@@ -200,12 +201,15 @@ def room_on(state: ClusterState, unit: Sequence[Pod], row: int) -> IntArray:
     return room
 
 
-def choice_key(found: NodeVictims, state: ClusterState) -> tuple[float | int, ...]:
+def choice_key(
+    found: NodeVictims, state: ClusterState, tie_break: PreemptionTieBreak | None = None
+) -> tuple[float | int, ...]:
     """Sort key for node choice (smaller is better), in the node-choice order.
 
     Fewest PDB violations; lowest highest-victim priority; smallest sum of shifted victim
-    priorities; fewest victims; latest start among the highest-priority victims (a victim
-    without a start time counts as starting last, as upstream's `now` does); then node name.
+    priorities; fewest victims; a plugin's `tie_break` of the node and its victims, if the
+    profile has one; latest start among the highest-priority victims (a victim without a
+    start time counts as starting last, as upstream's `now` does); then node name.
     """
     victims = found.victims
     priorities = [v.priority or 0 for v in victims]
@@ -221,6 +225,7 @@ def choice_key(found: NodeVictims, state: ClusterState) -> tuple[float | int, ..
         highest,
         sum(p + PRIORITY_SHIFT for p in priorities),
         len(victims),
+        0.0 if tie_break is None else tie_break(found.row, victims),
         -earliest,
         int(state.nodes.name_rank()[found.row]),
     )

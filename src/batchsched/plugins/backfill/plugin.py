@@ -39,6 +39,8 @@ from batchsched.framework.interface import (
     Overdue,
     PlacementFramework,
     PodsHint,
+    PreemptionOrderPlugin,
+    PreemptionTieBreak,
     QueueingHint,
     Rejection,
     RowCheck,
@@ -53,6 +55,7 @@ from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order
 from batchsched.plugins.backfill.drain import drain_score, free_at
+from batchsched.plugins.backfill.packing import evicted_share
 from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
 from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start, may_fit
 from batchsched.plugins.backfill.promises import owed
@@ -81,7 +84,7 @@ def holders_of(pod: Pod) -> tuple[str, str | None]:
     return f"Pod {pod.key}", None if group is None else f"PodGroup {group}"
 
 
-class Backfill(FilterPlugin, ScorePlugin, RowLocalPlugin, WaitPlugin):
+class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin, WaitPlugin):
     # It never skips a pod: with no reservation its filter has nothing to look at, and what
     # is kept per shape is not made again each time the first is made or the last ends.
     name = "Backfill"
@@ -277,6 +280,15 @@ class Backfill(FilterPlugin, ScorePlugin, RowLocalPlugin, WaitPlugin):
 
     def row_score(self, cycle: Cycle) -> RowScore:
         return lambda row: self._drain(cycle, row)
+
+    def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
+        """Preemption takes the least room: the node whose victims hold the least of what the
+        pod asks for first (`packing.evicted_share`); a pod stating no runtime keeps
+        kube-scheduler's order, as the score leaves it (docs/backfill.md)."""
+        if self.uniform(cycle):
+            return None
+        state, demand = cycle.state, cycle.demand
+        return lambda row, victims: evicted_share(state, demand, row, victims)
 
     def _drain(self, cycle: Cycle, row: int) -> int:
         """How much of the pod's stated runtime the node is busy anyway (`drain_score`)."""

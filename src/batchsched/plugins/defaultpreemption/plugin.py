@@ -31,6 +31,7 @@ from typing import Any
 from batchsched.decisions import Decision, Evict, Nominate
 from batchsched.framework.interface import (
     PREEMPTION_GUARDS,
+    PREEMPTION_TIE_BREAK,
     ClusterChange,
     ClusterEvent,
     Cycle,
@@ -131,12 +132,16 @@ class DefaultPreemption(PostFilterPlugin, PreemptionStrategy):
         verdicts = self.class_verdicts(state, pod, priority, decisions)
         rule = VictimRule(state, pod, priority, cycle.now, verdicts)
         search = self.search(state)
+        # A score plugin's order among nodes kube-scheduler's criteria leave equal, if any.
+        tie_break = cycle.scratch.get(PREEMPTION_TIE_BREAK)
         found = with_gang_victims(
             rule,
             cycle.demand,
             cycle.free,
             diagnosis.resolvable,
-            lambda rows: search.evaluate(rule, cycle.demand, cycle.free, rows, cycle.plain_room),
+            lambda rows: search.evaluate(
+                rule, cycle.demand, cycle.free, rows, cycle.plain_room, tie_break
+            ),
             self._gang_memo,
             diagnosis.clashes,
             cycle.scratch.get(PREEMPTION_GUARDS, ()),
