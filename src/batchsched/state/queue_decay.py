@@ -34,20 +34,25 @@ class Decay:
 
 
 class DecayedUsage:
-    """Decayed usage, stepped lazily: the clock's steps are kept in order, each queue's amounts
-    as of the step where its usage last moved, and a queue is brought up to date (its steps
-    done one by one, as they came, so the floating-point result is the same as stepping every
-    queue at every step) only when its usage moves or its amounts are read. Between two
-    readings a step costs one entry, not a pass over every queue and resource."""
+    """Decayed usage, stepped lazily: the clock's steps are kept in order, and per queue its
+    amounts as of some step with the usage it had from each step on where its usage moved. A
+    queue is brought up to date (its steps done one by one, as they came, each with the usage
+    that held then, so the floating-point result is the same as stepping every queue at every
+    step) only when its amounts are read or restored. Between two readings a step costs one
+    entry, and a move of a queue's usage one more (not a pass over the steps it missed)."""
 
     def __init__(self, decay: Decay) -> None:
         self.decay = decay
         self.at: float | None = None  # the world's time of the last step (seconds)
         self.version = 0  # moves whenever the amounts do (each step, a restore, a forget)
         # Per queue: its amounts as of step `_done[queue]` (an index into `_steps`, counted
-        # from the start) and the usage that has held since (its resources in `_resources`).
+        # from the start), the usage that held from there (`_held`), and each later move of
+        # it, in order: (the step from which it holds, the usage). `_rates`: its usage now.
+        # (Usages are of the resources in `_resources`.)
         self._amounts: Decayed = {}
         self._rates: dict[str, dict[str, int]] = {}
+        self._held: dict[str, Mapping[str, int]] = {}
+        self._moves: dict[str, list[tuple[int, Mapping[str, int]]]] = {}
         self._done: dict[str, int] = {}
         self._steps: list[tuple[float, float]] = []  # (factor, dt) of the steps since `_base`
         self._base = 0  # the index of `_steps[0]`
@@ -109,40 +114,64 @@ class DecayedUsage:
                 continue
             rate = {r: amount for r in resources if (amount := used.get(r, 0))}
             if rate != before:
-                self._catch_up(queue)
+                self._moved(queue, rate)
                 if rate:
                     rates[queue] = rate
                 else:
                     rates.pop(queue, None)
 
+    def _moved(self, queue: str, rate: Mapping[str, int]) -> None:
+        """`queue`'s usage is `rate` from the next step on: noted, its steps done later."""
+        end = self._base + len(self._steps)
+        moves = self._moves.get(queue)
+        if moves is None:
+            if self._done.get(queue, self._base) == end:  # up to date: no step to do yet
+                if rate:
+                    self._held[queue] = rate
+                else:
+                    self._held.pop(queue, None)
+                return
+            moves = self._moves[queue] = []
+        elif moves[-1][0] == end:  # moved again before a step: the last move holds
+            moves.pop()
+        moves.append((end, rate))
+
     def _catch_up(self, queue: str) -> None:
-        """Do the steps `queue` has not had yet, each as `U * factor + usage * dt` with
-        amounts below _NEGLIGIBLE dropped, as they came."""
+        """Do the steps `queue` has not had yet, each as `U * factor + usage * dt` with the
+        usage that held at that step and amounts below _NEGLIGIBLE dropped, as they came."""
         end = self._base + len(self._steps)
         start = self._done.get(queue, self._base)
-        if start == end:
+        moves = self._moves.pop(queue, ())
+        if start == end and not moves:
             return
         self._done[queue] = end
+        held = self._held.get(queue, _NONE)
+        now = moves[-1][1] if moves else held
+        if now:
+            self._held[queue] = now
+        else:
+            self._held.pop(queue, None)
         old = self._amounts.get(queue, _NONE_F)
-        rate = self._rates.get(queue, _NONE)
-        if not old and not rate:
+        if not old and not held and not moves:
             return
-        steps = self._steps[start - self._base :]
+        steps, base = self._steps, self._base
         kept: dict[str, float] = {}
         for resource in self._resources:
             amount = old.get(resource, 0.0)
-            used = rate.get(resource, 0)
-            if used:
-                for factor, dt in steps:
-                    amount = amount * factor + used * dt
-                    if not amount > _NEGLIGIBLE:
-                        amount = 0.0
-            else:  # (U * factor + 0 * dt: exactly U * factor)
-                for factor, _ in steps:
-                    amount *= factor
-                    if not amount > _NEGLIGIBLE:
-                        amount = 0.0
-                        break
+            at, used = start, held.get(resource, 0)
+            for until, rate in (*moves, (end, _NONE)):
+                if used:
+                    for factor, dt in steps[at - base : until - base]:
+                        amount = amount * factor + used * dt
+                        if not amount > _NEGLIGIBLE:
+                            amount = 0.0
+                elif amount:  # (U * factor + 0 * dt: exactly U * factor)
+                    for factor, _ in steps[at - base : until - base]:
+                        amount *= factor
+                        if not amount > _NEGLIGIBLE:
+                            amount = 0.0
+                            break
+                at, used = until, rate.get(resource, 0)
             if amount:
                 kept[resource] = amount
         if kept:
@@ -151,7 +180,7 @@ class DecayedUsage:
             self._amounts.pop(queue, None)
 
     def _catch_up_all(self) -> None:
-        for queue in self._amounts.keys() | self._rates.keys():
+        for queue in self._amounts.keys() | self._held.keys() | self._moves.keys():
             self._catch_up(queue)
         self._base += len(self._steps)
         self._steps = []
@@ -190,15 +219,16 @@ class DecayedUsage:
             parent = queue.parent if queue.parent in queues else ""
             siblings.setdefault(parent, []).append(queue)
         out: Weights = {}
+        usage = self.usage
         for group in siblings.values():
             total_weight = sum(q.weight for q in group)
-            resources = {r for q in group for r in self.usage.get(q.name, {})}
+            resources = {r for q in group for r in usage.get(q.name, {})}
             if only is not None:
                 resources &= set(only)
             if not total_weight:
                 continue
             for resource in sorted(resources):
-                used = {q.name: self.usage.get(q.name, {}).get(resource, 0.0) for q in group}
+                used = {q.name: usage.get(q.name, {}).get(resource, 0.0) for q in group}
                 total_used = sum(used.values())
                 raw = {
                     q.name: max(

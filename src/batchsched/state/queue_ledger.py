@@ -21,7 +21,10 @@ from batchsched.state.queues import QueueTree, Usage
 
 # A pod's leaf queue ("" for none) and its requests by resource name.
 Counted = tuple[str, Mapping[str, int]]
+# A pod object as last told, and what it was counted as (None: in no queue, not counted).
+Told = tuple[Pod, Counted | None]
 _NOTHING: frozenset[str] = frozenset()
+_NONE: Mapping[str, int] = {}
 
 
 class QueueLedger:
@@ -31,17 +34,17 @@ class QueueLedger:
         self.usage: dict[str, dict[str, int]] = {}  # queue -> resource -> its subtree's
         self.pending: dict[str, dict[str, int]] = {}
         self.leaving: dict[str, dict[str, int]] = {}  # of `usage`: the terminating pods'
-        self._bound: dict[str, Counted] = {}  # pod key -> what it was counted as
+        # Pod key -> the pod object last told as bound, as pending, and what it was counted
+        # as: told again (a binding confirmed, a pending pod reported anew), it is counted as
+        # it was, unasked.
+        self._bound: dict[str, Told] = {}
+        self._waiting: dict[str, Told] = {}
         self._terminating: dict[str, Counted] = {}
-        self._waiting: dict[str, Counted] = {}
-        # Pod key -> the pod object last told as bound, as pending: told again (a binding
-        # confirmed, a pending pod reported anew), it is counted as it was, unasked.
-        self._bound_pods: dict[str, Pod] = {}
-        self._waiting_pods: dict[str, Pod] = {}
         self._paths: dict[str, tuple[str, ...]] = {}  # leaf -> the names on its path
-        # Per leaf, how its demand (usage + pending) moved since `demand_version` was read:
-        # binding a pending pod moves it by nothing.
-        self._drift: dict[str, dict[str, int]] = {}
+        # The leaves whose demand (usage + pending) may have moved since `demand_version` was
+        # read, and each one's demand then: binding a pending pod moves it by nothing.
+        self._demand_dirty: set[str] = set()
+        self._demand_seen: dict[str, dict[str, int]] = {}
         self._demand_version = 0
         self._usage_moved: set[str] = set()  # leaves whose usage moved since drained
         # The queues (every level) whose usage moved since drained, for decay (None: any).
@@ -65,8 +68,8 @@ class QueueLedger:
             return
         self.usage, self.pending, self._bound, self._waiting = {}, {}, {}, {}
         self.leaving, self._terminating = {}, {}
-        self._bound_pods, self._waiting_pods, self._paths = {}, {}, {}
-        self._drift = {}
+        self._paths = {}
+        self._demand_dirty, self._demand_seen = set(), {}
         self._demand_version += 1
         self._usage_changed = None
         if not self._tree.queues:
@@ -79,39 +82,75 @@ class QueueLedger:
 
     def demand_version(self) -> int:
         """A number that moves whenever some queue's demand moved since it was last read."""
-        if self._drift:
-            if any(amount for amounts in self._drift.values() for amount in amounts.values()):
-                self._demand_version += 1
-            self._drift.clear()
+        dirty = self._demand_dirty
+        if dirty:
+            seen = self._demand_seen
+            for leaf in dirty:
+                demand = self._demand_of(leaf)
+                if demand != seen.get(leaf, _NONE):
+                    seen[leaf] = demand
+                    self._demand_version += 1
+            dirty.clear()
         return self._demand_version
+
+    def _demand_of(self, leaf: str) -> dict[str, int]:
+        demand = dict(self.usage.get(leaf, _NONE))
+        for resource, amount in self.pending.get(leaf, _NONE).items():
+            demand[resource] = demand.get(resource, 0) + amount
+        return demand
 
     def bound_changed(self, key: str, pod: Pod | None) -> None:
         """The pod `key` is bound now as `pod`, or not bound (None)."""
         if self._counted_at != self._tree.version:  # not live: without queues, nothing is kept
             return
-        known = self._bound_pods
-        if pod is None or known.get(key) is not pod:
-            if pod is None:
-                known.pop(key, None)
+        told = self._bound.get(key)
+        if pod is None:
+            if told is not None:
+                del self._bound[key]
+                if told[1] is not None:
+                    self._usage_moves(told[1], -1)
+        elif told is None or told[0] is not pod:
+            new = self._counted(pod)
+            self._bound[key] = pod, new
+            old = None if told is None else told[1]
+            if old == new:  # a new version counted as the last: no change, but looked at
+                if new is not None:
+                    self._usage_looked_at(new[0])
             else:
-                known[key] = pod
-            old = self._bound.get(key)
-            self._recount(self._bound, self.usage, key, pod)
-            new = self._bound.get(key)
-            changed = self._usage_changed
-            for counted in (old, new):
-                if counted is not None:
-                    self._usage_moved.add(counted[0])
-                    if changed is not None:
-                        changed.update(self._path_of(counted[0]))
+                if old is not None:
+                    self._usage_moves(old, -1)
+                if new is not None:
+                    self._usage_moves(new, 1)
         terminating = pod is not None and pod.deletion_timestamp is not None
         if terminating or key in self._terminating:
             self.terminating_changed(key, pod if terminating else None)
 
+    def _usage_moves(self, counted: Counted, sign: int) -> None:
+        self._add(self.usage, counted, sign)
+        self._demand_dirty.add(counted[0])
+        self._usage_looked_at(counted[0])
+
+    def _usage_looked_at(self, leaf: str) -> None:
+        """Queue order rates the leaf's path anew, decay reads its usage again."""
+        self._usage_moved.add(leaf)
+        changed = self._usage_changed
+        if changed is not None:
+            changed.update(self._paths.get(leaf) or self._path_of(leaf))
+
     def terminating_changed(self, key: str, pod: Pod | None) -> None:
         """The bound pod `key` is terminating now as `pod`, or not (None)."""
-        if self.live:
-            self._recount(self._terminating, self.leaving, key, pod, moves_demand=False)
+        if not self.live:
+            return
+        old = self._terminating.get(key)
+        new = self._counted(pod) if pod is not None else None
+        if old == new:
+            return
+        if old is not None:
+            del self._terminating[key]
+            self._add(self.leaving, old, -1)
+        if new is not None:
+            self._terminating[key] = new
+            self._add(self.leaving, new, 1)
 
     def staying(self) -> Usage:
         """Each queue's usage without its terminating pods (zero where all of it leaves)."""
@@ -145,45 +184,33 @@ class QueueLedger:
         """The pod `key` is pending now as `pod`, or not pending (None)."""
         if self._counted_at != self._tree.version:
             return
-        known = self._waiting_pods
+        told = self._waiting.get(key)
         if pod is None:
-            known.pop(key, None)
-        elif known.get(key) is pod:
+            if told is None:
+                return
+            del self._waiting[key]
+            old, new = told[1], None
+        elif told is not None and told[0] is pod:
             return  # the very object counted: as it was
         else:
-            known[key] = pod
-        self._recount(self._waiting, self.pending, key, pod)
+            new = self._counted(pod)
+            self._waiting[key] = pod, new
+            old = None if told is None else told[1]
+        if old != new:
+            if old is not None:
+                self._add(self.pending, old, -1)
+                self._demand_dirty.add(old[0])
+            if new is not None:
+                self._add(self.pending, new, 1)
+                self._demand_dirty.add(new[0])
 
-    def _recount(
-        self,
-        counted: dict[str, Counted],
-        totals: dict[str, dict[str, int]],
-        key: str,
-        pod: Pod | None,
-        moves_demand: bool = True,
-    ) -> None:
-        """Count the pod `key` in `totals` as `pod` (the ledger live), not as before."""
-        new = self._count_of(pod) if pod is not None else None
-        old = counted.get(key)
-        if old == new:  # a new version counted as the last (a binding confirmed): no change
-            return
-        if old is not None:
-            del counted[key]
-            self._add(totals, old, -1, moves_demand)
-        if new is not None and new[0]:
-            counted[key] = new
-            self._add(totals, new, 1, moves_demand)
+    def _counted(self, pod: Pod) -> Counted | None:
+        """What is counted of `pod` (None: it is in no queue)."""
+        counted = self._count_of(pod)
+        return counted if counted[0] else None
 
-    def _add(
-        self, totals: dict[str, dict[str, int]], counted: Counted, sign: int, moves_demand: bool
-    ) -> None:
+    def _add(self, totals: dict[str, dict[str, int]], counted: Counted, sign: int) -> None:
         leaf, requests = counted
-        if moves_demand:
-            drift = self._drift.get(leaf)
-            if drift is None:
-                drift = self._drift[leaf] = {}
-            for resource, amount in requests.items():
-                drift[resource] = drift.get(resource, 0) + sign * amount
         for name in self._paths.get(leaf) or self._path_of(leaf):
             total = totals.get(name)
             if total is None:

@@ -87,6 +87,8 @@ class QueueOrder:
         if len(children) == 1:  # nothing to compare it with
             (child,) = children
             return child if child in self._heads else self._pick(child)
+        if not children:  # (asked at the end of each pass: what the shares are as of is not)
+            return None
         if not self._shares_checked:  # the ratings kept read fair shares that since moved
             self._shares_checked = True
             shares_at = self._state.queue_fair_shares_at()

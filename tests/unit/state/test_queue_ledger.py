@@ -79,6 +79,7 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
     for name in ("org", "a", "b"):
         state.upsert_queue(queue(name))
     state.queue_usage()  # the ledger is live from here on
+    demand, version = demand_of(state), state.queue_ledger.demand_version()
     for op, i, leaf, gpus in ops:
         key = f"ml/p{i}"
         labels: dict[str, Any] = {QUEUE_LABEL: leaf} if leaf else {}
@@ -126,6 +127,17 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         assert nonzero(state.queue_ledger.leaving) == nonzero(leaving)
         staying = recount(state, [p for p in bound if p.key not in state.pods.terminating])
         assert nonzero(state.queue_staying_usage()) == nonzero(staying)
+        # Fair shares are kept while the demand version stays: it moves with any queue's.
+        was, demand = demand, demand_of(state)
+        last, version = version, state.queue_ledger.demand_version()
+        assert demand == was or version != last
+
+
+def demand_of(state: ClusterState) -> dict[str, dict[str, int]]:
+    """Each queue's demand, recounted: its subtree's bound and pending pods' requests."""
+    by_key = state.pods.by_key
+    pods = [by_key[k] for k in state.pods.bound] + list(state.pods.pending.values())
+    return nonzero(recount(state, pods))
 
 
 def test_binding_a_pending_pod_leaves_the_demand_and_the_fair_shares_as_they_were() -> None:

@@ -155,3 +155,22 @@ def test_fair_shares_are_computed_only_when_two_queues_compete(monkeypatch: Any)
     # Both compete: a would use 1 of its 2 GPUs, b 2 of its 2; a goes first.
     assert order.choose({"a": pa, "b": pb}, ["b"]) == "a"
     assert computed == [1]
+
+
+def test_no_lane_with_work_asks_nothing_of_the_fair_shares(monkeypatch: Any) -> None:
+    # Each pass ends with a choice among no lanes: it needs neither the shares nor their mark
+    # (with decayed usage that mark moves at every pass).
+    state = ClusterState()
+    state.upsert_node(Node("n1", {GPU: 4}))
+    for name in ("a", "b"):
+        state.upsert_queue(Queue(name, QUEUE_API, "", {GPU: QueueQuota()}))
+    pa = Pod("ml", "pa", labels={QUEUE_LABEL: "a"}, requests={GPU: 1})
+    state.upsert_pod(pa)
+    order = QueueOrder(state)
+    assert order.choose({"a": pa}, ["a"]) == "a"
+
+    def unexpected() -> None:
+        raise AssertionError("the fair shares' mark was asked with no lane to rate")
+
+    monkeypatch.setattr(state, "queue_fair_shares_at", unexpected)
+    assert order.choose({}, ["a"]) is None
