@@ -407,15 +407,22 @@ def test_the_meters_fair_shares_are_water_fillings_for_any_demand() -> None:
             meter.bound(
                 meter.path(leaf), rng.randint(-min(meter.allocated[meter.index[leaf]], 6), 6)
             )
-            if asks[leaf] and rng.random() < 0.5:
+            roll = rng.random()
+            if asks[leaf] and roll < 0.3:
                 meter.waiting(meter.path(leaf), -1, asks[leaf].pop(rng.randrange(len(asks[leaf]))))
+            elif asks[leaf] and roll < 0.6:  # one starts: what it asks is allocated now
+                meter.started(meter.path(leaf), asks[leaf].pop(rng.randrange(len(asks[leaf]))))
             else:
                 asks[leaf].append(rng.choice([1, 4, 8]))
                 meter.waiting(meter.path(leaf), 1, asks[leaf][-1])
+            assert meter.pending[meter.index[leaf]] == len(asks[leaf])
+            assert meter.asked[meter.index[leaf]] == sum(asks[leaf])
         order = meter.timeline.queues
         demand = {q: {GPU: meter.allocated[i] + meter.asked[i]} for i, q in enumerate(order)}
         expected = fair_shares({q.name: q for q in queues}, demand, {GPU: 32})
         assert meter.fair_shares() == [expected[q][GPU] for q in order]
+        meter.sample(float(len(meter.timeline.times)))
+        assert meter.timeline.fair[-1] == [expected[q][GPU] for q in order]
         cap = {q.name: min(demand[q.name][GPU], q.resources[GPU].limit or 10**9) for q in queues}
         fits = cap["org"] + cap["c"] <= 32 and cap["a"] + cap["b"] <= cap["org"]
         assert meter.everyone_capped() == fits

@@ -475,9 +475,14 @@ class Simulation:
             if pv is not None and pv.claim_ref == key:
                 self.state.upsert_volume_object(replace(pv, claim_ref="", phase="Available"))
 
-    def _count_pending(self, unit: Unit, change: int) -> None:
+    def _count_pending(self, unit: Unit, change: int, started: bool = False) -> None:
+        """`started`: the pod left pending bound (what it asks is allocated now)."""
         self._pending_by_class[self._class_col[unit.job.record.group]] += change
-        if self._meter is not None:
+        if self._meter is None:
+            return
+        if started:
+            self._meter.started(unit.job.queue_path, unit.job.queue_amount)
+        else:
             self._meter.waiting(unit.job.queue_path, change, unit.job.queue_amount)
 
     def _finish(self, unit: Unit) -> None:
@@ -577,9 +582,7 @@ class Simulation:
         self._account(self._usage_of(pod, unit), 1)
         if unit is None:
             return
-        if self._meter is not None:
-            self._meter.bound(unit.job.queue_path, unit.job.queue_amount)
-        self._count_pending(unit, -1)
+        self._count_pending(unit, -1, started=True)
         unit.bound.add(decision.pod)
         record = unit.job.record
         for step in decision.pre_bind:

@@ -134,6 +134,14 @@ class QueueMeter:
             asked[i] += change * amount
             self._demand_moved(i)
 
+    def started(self, path: list[int], amount: int) -> None:
+        """A pending pod bound: what it asks is allocated now (its queues' demand stays)."""
+        allocated, pending, asked = self.allocated, self.pending, self.asked
+        for i in path:
+            allocated[i] += amount
+            pending[i] -= 1
+            asked[i] -= amount
+
     def _demand_moved(self, i: int) -> None:
         demand = self.allocated[i] + self.asked[i]
         limit = self._limits[i]
@@ -186,7 +194,9 @@ class QueueMeter:
         return self._filled[1]
 
     def sample(self, t: float) -> None:
-        self.timeline.record(t, self.allocated, self.pending, self.fair_shares())
+        # (The caps as they are when they are the fair shares: `record` copies what it keeps.)
+        fair = self._caps if self.everyone_capped() else self.fair_shares()
+        self.timeline.record(t, self.allocated, self.pending, fair)
 
 
 def _tree_order(queues: list[Queue]) -> list[str]:

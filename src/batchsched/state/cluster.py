@@ -325,9 +325,9 @@ class ClusterState:
         if self._decay_pruned != (decayed, tree.version):  # queues gone since: forgotten
             decayed.forget([name for name in decayed.usage if name not in tree.queues])
             self._decay_pruned = (decayed, tree.version)
-        if self.queues.queues:
-            usage = self.queue_usage()
-            decayed.advance(now, usage, tree.shared(), self.queue_ledger.drain_usage_changed())
+        if tree.queues:
+            ledger = self._counted_queues()
+            decayed.advance(now, ledger.usage, tree.shared(), ledger.drain_usage_changed())
 
     def _schedulable_allocatable(self) -> dict[str, int]:
         """The allocatable of the nodes pods may be placed on (not cordoned), by resource;

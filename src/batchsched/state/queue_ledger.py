@@ -126,16 +126,16 @@ class QueueLedger:
             self.terminating_changed(key, pod if terminating else None)
 
     def _usage_moves(self, counted: Counted, sign: int) -> None:
-        self._add(self.usage, counted, sign)
         self._demand_dirty.add(counted[0])
-        self._usage_looked_at(counted[0])
+        self._usage_looked_at(counted[0], self._add(self.usage, counted, sign))
 
-    def _usage_looked_at(self, leaf: str) -> None:
-        """Queue order rates the leaf's path anew, decay reads its usage again."""
+    def _usage_looked_at(self, leaf: str, path: tuple[str, ...] = ()) -> None:
+        """Queue order rates the leaf's path anew, decay reads its usage again (`path`: the
+        leaf's, if at hand)."""
         self._usage_moved.add(leaf)
         changed = self._usage_changed
         if changed is not None:
-            changed.update(self._paths.get(leaf) or self._path_of(leaf))
+            changed.update(path or self._path_of(leaf))
 
     def terminating_changed(self, key: str, pod: Pod | None) -> None:
         """The bound pod `key` is terminating now as `pod`, or not (None)."""
@@ -209,9 +209,13 @@ class QueueLedger:
         counted = self._count_of(pod)
         return counted if counted[0] else None
 
-    def _add(self, totals: dict[str, dict[str, int]], counted: Counted, sign: int) -> None:
+    def _add(
+        self, totals: dict[str, dict[str, int]], counted: Counted, sign: int
+    ) -> tuple[str, ...]:
+        """Add (sign 1) or take off (-1) what is counted on its leaf's path, returned."""
         leaf, requests = counted
-        for name in self._paths.get(leaf) or self._path_of(leaf):
+        path = self._paths.get(leaf) or self._path_of(leaf)
+        for name in path:
             total = totals.get(name)
             if total is None:
                 total = totals[name] = {}
@@ -221,6 +225,7 @@ class QueueLedger:
                     total[resource] = left
                 else:
                     del total[resource]
+        return path
 
     def _path_of(self, leaf: str) -> tuple[str, ...]:
         """The names of `leaf` and its ancestors, kept while the tree stays as counted."""

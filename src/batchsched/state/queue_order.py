@@ -35,6 +35,8 @@ class QueueOrder:
         self._tree_version = -1
         self._rated: dict[str, Rating] = {}  # per queue with work, kept while clean
         self._with_work: dict[str, set[str]] = {}  # parent ("": the top) -> children with work
+        # Per leaf, kept for the tree's version: each queue on its path with its parent.
+        self._links: dict[str, tuple[tuple[str, str], ...]] = {}
         self._heads: Mapping[str, Pod] = {}
         self._shares_checked = False  # whether this choice compared `_shares_at` yet
 
@@ -55,31 +57,38 @@ class QueueOrder:
         tree = state.queues
         self._heads = heads
         self._shares_checked = False
-        dirty = set(moved)
         usage_moved = state.queue_ledger.drain_usage_moved()
-        if usage_moved:
-            dirty |= usage_moved
         if tree.version != self._tree_version:
             self._tree_version = tree.version
             self._rated.clear()
-            self._with_work = {}
-            dirty = set(heads)
-        for leaf in dirty:
+            self._with_work, self._links = {}, {}
+            moved, usage_moved = heads, frozenset()
+        # (A leaf in both is followed twice, to the same end; in any order, each level ends
+        # up with the children that have work, as the last leaf followed under it sees.)
+        for leaf in moved:
+            self._follow(leaf, leaf in heads)
+        for leaf in usage_moved:
             self._follow(leaf, leaf in heads)
         return self._pick("")
 
     def _follow(self, leaf: str, has_work: bool) -> None:
         """The leaf's next pod or usage moved: its path is rated again, and joins or leaves
         the children with work of each level."""
-        path = self._state.queues.path(leaf)
-        for i, queue in enumerate(path):
-            self._rated.pop(queue.name, None)
-            parent = path[i + 1].name if i + 1 < len(path) else ""
-            siblings = self._with_work.setdefault(parent, set())
+        links = self._links.get(leaf)
+        if links is None:
+            path = self._state.queues.path(leaf)
+            parents = [queue.name for queue in path[1:]] + [""]
+            links = self._links[leaf] = tuple(zip((q.name for q in path), parents, strict=True))
+        rated, with_work, heads = self._rated, self._with_work, self._heads
+        for name, parent in links:
+            rated.pop(name, None)
+            siblings = with_work.get(parent)
+            if siblings is None:
+                siblings = with_work[parent] = set()
             if has_work:
-                siblings.add(queue.name)
-            elif not self._with_work.get(queue.name) and queue.name not in self._heads:
-                siblings.discard(queue.name)
+                siblings.add(name)
+            elif not with_work.get(name) and name not in heads:
+                siblings.discard(name)
 
     def _pick(self, parent: str) -> str | None:
         """The leaf, under `parent`, whose next pod goes next."""

@@ -80,6 +80,7 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         state.upsert_queue(queue(name))
     state.queue_usage()  # the ledger is live from here on
     demand, version = demand_of(state), state.queue_ledger.demand_version()
+    usage = nonzero(state.queue_usage())
     for op, i, leaf, gpus in ops:
         key = f"ml/p{i}"
         labels: dict[str, Any] = {QUEUE_LABEL: leaf} if leaf else {}
@@ -131,6 +132,12 @@ def test_kept_usage_and_pending_equal_a_recount(ops: list[tuple[str, int, str, i
         was, demand = demand, demand_of(state)
         last, version = version, state.queue_ledger.demand_version()
         assert demand == was or version != last
+        # Queue order rates anew the paths of the leaves whose usage moved, as told.
+        was, usage = usage, nonzero(state.queue_usage())
+        told = state.queue_ledger.drain_usage_moved()
+        if op not in ("namespace", "group", "queue", "measure"):  # (all counted again)
+            on_paths = {q.name for leaf in told for q in state.queues.path(leaf)}
+            assert {q for q in was.keys() | usage.keys() if was.get(q) != usage.get(q)} <= on_paths
 
 
 def demand_of(state: ClusterState) -> dict[str, dict[str, int]]:

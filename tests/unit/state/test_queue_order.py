@@ -38,6 +38,22 @@ def bound_in_order(*manifests: dict[str, Any], gpus: int = 4) -> list[str]:
     return [b.pod.split("/")[1] for b in schedule(*nodes, *manifests).bindings]
 
 
+def queued(
+    tree: dict[str, str], asks: dict[str, tuple[str, int]]
+) -> tuple[ClusterState, dict[str, Pod]]:
+    """A state with a 4-GPU node, the queues of `tree` (name -> parent) and a pending pod for
+    each of `asks` (name -> its leaf and GPUs)."""
+    state = ClusterState()
+    state.upsert_node(Node("n1", {GPU: 4}))
+    for name, parent in tree.items():
+        state.upsert_queue(Queue(name, QUEUE_API, parent, {GPU: QueueQuota()}))
+    pods = {}
+    for name, (leaf, gpus) in asks.items():
+        pods[name] = Pod("ml", name, labels={QUEUE_LABEL: leaf}, requests={GPU: gpus})
+        state.upsert_pod(pods[name])
+    return state, pods
+
+
 def test_queues_take_turns_by_dominant_ratio_not_by_name() -> None:
     # By the queue sort alone all of a's pods (their names sort first) would take the GPUs.
     order = bound_in_order(queue("a"), queue("b"), *gpu_pods("a", 4), *gpu_pods("b", 4))
@@ -91,14 +107,8 @@ def test_a_queue_over_its_fair_share_waits_for_the_others() -> None:
 
 
 def test_a_leaf_that_ran_out_of_pods_is_not_chosen_later() -> None:
-    state = ClusterState()
-    state.upsert_node(Node("n1", {GPU: 4}))
-    for name, parent in (("a", ""), ("a1", "a"), ("a2", "a")):
-        state.upsert_queue(Queue(name, QUEUE_API, parent, {GPU: QueueQuota()}))
-    p1 = Pod("ml", "p1", labels={QUEUE_LABEL: "a1"}, requests={GPU: 1})
-    p2 = Pod("ml", "p2", labels={QUEUE_LABEL: "a2"}, requests={GPU: 1})
-    state.upsert_pod(p1)
-    state.upsert_pod(p2)
+    state, pods = queued({"a": "", "a1": "a", "a2": "a"}, {"p1": ("a1", 1), "p2": ("a2", 1)})
+    p1, p2 = pods["p1"], pods["p2"]
     order = QueueOrder(state)
     assert order.choose({"a1": p1}, ["a1"]) == "a1"
     assert order.choose({}, ["a1"]) is None  # a1's last pod was taken: no lane has work
@@ -141,14 +151,8 @@ def test_fair_shares_are_computed_only_when_two_queues_compete(monkeypatch: Any)
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(FairSharePlan, "shares", counted)
-    state = ClusterState()
-    state.upsert_node(Node("n1", {GPU: 4}))
-    for name in ("a", "b"):
-        state.upsert_queue(Queue(name, QUEUE_API, "", {GPU: QueueQuota()}))
-    pa = Pod("ml", "pa", labels={QUEUE_LABEL: "a"}, requests={GPU: 1})
-    pb = Pod("ml", "pb", labels={QUEUE_LABEL: "b"}, requests={GPU: 2})
-    state.upsert_pod(pa)
-    state.upsert_pod(pb)
+    state, pods = queued({"a": "", "b": ""}, {"pa": ("a", 1), "pb": ("b", 2)})
+    pa, pb = pods["pa"], pods["pb"]
     order = QueueOrder(state)
     assert order.choose({"a": pa}, ["a"]) == "a"
     assert computed == []
@@ -160,12 +164,8 @@ def test_fair_shares_are_computed_only_when_two_queues_compete(monkeypatch: Any)
 def test_no_lane_with_work_asks_nothing_of_the_fair_shares(monkeypatch: Any) -> None:
     # Each pass ends with a choice among no lanes: it needs neither the shares nor their mark
     # (with decayed usage that mark moves at every pass).
-    state = ClusterState()
-    state.upsert_node(Node("n1", {GPU: 4}))
-    for name in ("a", "b"):
-        state.upsert_queue(Queue(name, QUEUE_API, "", {GPU: QueueQuota()}))
-    pa = Pod("ml", "pa", labels={QUEUE_LABEL: "a"}, requests={GPU: 1})
-    state.upsert_pod(pa)
+    state, pods = queued({"a": "", "b": ""}, {"pa": ("a", 1)})
+    pa = pods["pa"]
     order = QueueOrder(state)
     assert order.choose({"a": pa}, ["a"]) == "a"
 
@@ -174,3 +174,16 @@ def test_no_lane_with_work_asks_nothing_of_the_fair_shares(monkeypatch: Any) -> 
 
     monkeypatch.setattr(state, "queue_fair_shares_at", unexpected)
     assert order.choose({}, ["a"]) is None
+
+
+def test_a_leaf_moved_under_another_parent_is_chosen_among_its_new_siblings() -> None:
+    # What is kept per leaf (its path) holds for one version of the tree only.
+    tree = {"p1": "", "p2": "", "x": "p1", "y": "p2"}
+    state, pods = queued(tree, {"px": ("x", 1), "py": ("y", 2)})
+    px, py = pods["px"], pods["py"]
+    order = QueueOrder(state)
+    assert order.choose({"x": px}, ["x"]) == "x"
+    state.remove_queue("p1")
+    state.upsert_queue(Queue("x", QUEUE_API, "p2", {GPU: QueueQuota()}))
+    # x would use 1 of its 2 GPUs under p2, y 2 of its 2: x goes first.
+    assert order.choose({"x": px, "y": py}, ["y"]) == "x"
