@@ -11,7 +11,7 @@ import pytest
 from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.objects.records import PriorityClass
-from batchsched.sim.engine import Simulation
+from batchsched.sim.engine import JobRun, Simulation, Unit
 from batchsched.sim.metrics import cluster_summary
 from batchsched.sim.workload import GPU
 from tests.sim.simkit import START, gpu_node, job, simulation
@@ -152,3 +152,30 @@ def test_a_run_leaves_the_collector_as_it_found_it() -> None:
     before = gc.get_threshold()
     simulation([gpu_node("n")], [job("a"), job("b", submit=10.0)]).run()
     assert gc.get_threshold() == before
+
+
+def test_at_one_time_submissions_come_before_the_events_due_then() -> None:
+    # "first" finishes at 100, when "second" is submitted: the submission is handled first,
+    # as if pushed before any event of that time (submissions wait beside the event heap).
+    jobs = [job("first", work=100), job("second", submit=100)]
+    sim = simulation([gpu_node("n1")], jobs)
+    handled: list[tuple[float, str]] = []
+    submit, finish = sim._submit, sim._finish
+
+    def submitted(run: JobRun) -> None:
+        handled.append((sim.now, f"submit {run.spec.name}"))
+        submit(run)
+
+    def finished(unit: Unit) -> None:
+        handled.append((sim.now, f"finish {unit.job.spec.name}"))
+        finish(unit)
+
+    sim._submit = submitted  # type: ignore[method-assign]
+    sim._finish = finished  # type: ignore[method-assign]
+    sim.run()
+    assert handled == [
+        (0.0, "submit first"),
+        (100.0, "submit second"),
+        (100.0, "finish first"),
+        (200.0, "finish second"),
+    ]

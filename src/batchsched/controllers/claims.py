@@ -15,6 +15,8 @@ from batchsched.state.cluster import ClusterState
 def release_claims(state: ClusterState, pod: Pod, node: str) -> None:
     """The pod on `node` is gone: its own claims are deleted, it leaves the others'
     reservations (see `DeviceState.pod_gone`)."""
+    if not pod.resource_claims and not state.devices.claims:
+        return  # (every pod of a replay without devices)
     extended = f"{pod.namespace}/{pod.name}{EXTENDED_CLAIM_SUFFIX}"
     if not pod.resource_claims and extended not in state.devices.claims:
         return

@@ -277,8 +277,12 @@ class Placements:
             stale = None if changed is None else _stale_rows(cycle, placement, changed)
             if stale is not None:
                 if stale:
-                    current = placement
-                    _, until = _timed(cycle, lambda: self._refresh(cycle, current, stale))
+                    # As `_timed` (inline: one refresh per pod of a replay, most of one row).
+                    held = cycle.holds_until
+                    cycle.holds_until = math.inf
+                    self._refresh(cycle, placement, stale)
+                    until = cycle.holds_until
+                    cycle.holds_until = min(held, until)
                     placement.until = min(placement.until, until)
                     if placement.free is not None:
                         placement.free[stale] = cycle.free[stale]
@@ -412,7 +416,7 @@ def _stale_rows(cycle: Cycle, placement: _Placement, changed: list[int]) -> list
     if len(changed) > limit:
         return None
     if placement.free is None:
-        return sorted(set(changed))
+        return changed if len(changed) == 1 else sorted(set(changed))
     if placement.free.shape != free.shape:
         return None
     if placement.plain and cycle.plain_room:

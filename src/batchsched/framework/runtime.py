@@ -483,7 +483,7 @@ class Framework:
         except BaseException:
             self.unreserve(cycle.state, cycle.pod)
             raise
-        return tuple(step for step in steps if step is not None)
+        return tuple([step for step in steps if step is not None])
 
     def unreserve(self, state: ClusterState, pod: Pod) -> None:
         """Give back what the Reserve plugins hold for the pod, in reverse order (each must

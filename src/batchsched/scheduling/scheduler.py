@@ -125,28 +125,34 @@ class Scheduler:
 
     def sync_queue(self, now: datetime) -> None:
         """Bring the queue in line with the pending pods the world has reported."""
-        stamp = now.timestamp()
-        departed = self.state.pods.drain_departed()
+        pods = self.state.pods
+        departed = pods.drain_departed()
         if departed:
             for framework in self.frameworks.values():
                 framework.forget_pods(departed)
             # A remembered failure may name a pod that left (whose reservation kept the pod
             # off a node, docs/backfill.md): nothing kept names a departed pod.
             self._failed_shapes.clear()
-        for key in self.state.pods.drain_pending_changes():
-            pod = self.state.pods.pending.get(key)
-            self.twins.forget(key)
+        changed = pods.drain_pending_changes()
+        if not changed:
+            return  # (asked at each instant of a replay: most change no pending pod)
+        stamp = now.timestamp()
+        pending, queue, messages = pods.pending, self.queue, self.messages
+        forget = self.twins.forget
+        for key in changed:
+            pod = pending.get(key)
+            forget(key)
             if pod is None or not self.owns(pod):
-                self.queue.remove(key)
-                self.messages.pop(key, None)
+                queue.remove(key)
+                messages.pop(key, None)
             elif (waiting := not_ready(pod)) is not None:
                 # Not attempted until it changes (its gates removed): upstream's PreEnqueue.
-                self.queue.remove(key)
-                self.messages[key] = waiting
+                queue.remove(key)
+                messages[key] = waiting
             else:
-                self.queue.add(pod, stamp)
+                queue.add(pod, stamp)
                 # A new version of another shape no longer shares its group's hints.
-                group = entry.group if (entry := self.queue.entry(key)) is not None else None
+                group = entry.group if (entry := queue.entry(key)) is not None else None
                 if (
                     isinstance(group, tuple)
                     and self._group_of(self.framework_for(pod), pod, group[1]) != group
@@ -174,12 +180,13 @@ class Scheduler:
         The state already reflects a step's decisions when it is yielded."""
         self.sync_queue(now)
         stamp = now.timestamp()
-        self.state.advance_queue_usage(stamp)
+        state = self.state
+        state.advance_queue_usage(stamp)
         for plugins in self.wait_plugins.values():
             for waiter in plugins:
-                waiter.before_pass(self.state, now)
+                waiter.before_pass(state, now)
         self._follow_reservations()
-        self.queue.refresh(stamp, self.state.generation)
+        self.queue.refresh(stamp, state.generation)
         self._pass_now = now
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions
         while (entry := self.queue.pop()) is not None:
@@ -187,12 +194,13 @@ class Scheduler:
                 step = self._attempt(entry, now)
             except Exception as err:  # one pod's bug must not stop the others
                 step = self._internal_error(entry.pod, err, now)
-            self._follow_reservations()
+            if state.moved_holders:
+                self._follow_reservations()
             for decision in step:
                 if isinstance(decision, Evict):
                     evicted.append(decision)
             yield step
-        changed = self.state.groups.drain_changes()
+        changed = state.groups.drain_changes()
         for plugin in self.group_plugins:
             yield plugin.after_pass(changed, evicted, now)
         for controller in self.after_pass:
@@ -226,9 +234,10 @@ class Scheduler:
         for the changes since a waiting group's marks: older entries are let go, so the pods
         that left long ago are not kept alive by it (docs/live.md, memory)."""
         oldest = None  # asked each pass: most often no group waits
-        for mark in self.queue.group_marks():
-            if isinstance(mark, ClusterMark) and (oldest is None or mark.rows < oldest):
-                oldest = mark.rows
+        if self.queue.has_groups():
+            for mark in self.queue.group_marks():
+                if isinstance(mark, ClusterMark) and (oldest is None or mark.rows < oldest):
+                    oldest = mark.rows
         self.state.nodes.forget_pods_before(oldest)
 
     def _attempt(self, entry: QueuedPod, now: datetime) -> list[Decision]:
@@ -282,9 +291,9 @@ class Scheduler:
                 if owed.retry_at is not None:
                     for pod in pods:
                         self.queue.wake_at(pod.key, owed.retry_at)
+        if not any(parts):
+            return step  # (most attempts: nothing said)
         said = " ".join(part for part in parts if part)
-        if not said:
-            return step
         told = []
         for decision in step:
             if isinstance(decision, Unschedulable) and decision.pod in self.messages:

@@ -177,8 +177,9 @@ class Pods:
         self._nodes.touch(idx, pod)
         self.bound_version += 1
         self.on_bound(key, pod)
-        self._uncount_priority(key)
-        self._count_priority(key, pod)
+        if self._counted_at[key] != (pod.priority or 0):  # (a bind confirmed: it did not)
+            self._uncount_priority(key)
+            self._count_priority(key, pod)
         self.terminating.discard(key)
         if pod.deletion_timestamp is not None:
             self.terminating.add(key)

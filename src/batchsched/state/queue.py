@@ -610,6 +610,10 @@ class SchedulingQueue:
                 break
         return min(times, default=None)
 
+    def has_groups(self) -> bool:
+        """Whether some waiting pods are filed in hint groups (most passes of a replay: none)."""
+        return bool(self._groups)
+
     def group_marks(self) -> Iterator[Hashable]:
         """The marks the waiting groups were last judged at: their hints are asked about the
         changes since (the oldest of them is as far back as any question goes)."""

@@ -57,3 +57,19 @@ def test_departed_pods_are_those_removed_and_not_back_each_told_once() -> None:
     state.upsert_pod(pending("back", 100, 0))  # reported again before the pass: not departed
     assert state.pods.drain_departed() == {gone.key}
     assert state.pods.drain_departed() == set()
+
+
+def test_a_confirmed_bind_counts_the_priority_the_pod_has_then() -> None:
+    # A bind confirmed as the very object assumed (the simulator's) counts its priority
+    # anew only when it moved: skipping the recount must not keep a stale one.
+    low, other = pending("low", 100, 1), pending("other", 100, 9)
+    state = state_with(low, other)
+    state.assume(low.key, "a")
+    state.assume(other.key, "a")
+    state.confirm_bound(low)
+    assert state.pods.lowest_bound_priority() == 1
+    low.priority = 5
+    state.confirm_bound(low)
+    assert state.pods.lowest_bound_priority() == 5
+    state.remove_pod(low.key)
+    assert state.pods.lowest_bound_priority() == 9

@@ -178,6 +178,8 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         # is kept per shape must not name a pod. Its stated runtime matters only on the
         # nodes others reserved, which `verdicts` judges.
         held = state.start_reservations.by_holder
+        if not held:
+            return ()  # (most pods of a replay: no reservation is held)
         return tuple([_identity(held[h]) for h in holders_of(pod) if h in held])
 
     def verdicts(self, cycle: Cycle) -> Hashable:
