@@ -58,7 +58,7 @@ def named_queue(pod: Pod, group: PodGroup | None, namespace: Namespace | None) -
             (f"label {QUEUE_LABEL} of PodGroup {group.key}", group.labels.get(QUEUE_LABEL))
         )
     named = [(where, value) for where, value in sources if value]
-    if len({value for _, value in named}) > 1:
+    if len(named) > 1 and len({value for _, value in named}) > 1:  # (asked once per pod)
         said = " but ".join(f"{where} says {value!r}" for where, value in named)
         return NamedQueue(conflict=f"queue: {said}")
     if named:

@@ -76,7 +76,7 @@ class DecayedUsage:
         now: float,
         current: Mapping[str, Mapping[str, int]],
         resources: Collection[str],
-        moved: Iterable[str] | None = None,
+        moved: Collection[str] | None = None,
     ) -> None:
         """Step to `now`, `current` (each queue's usage now) having held since the last step;
         kept for `resources` only (those the fair shares read, QueueTree.shared). `moved`: the
@@ -96,7 +96,8 @@ class DecayedUsage:
             }
             moved = None  # each rate is of the resources kept now
         self._given = resources
-        self._note(current, moved)
+        if moved is None or moved:
+            self._note(current, moved)
         self._steps.append((0.5 ** ((now - self.at) / self.decay.half_life), now - self.at))
         self.at = now
         self.version += 1
@@ -105,14 +106,17 @@ class DecayedUsage:
 
     def _note(self, current: Mapping[str, Mapping[str, int]], moved: Iterable[str] | None) -> None:
         """The usage of the `moved` queues (None: of all) as `current` gives it, from the next
-        step on (each brought up to date first with the usage it had)."""
+        step on (noted: the steps with the usage each had are done when read)."""
         resources, rates = self._resources, self._rates
         for queue in rates.keys() | current.keys() if moved is None else moved:
             used = current.get(queue, _NONE)
             before = rates.get(queue, _NONE)
             if used == before:  # (the ledger's totals hold only amounts kept: as they were)
                 continue
-            rate = {r: amount for r in resources if (amount := used.get(r, 0))}
+            rate = {}  # (a loop: a comprehension is a call, and this runs at most instants)
+            for resource in resources:
+                if amount := used.get(resource, 0):
+                    rate[resource] = amount
             if rate != before:
                 self._moved(queue, rate)
                 if rate:

@@ -8,7 +8,9 @@ once in each, under the leaf it was in when counted, and taken off by that same 
 the totals always equal a recount; everything is recounted when what decides a pod's queue or
 what is counted moves (the tree and its resources, a Namespace's or a PodGroup's queue label:
 `invalidate`). Binding a pod costs a walk up its leaf's path, not a recount of every pod: the
-recount was quadratic over a pass that binds thousands of pods.
+recount was quadratic over a pass that binds thousands of pods. Pending pods are counted when
+the pending totals or the demand are read (most pods of a busy trace are pending only within
+the pass that binds them, and nothing reads those totals in between).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ Counted = tuple[str, Mapping[str, int]]
 Told = tuple[Pod, Counted | None]
 _NOTHING: frozenset[str] = frozenset()
 _NONE: Mapping[str, int] = {}
+_TOLD_KEPT = 4096  # pending pods told before they are counted anyway (bounds memory)
 
 
 class QueueLedger:
@@ -32,7 +35,11 @@ class QueueLedger:
         self._tree = tree
         self._count_of = count_of
         self.usage: dict[str, dict[str, int]] = {}  # queue -> resource -> its subtree's
-        self.pending: dict[str, dict[str, int]] = {}
+        self._pending: dict[str, dict[str, int]] = {}
+        # Pod key -> as it was last told pending (None: not pending), since `pending` was
+        # last counted: a pod pending only between two readings (told, then bound in the same
+        # pass, as most are) costs no count.
+        self._told_pending: dict[str, Pod | None] = {}
         self.leaving: dict[str, dict[str, int]] = {}  # of `usage`: the terminating pods'
         # Pod key -> the pod object last told as bound, as pending, and what it was counted
         # as: told again (a binding confirmed, a pending pod reported anew), it is counted as
@@ -66,7 +73,8 @@ class QueueLedger:
         queues there is nothing to count)."""
         if self.live:
             return
-        self.usage, self.pending, self._bound, self._waiting = {}, {}, {}, {}
+        self.usage, self._pending, self._bound, self._waiting = {}, {}, {}, {}
+        self._told_pending = {}
         self.leaving, self._terminating = {}, {}
         self._paths = {}
         self._demand_dirty, self._demand_seen = set(), {}
@@ -80,8 +88,17 @@ class QueueLedger:
         for pod in pending:
             self.pending_changed(pod.key, pod)
 
+    @property
+    def pending(self) -> dict[str, dict[str, int]]:
+        """Per queue, the requests of its subtree's pending pods."""
+        if self._told_pending:
+            self._count_pending()
+        return self._pending
+
     def demand_version(self) -> int:
         """A number that moves whenever some queue's demand moved since it was last read."""
+        if self._told_pending:
+            self._count_pending()
         dirty = self._demand_dirty
         if dirty:
             seen = self._demand_seen
@@ -95,7 +112,7 @@ class QueueLedger:
 
     def _demand_of(self, leaf: str) -> dict[str, int]:
         demand = dict(self.usage.get(leaf, _NONE))
-        for resource, amount in self.pending.get(leaf, _NONE).items():
+        for resource, amount in self._pending.get(leaf, _NONE).items():
             demand[resource] = demand.get(resource, 0) + amount
         return demand
 
@@ -181,28 +198,38 @@ class QueueLedger:
         return _NOTHING
 
     def pending_changed(self, key: str, pod: Pod | None) -> None:
-        """The pod `key` is pending now as `pod`, or not pending (None)."""
+        """The pod `key` is pending now as `pod`, or not pending (None): counted when
+        `pending` or the demand is next read."""
         if self._counted_at != self._tree.version:
             return
-        told = self._waiting.get(key)
-        if pod is None:
-            if told is None:
-                return
-            del self._waiting[key]
-            old, new = told[1], None
-        elif told is not None and told[0] is pod:
-            return  # the very object counted: as it was
-        else:
-            new = self._counted(pod)
-            self._waiting[key] = pod, new
-            old = None if told is None else told[1]
-        if old != new:
-            if old is not None:
-                self._add(self.pending, old, -1)
-                self._demand_dirty.add(old[0])
-            if new is not None:
-                self._add(self.pending, new, 1)
-                self._demand_dirty.add(new[0])
+        told = self._told_pending
+        told[key] = pod
+        if len(told) >= _TOLD_KEPT:
+            self._count_pending()
+
+    def _count_pending(self) -> None:
+        """Count each pod told pending or not since the last count, as it was last told."""
+        told_pending, self._told_pending = self._told_pending, {}
+        for key, pod in told_pending.items():
+            told = self._waiting.get(key)
+            if pod is None:
+                if told is None:
+                    continue
+                del self._waiting[key]
+                old, new = told[1], None
+            elif told is not None and told[0] is pod:
+                continue  # the very object counted: as it was
+            else:
+                new = self._counted(pod)
+                self._waiting[key] = pod, new
+                old = None if told is None else told[1]
+            if old != new:
+                if old is not None:
+                    self._add(self._pending, old, -1)
+                    self._demand_dirty.add(old[0])
+                if new is not None:
+                    self._add(self._pending, new, 1)
+                    self._demand_dirty.add(new[0])
 
     def _counted(self, pod: Pod) -> Counted | None:
         """What is counted of `pod` (None: it is in no queue)."""
