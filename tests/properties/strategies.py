@@ -100,17 +100,16 @@ def reserving_clusters(
     running: int = 2,
     pending: int = 8,
     nodes: st.SearchStrategy[int] = FEW_NODES,
-    bounds: st.SearchStrategy[int | None] = BOUNDS,
 ) -> list[dict[str, Any]]:
     """GPU nodes (`nodes` of them) with up to `running` pods each that state runtimes (or
     none), and up to `pending` pending pods of `sizes` GPUs that have waited long enough to
     reserve (or not), stating runtimes (or none): reservations hold room, some pods
-    backfill, others are kept off (docs/backfill.md). `bounds`: the runtimes, in minutes."""
+    backfill, others are kept off (docs/backfill.md)."""
     manifests: list[dict[str, Any]] = []
     for i in range(draw(nodes)):
         manifests.append(node(f"n{i}", cpu="64", nvidia_com__gpu="8"))
         for j, (gpus, minutes) in enumerate(
-            draw(st.lists(st.tuples(st.integers(1, 4), bounds), max_size=running))
+            draw(st.lists(st.tuples(st.integers(1, 4), BOUNDS), max_size=running))
         ):
             manifests.append(
                 pod(
@@ -123,7 +122,7 @@ def reserving_clusters(
                 )
             )
     for k, (gpus, minutes, old) in enumerate(
-        draw(st.lists(st.tuples(sizes, bounds, st.booleans()), max_size=pending))
+        draw(st.lists(st.tuples(sizes, BOUNDS, st.booleans()), max_size=pending))
     ):
         manifests.append(
             pod(

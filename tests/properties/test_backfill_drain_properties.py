@@ -3,9 +3,7 @@ changes as time passes, docs/backfill.md, "Where other pods go"), and the framew
 each pod shape's scores between passes, refreshed only where rows changed and made again
 once a score said it may have changed (`Cycle.changes_at`). The same clusters, with pods
 coming minutes apart, scheduled with those kept results and with every pod's placement
-worked out afresh, bind, evict, nominate, reserve and tell the same. Where no pod states a
-runtime, no node can empty and the score rates every node alike: the same clusters decide
-the same with the score and without it, under either packing."""
+worked out afresh, bind, evict, nominate, reserve and tell the same."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.commands.schedule import build_state
-from batchsched.config import SchedulerConfig, default_config, parse_config
+from batchsched.config import default_config
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import pod
 from tests.conftest import NOW, objects_of
@@ -29,13 +27,12 @@ SHAPES = st.tuples(st.sampled_from([1, 2, 8]), st.sampled_from([None, 30, 60]))
 def _passes(
     manifests: list[dict[str, Any]],
     waves: list[tuple[int, list[tuple[int, int | None]]]],
-    kept: bool = True,
-    config: SchedulerConfig | None = None,
+    kept: bool,
 ) -> list[Any]:
     """Each wave: so many minutes later, pods of those shapes created (some long created:
     they may reserve), then one pass: its decisions and the messages after it."""
     state = build_state(objects_of(*manifests))
-    scheduler = Scheduler(state, config or default_config())
+    scheduler = Scheduler(state, default_config())
     if not kept:
         for framework in scheduler.frameworks.values():
             # No kept placement: every pod is filtered and scored over every node afresh.
@@ -75,30 +72,3 @@ def test_kept_scores_decide_as_fresh_ones_as_time_passes(
     manifests: list[dict[str, Any]], waves: list[tuple[int, list[tuple[int, int | None]]]]
 ) -> None:
     assert _passes(manifests, waves, kept=True) == _passes(manifests, waves, kept=False)
-
-
-def _profile(strategy: str, score: bool) -> SchedulerConfig:
-    fit = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
-    profile: dict[str, Any] = {"pluginConfig": [fit]}
-    if not score:
-        profile["plugins"] = {"score": {"disabled": [{"name": "Backfill"}]}}
-    return parse_config({"profiles": [profile]})
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    reserving_clusters(running=2, pending=3, nodes=st.integers(1, 6), bounds=st.none()),
-    st.lists(
-        st.tuples(st.integers(0, 40), st.lists(SHAPES.map(lambda s: (s[0], None)), max_size=3)),
-        min_size=1,
-        max_size=4,
-    ),
-    st.sampled_from(["MostAllocated", "LeastAllocated"]),
-)
-def test_where_nobody_states_a_runtime_the_score_changes_nothing(
-    manifests: list[dict[str, Any]],
-    waves: list[tuple[int, list[tuple[int, int | None]]]],
-    strategy: str,
-) -> None:
-    with_score = _passes(manifests, waves, config=_profile(strategy, score=True))
-    assert with_score == _passes(manifests, waves, config=_profile(strategy, score=False))

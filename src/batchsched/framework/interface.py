@@ -289,11 +289,6 @@ class ScorePlugin(Plugin):
         """
         raise NotImplementedError
 
-    # Whether `uniform` follows from the pod's shape (a row-local score's kept placements
-    # are then made per shape); False: it also reads the cluster, and the framework asks it
-    # at every cycle and keeps placements apart per answer.
-    uniform_by_shape: ClassVar[bool] = True
-
     def uniform(self, cycle: Cycle) -> bool:
         """Whether this pod scores every node alike (kube-scheduler's PreScore Skip): the
         framework then leaves the plugin out, which changes no choice."""
@@ -343,8 +338,7 @@ class RowLocalPlugin(Plugin):
     The framework then keeps a pod shape's results between cycles and refreshes only the rows
     that changed (usually the one node the previous pod was bound to). Whether it `skips` a
     pod, or scores it `uniform`ly, must follow from the pod's shape (its demand and what
-    `reads` returns): the framework asks once per shape (unless `skips_by_shape` or
-    `uniform_by_shape` is False).
+    `reads` returns): the framework asks once per shape.
     """
 
     def fits_rows(self, cycle: Cycle, rows: IndexArray) -> BoolArray:

@@ -96,9 +96,6 @@ class _Placement:
     # the others (`_RowPlan`). One whose skipping reads the cluster (Backfill, with no
     # reservation) may stop skipping: it is made again then.
     skipping: frozenset[Plugin] = frozenset()
-    # The row-local scores whose uniformity reads the cluster that scored the pod alike
-    # everywhere when it was made (`quiet`): made again when that changes.
-    quiet: frozenset[ScorePlugin] = frozenset()
 
 
 class Placements:
@@ -127,9 +124,6 @@ class Placements:
         dynamic = list(dict.fromkeys([*dynamic_filters, *score_plugins]))
         self._skippers = [p for p in dynamic if type(p).skips is not Plugin.skips]
         self._state_skippers = [p for p in self._skippers if not p.skips_by_shape]
-        self._state_uniform = [
-            p for p in score_plugins if isinstance(p, RowLocalPlugin) and not p.uniform_by_shape
-        ]
         self._global_filters = [p for p in dynamic_filters if not isinstance(p, RowLocalPlugin)]
         self._global_scores = [(p, w) for p, w in scores if not isinstance(p, RowLocalPlugin)]
         self._cache: dict[Hashable, StaticVerdict] = {}
@@ -241,13 +235,6 @@ class Placements:
         nothing to tell the nodes apart by): leaving it out changes no choice."""
         return plugin in self.skipping(cycle) or plugin.uniform(cycle)
 
-    def quiet(self, cycle: Cycle) -> frozenset[ScorePlugin]:
-        """The row-local scores whose uniformity reads the cluster that rate every node
-        alike for this pod now (`ScorePlugin.uniform_by_shape`)."""
-        if not self._state_uniform:
-            return frozenset()
-        return frozenset(p for p in self._state_uniform if p.uniform(cycle))
-
     def raw(self, plugin: StaticScorePlugin, cycle: Cycle) -> IntArray | None:
         shape = plugin.score_shape(cycle.pod)
         if shape is None:
@@ -280,13 +267,11 @@ class Placements:
         rows = state.nodes.rows
         now = cycle.now.timestamp()
         skipping = self.skipping(cycle, key)
-        quiet = self.quiet(cycle)
         if (
             placement is not None
             and placement.feasible.shape[0] == rows
             and placement.since <= now < placement.until
             and placement.skipping == skipping
-            and placement.quiet == quiet
         ):
             changed = state.nodes.rows_changed_since(placement.mark)
             stale = None if changed is None else _stale_rows(cycle, placement, changed)
@@ -317,7 +302,6 @@ class Placements:
             since=now,
             until=until,
             skipping=skipping,
-            quiet=quiet,
         )
         if len(kept) >= limit:
             kept.clear()

@@ -8,12 +8,8 @@ busy anyway, in tenths: 100 where the pod ends by the node's free time (it does 
 back), 0 on a node that is free already or would be by the time the pod ends only a tenth
 into its stay. So pods go where the nodes stay busy longest, and nodes about to empty are
 left to empty, which a waiting gang of whole nodes needs (as Slurm's select plugin packs
-jobs rather than spreading them). A pod stating no runtime never ends, for planning: it scores
-100 on a node busy for good and 0 on the others (it would keep a node that can empty from
-emptying, or make an empty one busy for good). That tells nodes apart only while some node can
-empty (its pods all state runtimes); until then the plugin scores the pod alike on every node
-(`Backfill.uniform`), so where nobody states a runtime the other scores place it as
-kube-scheduler would.
+jobs rather than spreading them). The plugin scores a pod stating no runtime alike on every
+node (it never ends, for planning), so the other scores place it as before.
 """
 
 from __future__ import annotations

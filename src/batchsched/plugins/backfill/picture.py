@@ -63,10 +63,6 @@ class Picture:
         # Per row, `_RowPods.ending` of the kept rows (`_known`), for `most_room`.
         self._ending: IntArray = np.zeros((0, 0), dtype=np.int64)
         self._known: BoolArray = np.zeros(0, dtype=np.bool_)
-        # For `any_settles`: the rows that can empty as of the log's mark `_settled_at` (a
-        # PodGroup stating its runtime anew logs its members' rows as changed).
-        self._settling: set[int] = set()
-        self._settled_at: int | None = None
 
     def _follow(self, state: ClusterState) -> None:
         nodes = state.nodes
@@ -160,26 +156,6 @@ class Picture:
                 self._ending[row] = self._row(state, row).ending
                 self._known[row] = row in self._rows  # else read again (a pod not started)
         return np.asarray(nodes.free[:rows] + self._ending[:rows], dtype=np.int64)
-
-    def any_settles(self, state: ClusterState) -> bool:
-        """Whether some node can empty: it has pods and every one states a runtime (leaving
-        or not). Never where no pod states one (docs/backfill.md, "Where other pods go");
-        kept, and read again only on the rows the state's log says changed."""
-        nodes = state.nodes
-        mark = self._settled_at
-        changed: Sequence[int] | None = None if mark is None else nodes.rows_changed_since(mark)
-        if changed is None:
-            self._settling.clear()
-            changed = range(nodes.rows)
-        pods_on, settling = nodes.pods_on, self._settling
-        for row in changed:
-            pods = pods_on[row].values() if row < len(pods_on) else ()
-            if pods and all(bound_of(state, pod) is not None for pod in pods):
-                settling.add(row)
-            else:
-                settling.discard(row)
-        self._settled_at = nodes.change_mark()
-        return bool(settling)
 
     def last_end(self, state: ClusterState, row: int, now: float) -> float:
         """When the last pod on `row` is expected to be gone (inf: one states no runtime;

@@ -266,14 +266,9 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
 
     # ---- score -------------------------------------------------------------------------
 
-    # A pod stating no runtime is scored only while some node can empty (`uniform`).
-    uniform_by_shape = False
-
     def uniform(self, cycle: Cycle) -> bool:
-        # A pod stating no runtime never ends, for planning: it only tells nodes busy for good
-        # from the others, which means something only while some node can empty; otherwise
-        # the other scores place it, as kube-scheduler would (docs/backfill.md).
-        return _terms(cycle)[1] is None and not self._picture.any_settles(cycle.state)
+        # A pod stating no runtime never ends, for planning: the other scores place it.
+        return _terms(cycle)[1] is None
 
     def score(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         scores = np.zeros(feasible.shape[0], dtype=np.int64)
@@ -291,8 +286,8 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
     def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
         """Preemption takes the least room: the node whose victims hold the least of what the
         pod asks for first (`packing.evicted_share`); a pod stating no runtime keeps
-        kube-scheduler's order (docs/backfill.md)."""
-        if _terms(cycle)[1] is None:
+        kube-scheduler's order, as the score leaves it (docs/backfill.md)."""
+        if self.uniform(cycle):
             return None
         state, demand = cycle.state, cycle.demand
         return lambda row, victims: evicted_share(state, demand, row, victims)

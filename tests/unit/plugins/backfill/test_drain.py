@@ -1,5 +1,5 @@
-"""Backfill's score: where other pods go (docs/backfill.md, "Where other pods go: nodes about
-to empty are left to empty")."""
+"""Backfill's score: where other pods go while a reservation is held (docs/backfill.md,
+"Where other pods go while a reservation is held")."""
 
 from __future__ import annotations
 
@@ -58,113 +58,15 @@ def _bound(result: Any) -> dict[str, str]:
     return {b.pod: b.node for b in result.bindings}
 
 
-def _least_allocated(*, score: bool) -> Any:
-    """kube-scheduler's LeastAllocated (it spreads onto empty nodes), with or without the
-    score."""
-    spread = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "LeastAllocated"}}}
-    profile: dict[str, Any] = {"pluginConfig": [spread]}
-    if not score:
-        profile["plugins"] = {"score": {"disabled": [{"name": "Backfill"}]}}
-    return parse_config({"profiles": [profile]})
-
-
-def _nobody_states_a_runtime() -> list[dict[str, Any]]:
-    return [
-        node("n0-empty", nvidia_com__gpu="8"),
-        node("n1-two", nvidia_com__gpu="8"),
-        node("n2-six", nvidia_com__gpu="8"),
-        _running("a", "n1-two", 2, None),
-        _running("b", "n2-six", 6, None),
-        _small(runtime=None),
-    ]
-
-
-def test_where_nobody_states_a_runtime_the_other_scores_decide_as_without_it() -> None:
-    # Every node with pods is busy for good and no node can empty: the score rates every
-    # node alike, under the default GPU packing (the fullest) and LeastAllocated (the
-    # emptiest) alike, so the choices are kube-scheduler's.
-    manifests = _nobody_states_a_runtime()
-    assert _bound(schedule(*manifests)) == {"default/small": "n2-six"}
-    assert _bound(schedule(*manifests, config=_without_the_score())) == {"default/small": "n2-six"}
-    for score in (True, False):
-        config = _least_allocated(score=score)
-        assert _bound(schedule(*manifests, config=config)) == {"default/small": "n0-empty"}
+def test_a_pod_stating_no_runtime_is_placed_by_the_other_scores() -> None:
+    # It never ends, for planning: the score rates every node alike, and the other scores
+    # decide exactly as without it (the default GPU packing: the fullest node).
+    manifests = [*_cluster(waiting=False)[:-1], _small(runtime=None)]
+    result = schedule(*manifests)
+    assert _bound(result) == {"default/small": "n2-drains"}
+    assert _bound(result) == _bound(schedule(*manifests, config=_without_the_score()))
     out = explain_pod(objects_of(*manifests), default_config(), NOW, "default/small")
     assert {v.scores["Backfill"] for v in out.nodes if v.total is not None} == {0}
-
-
-def _one_node_can_empty(*, forever_there: bool = False) -> list[dict[str, Any]]:
-    """n1-drains (6 GPUs, its pod stating 1 h) can empty; n2-forever (2 GPUs) never will.
-    With `forever_there`, n1-drains also runs a pod stating no runtime: no node can empty."""
-    manifests = [
-        node("n0-empty", nvidia_com__gpu="8"),
-        node("n1-drains", nvidia_com__gpu="8"),
-        node("n2-forever", nvidia_com__gpu="8"),
-        _running("drains", "n1-drains", 5 if forever_there else 6, "1h"),
-        _running("forever", "n2-forever", 2, None),
-        _small(runtime=None),
-    ]
-    if forever_there:
-        manifests.append(_running("stays", "n1-drains", 1, None))
-    return manifests
-
-
-def test_a_pod_stating_no_runtime_goes_where_a_node_is_busy_for_good() -> None:
-    # It never ends: on n1-drains (the fullest, which packing picks) it would keep that node
-    # from ever emptying; on n0-empty (which LeastAllocated picks) it would make an empty
-    # node busy for good. n2-forever is busy for good anyway: 100 there, 0 elsewhere.
-    manifests = _one_node_can_empty()
-    assert _bound(schedule(*manifests)) == {"default/small": "n2-forever"}
-    assert _bound(schedule(*manifests, config=_without_the_score())) == {
-        "default/small": "n1-drains"
-    }
-    assert _bound(schedule(*manifests, config=_least_allocated(score=True))) == {
-        "default/small": "n2-forever"
-    }
-    assert _bound(schedule(*manifests, config=_least_allocated(score=False))) == {
-        "default/small": "n0-empty"
-    }
-    out = explain_pod(objects_of(*manifests), default_config(), NOW, "default/small")
-    scores = {v.node: v.scores["Backfill"] for v in out.nodes if v.total is not None}
-    assert scores == {"n0-empty": 0, "n1-drains": 0, "n2-forever": 100}
-
-
-def test_while_no_node_can_empty_a_pod_stating_no_runtime_is_placed_as_without_it() -> None:
-    # n1-drains also runs a pod stating no runtime: no node can empty, whatever some pods
-    # state, and the score rates every node alike.
-    manifests = _one_node_can_empty(forever_there=True)
-    assert _bound(schedule(*manifests)) == {"default/small": "n1-drains"}
-    assert _bound(schedule(*manifests, config=_without_the_score())) == {
-        "default/small": "n1-drains"
-    }
-    config = _least_allocated(score=True)
-    assert _bound(schedule(*manifests, config=config)) == {"default/small": "n0-empty"}
-
-
-def test_a_kept_placement_is_made_again_once_a_node_can_empty() -> None:
-    # At 10:00 no node can empty (n1-drains runs `stays`, stating no runtime): small goes to
-    # the fullest, n-full. `stays` then leaves, and n1-drains can empty. Another pod of
-    # small's shape must now go to n2-forever, not by the placement kept from 10:00 (made
-    # without the score) to n1-drains, the fullest left. (Full nodes beside them keep the
-    # two changed rows few enough for the kept placement to be refreshed, not made again.)
-    manifests = [node(f"n-taken-{i}", nvidia_com__gpu="8") for i in range(8)]
-    manifests += [_running(f"taken-{i}", f"n-taken-{i}", 8, None) for i in range(8)]
-    manifests += [
-        node("n-full", nvidia_com__gpu="8"),
-        _running("full", "n-full", 7, None),
-        *_one_node_can_empty(forever_there=True),
-    ]
-    state = build_state(objects_of(*manifests))
-    scheduler = Scheduler(state, default_config())
-    first = scheduler.schedule_pass(NOW)
-    assert [(d.pod, d.node) for d in first if isinstance(d, Bind)] == [("default/small", "n-full")]
-    state.remove_pod("default/stays")
-    again = pod("again", created="2026-11-22T10:05:00Z", extra_requests={"nvidia.com/gpu": "1"})
-    state.upsert_pod(objects_of(again).pods[0])
-    later = scheduler.schedule_pass(NOW + timedelta(minutes=5))
-    assert [(d.pod, d.node) for d in later if isinstance(d, Bind)] == [
-        ("default/again", "n2-forever")
-    ]
 
 
 def test_a_pod_stating_a_runtime_leaves_a_draining_node_to_drain() -> None:
@@ -192,13 +94,21 @@ def test_while_a_reservation_is_held_a_pod_goes_where_the_node_stays_busy() -> N
 
 def test_an_empty_node_is_kept_empty_under_least_allocated_too() -> None:
     # kube-scheduler's LeastAllocated spreads onto the empty node; the score keeps it empty.
+    spread = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "LeastAllocated"}}}
+    config = parse_config({"profiles": [{"pluginConfig": [spread]}]})
     manifests = _cluster(waiting=True)
-    assert _bound(schedule(*manifests, config=_least_allocated(score=True))) == {
-        "default/small": "n3-busy"
-    }
-    assert _bound(schedule(*manifests, config=_least_allocated(score=False))) == {
-        "default/small": "n0-empty"
-    }
+    assert _bound(schedule(*manifests, config=config)) == {"default/small": "n3-busy"}
+    config = parse_config(
+        {
+            "profiles": [
+                {
+                    "pluginConfig": [spread],
+                    "plugins": {"score": {"disabled": [{"name": "Backfill"}]}},
+                }
+            ]
+        }
+    )
+    assert _bound(schedule(*manifests, config=config)) == {"default/small": "n0-empty"}
 
 
 def test_explain_shows_the_score_beside_the_others() -> None:
