@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.objects.daemonset import is_daemonset_owned
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
@@ -49,6 +50,7 @@ class _RowPods:
     bound: FloatArray
     requests: IntArray  # pods x resources
     ending: IntArray  # what the pods expected to end at all (a finite end) request in all
+    daemons: BoolArray  # DaemonSet pods: they stay with the node, whoever else comes or goes
 
 
 class Picture:
@@ -112,7 +114,10 @@ class Picture:
                 fixed[i], bound[i] = _end_terms(state, pod)
             ends = ~np.isinf(np.where(np.isnan(fixed), bound, fixed))
             ending = requests[ends].sum(axis=0)
-            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests, ending)
+            daemons = np.fromiter(
+                (is_daemonset_owned(pod) for _, pod in pods), np.bool_, count=len(pods)
+            )
+            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests, ending, daemons)
             # A pod bound but not started yet is read again: its start is set on the same
             # object (the world's), which the log of changed rows does not see.
             if not np.isnan(fixed).any():
@@ -159,12 +164,16 @@ class Picture:
 
     def last_end(self, state: ClusterState, row: int, now: float) -> float:
         """When the last pod on `row` is expected to be gone (inf: one states no runtime;
-        -inf: the node has none)."""
+        -inf: the node has none), its DaemonSet pods aside: they run on every node for good,
+        in the room the others leave, so they would make every node busy for good
+        (docs/backfill.md, "Where other pods go")."""
         self._follow(state)
         part = self._row(state, row)
-        if not part.keys:
+        others = ~part.daemons
+        if not others.any():
             return -math.inf
-        return float(np.where(np.isnan(part.fixed), now + part.bound, part.fixed).max())
+        ends = np.where(np.isnan(part.fixed), now + part.bound, part.fixed)
+        return float(ends[others].max())
 
     def endings(self, state: ClusterState, rows: list[int], now: datetime) -> Endings:
         """The pods on `rows` (in that order, as candidate indices 0..len-1). The last

@@ -1,5 +1,5 @@
-"""Backfill's score: where other pods go while a reservation is held (docs/backfill.md,
-"Where other pods go while a reservation is held")."""
+"""Backfill's score: where other pods go (docs/backfill.md, "Where other pods go: nodes about
+to empty are left to empty")."""
 
 from __future__ import annotations
 
@@ -77,6 +77,31 @@ def test_a_pod_stating_a_runtime_leaves_a_draining_node_to_drain() -> None:
     assert _bound(schedule(*manifests, config=_without_the_score())) == {
         "default/small": "n2-drains"
     }
+
+
+def _daemon(on: str) -> dict[str, Any]:
+    """A DaemonSet's pod on node `on`, stating no runtime (as node agents do)."""
+    manifest = pod(
+        f"agent-{on}", node_name=on, phase="Running", scheduled_at="2026-11-22T08:00:00Z"
+    )
+    owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "ds-1"}
+    manifest["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    return manifest
+
+
+def test_a_daemonset_pod_on_every_node_does_not_make_every_node_busy_for_good() -> None:
+    # The same choice as above with a node agent on each node: n2-drains still frees at
+    # 10:30 for whoever needs it whole (the agent stays in the room the others leave), so
+    # small still goes to n3-busy, and the agent-only n0-empty scores as an empty node.
+    manifests = [
+        *_cluster(waiting=False),
+        *(_daemon(n) for n in ("n0-empty", "n1-reserved", "n2-drains", "n3-busy")),
+    ]
+    assert _bound(schedule(*manifests)) == {"default/small": "n3-busy"}
+    out = explain_pod(objects_of(*manifests), default_config(), NOW, "default/small")
+    scores = {v.node: v.scores["Backfill"] for v in out.nodes if v.total is not None}
+    assert scores["n0-empty"] == 0
+    assert scores["n3-busy"] == 100
 
 
 def test_while_a_reservation_is_held_a_pod_goes_where_the_node_stays_busy() -> None:
