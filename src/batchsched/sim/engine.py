@@ -759,9 +759,9 @@ class Simulation:
             partly = self._partly_free = [0] * nodes.rows
             total = 0
             changed = range(nodes.rows)
-        alloc, free, valid = nodes.allocatable, nodes.free, nodes.valid
+        alloc, free, valid = nodes.allocatable, nodes.free_cells(), nodes.valid
         for row in changed:  # (a row logged twice: the second time changes nothing)
-            room = free.item(row, col)
+            room = free[row, col]
             now = room if 0 < room < alloc.item(row, col) and valid.item(row) else 0
             total += now - partly[row]
             partly[row] = now

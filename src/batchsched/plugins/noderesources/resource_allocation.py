@@ -77,16 +77,23 @@ class ByDemand(Generic[T]):
 
     def __init__(self) -> None:
         self._known: dict[Hashable, tuple[Demand, T]] = {}
+        # The last answer, asked again at once for the next pod of a stream of like pods.
+        self._last: tuple[Demand, Hashable, T] | None = None
 
     def get(self, demand: Demand, also: Hashable, derive: Callable[[], T]) -> T:
+        last = self._last
+        if last is not None and last[0] is demand and last[1] == also:
+            return last[2]
         key = (id(demand), also)
         found = self._known.get(key)
         if found is not None and found[0] is demand:
-            return found[1]
-        value = derive()
-        if len(self._known) >= _KNOWN_LIMIT:
-            self._known.clear()
-        self._known[key] = (demand, value)
+            value = found[1]
+        else:
+            value = derive()
+            if len(self._known) >= _KNOWN_LIMIT:
+                self._known.clear()
+            self._known[key] = (demand, value)
+        self._last = (demand, also, value)
         return value
 
 

@@ -40,6 +40,8 @@ class TaintToleration(StaticFilterPlugin, StaticScorePlugin):
     name = "TaintToleration"
 
     def score_shape(self, pod: Pod) -> Hashable | None:
+        if not pod.tolerations:
+            return ()  # (asked per pod placed: most tolerate nothing)
         return tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
 
     def raw_scores(self, state: ClusterState, pod: Pod) -> IntArray | None:
