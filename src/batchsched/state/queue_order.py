@@ -63,11 +63,11 @@ class QueueOrder:
             self._rated.clear()
             self._with_work, self._links = {}, {}
             moved, usage_moved = heads, frozenset()
-        # (A leaf in both is followed twice, to the same end; in any order, each level ends
-        # up with the children that have work, as the last leaf followed under it sees.)
+        if usage_moved:  # (most often the leaf whose pod was just taken: moved too)
+            moved = {*moved, *usage_moved}
+        # (In any order, each level ends up with the children that have work, as the last
+        # leaf followed under it sees.)
         for leaf in moved:
-            self._follow(leaf, leaf in heads)
-        for leaf in usage_moved:
             self._follow(leaf, leaf in heads)
         return self._pick("")
 
