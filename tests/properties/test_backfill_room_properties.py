@@ -19,6 +19,7 @@ from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.plugins.backfill.plugin import Backfill
 from batchsched.scheduling.scheduler import Scheduler
+from tests.builders import node, pod
 from tests.conftest import objects_of
 from tests.properties.strategies import one_node_reserved, reserving_clusters, run_steps, waiting
 
@@ -32,6 +33,16 @@ def _afresh(kept: Any, method: str, forget: Callable[[], None]) -> None:
         return found(*args)
 
     setattr(kept, method, afresh)
+
+
+def _forgetting(room: Any) -> Callable[[], None]:
+    """Forget all `room` kept: for the pass, and the answers it keeps across passes."""
+
+    def forget() -> None:
+        room.new_pass()
+        room._lasting.clear()
+
+    return forget
 
 
 def _passes(
@@ -49,9 +60,11 @@ def _passes(
         for framework in scheduler.frameworks.values():
             for plugin in framework.plugins.values():
                 if isinstance(plugin, Backfill):
-                    _afresh(plugin._room, "checks", plugin._room.new_pass)
-                    _afresh(plugin._room, "refusers", plugin._room.new_pass)
-                    _afresh(plugin._room, "kept_off", plugin._room.new_pass)
+                    room = plugin._room
+                    forget = _forgetting(room)
+                    _afresh(room, "checks", forget)
+                    _afresh(room, "refusers", forget)
+                    _afresh(room, "kept_off", forget)
                     _afresh(plugin._picture, "endings", plugin._picture.forget_last)
                     _afresh(plugin, "_refusal", plugin._said.clear)
 
@@ -90,6 +103,31 @@ def _passes(
     ],
     steps=[],
     hints=True,
+)
+# Nobody states a runtime. n0 runs three 1-GPU pods; `p1` (2 GPUs) binds, `p2` (4) reserves
+# n0 for once they all end, `p3` (1) and `p6` (2) bind beside that reservation, and `p7` (2)
+# must be kept off it: with p3 and p6 there n0 no longer keeps p2's room. An answer kept
+# across passes is dropped when the node changes: kept after p6 bound, p7 would be told p6's.
+@example(
+    manifests=[
+        node("n0", cpu="64", nvidia_com__gpu="8"),
+        *[
+            pod(
+                f"r0-{j}",
+                node_name="n0",
+                phase="Running",
+                scheduled_at=f"2026-11-22T09:{10 * j:02d}:00Z",
+                extra_requests={"nvidia.com/gpu": "1"},
+            )
+            for j in range(3)
+        ],
+        *[
+            pod(f"p{k}", created=f"2026-11-22T09:0{k}:00Z", extra_requests={"nvidia.com/gpu": g})
+            for k, g in [(1, "2"), (2, "4"), (3, "1"), (6, "2"), (7, "2")]
+        ],
+    ],
+    steps=[],
+    hints=False,
 )
 def test_kept_room_checks_and_verdicts_decide_as_fresh_ones(
     manifests: list[dict[str, Any]], steps: list[tuple[int, list[int]]], hints: bool

@@ -3,7 +3,8 @@ filter asks of each reserved node (docs/backfill.md). The answer depends on the 
 and reservations, the clock and the pod's request, not on which pod asks or its stated
 runtime (which only says against which reservations it is asked), so within a pass it is
 kept per node, request and the reservations asked about, and told to every pod asking the
-same until a node's room or reservations change (docs/backfill.md#cost)."""
+same until a node's room or reservations change; an answer against a reservation with no
+expected start reads no clock, so it is kept across passes (docs/backfill.md#cost)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ class Check:
 
 # Per reserved row, the reservations a pod would not leave room for (`RoomChecks.refusers`).
 Refusers = list[tuple[int, tuple[tuple[float | None, StartReservation], ...]]]
+# Per check (its index) and request: whether the node keeps the room, and until when.
+Answers = dict[tuple[int, Hashable], tuple[bool, float]]
 # The reserved rows a pod is kept off, each with the holder keeping it off, and whether it
 # states no runtime while kept off any (`RoomChecks.kept_off`).
 KeptOff = tuple[tuple[tuple[int, str], ...], bool]
@@ -56,9 +59,11 @@ class RoomChecks:
     it is judged by, kept while the row's reservations are the same objects at the same
     instant; and per check and request, whether the node keeps the room, kept for one
     instant and one state of the nodes (the log of changed rows). Both within one pass (a
-    pod bound but not started yet may start between passes with nothing logged). The log
-    is read only where a check of the room is made, as the picture would read it: a
-    tentative placement whose changes nobody read leaves no trace in the log
+    pod bound but not started yet may start between passes with nothing logged), but for
+    the answers against a reservation with no expected start: those read only which pods
+    are on the node, not when they started, so they are kept across passes until the log
+    names the row. The log is read only where a check of the room is made, as the picture
+    would read it: a tentative placement whose changes nobody read leaves no trace in the log
     (`Nodes.tentative`), and reading it elsewhere would leave one."""
 
     def __init__(self, picture: Picture) -> None:
@@ -76,6 +81,13 @@ class RoomChecks:
             tuple[tuple[str, ...], Hashable],
             tuple[list[float], dict[tuple[int, bool], KeptOff]],
         ] = {}
+        # Per row and `mine`: the checks last made there, and per check with no expected
+        # start and request, its answer. Such an answer reads neither the clock nor how
+        # long a pod has run, only the row's pods and room and the check, so it is kept
+        # across passes while the checks come out equal and the log of changed rows does
+        # not name the row (the room columns as they were).
+        self._lasting: dict[int, dict[tuple[str, ...], tuple[tuple[Check, ...], Answers]]] = {}
+        self._lasting_at: tuple[int, int] | None = None  # the log's mark, the room's width
 
     def new_pass(self) -> None:
         """Forget all: a pass begins (nor is a gone pod's reservation kept past it)."""
@@ -120,8 +132,13 @@ class RoomChecks:
             self._kept.clear()  # the row's reservations changed: its kept answers go
             self._refusers.clear()
             self._kept_off.clear()
-        self._checks[(row, mine)] = (tuple(held), tuple(checks))
-        return mine, tuple(checks)
+        made = tuple(checks)
+        self._checks[(row, mine)] = (tuple(held), made)
+        lasting = self._lasting.setdefault(row, {})
+        last = lasting.get(mine)
+        if last is None or last[0] != made:
+            lasting[mine] = (made, {})
+        return mine, made
 
     def refusers(
         self,
@@ -221,6 +238,23 @@ class RoomChecks:
             self._refusers.clear()
             self._kept_off.clear()
             self._at = at
+            self._follow_lasting(state, at[1])
+
+    def _follow_lasting(self, state: ClusterState, mark: int) -> None:
+        """Forget the lasting answers of the rows changed since they were followed (all,
+        where the log no longer reaches back or the room has other columns)."""
+        last, now_at = self._lasting_at, (mark, state.nodes.free.shape[1])
+        if last == now_at:
+            return
+        changed = None
+        if last is not None and last[1] == now_at[1]:
+            changed = state.nodes.rows_changed_since(last[0])
+        if changed is None:
+            self._lasting.clear()
+        else:
+            for row in changed:
+                self._lasting.pop(row, None)
+        self._lasting_at = now_at
 
     def keeps_room(
         self,
@@ -238,10 +272,22 @@ class RoomChecks:
         key = (row, mine, index, demand.key)
         found = self._kept.get(key)
         if found is None:
-            check = self._checks[(row, mine)][1][index]
-            found = self._kept[key] = self._keeps_room(
-                state, row, now.timestamp(), demand, check.start, check.gone, check.during
-            )
+            checks = self._checks[(row, mine)][1]
+            check = checks[index]
+            lasting = None
+            if check.start is None:
+                last = self._lasting.setdefault(row, {}).get(mine)
+                if last is None or last[0] != checks:  # dropped: the row changed since
+                    last = self._lasting[row][mine] = (checks, {})
+                lasting = last[1]
+                found = lasting.get((index, demand.key))
+            if found is None:
+                found = self._keeps_room(
+                    state, row, now.timestamp(), demand, check.start, check.gone, check.during
+                )
+                if lasting is not None:
+                    lasting[(index, demand.key)] = found
+            self._kept[key] = found
         return found
 
     def _keeps_room(
