@@ -308,6 +308,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
     def before_pass(self, state: ClusterState, now: datetime) -> None:
         self._now = now
         self._room.new_pass()
+        self._room.follow(state)
         self._said.clear()
         framework = self._framework
         if framework is None or not self._candidates:

@@ -98,6 +98,14 @@ class RoomChecks:
         self._refusers.clear()
         self._kept_off.clear()
 
+    def follow(self, state: ClusterState) -> None:
+        """At a pass's start: forget the answers kept across passes for rows changed since,
+        or that hold no start reservation now (nothing keeps a gone pod's past it)."""
+        self._follow_lasting(state, state.nodes.change_mark())
+        reserved = state.start_reservations.by_row
+        for row in [row for row in self._lasting if row not in reserved]:
+            del self._lasting[row]
+
     def checks(
         self,
         state: ClusterState,
