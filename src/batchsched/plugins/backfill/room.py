@@ -142,10 +142,6 @@ class RoomChecks:
             self._kept_off.clear()
         made = tuple(checks)
         self._checks[(row, mine)] = (tuple(held), made)
-        lasting = self._lasting.setdefault(row, {})
-        last = lasting.get(mine)
-        if last is None or last[0] != made:
-            lasting[mine] = (made, {})
         return mine, made
 
     def refusers(
@@ -285,7 +281,7 @@ class RoomChecks:
             lasting = None
             if check.start is None:
                 last = self._lasting.setdefault(row, {}).get(mine)
-                if last is None or last[0] != checks:  # dropped: the row changed since
+                if last is None or last[0] != checks:  # dropped (its row changed), or other checks
                     last = self._lasting[row][mine] = (checks, {})
                 lasting = last[1]
                 found = lasting.get((index, demand.key))
