@@ -118,3 +118,35 @@ def test_a_malformed_upstream_pod_group_is_named_at_its_served_version(
     api.create("pods", pod("solo"))
     assert api.wait_for(lambda s: node_of(s, "solo") == "n1")
     assert run.halt() == 0
+
+
+def test_a_bad_stated_runtime_keeps_the_pod_counted_and_pending_with_why(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    """An annotation or label the API server does not validate: a running pod stating a bad
+    runtime still holds its room (dropping it would over-commit its node); a pending one
+    stays pending with the error as its message (docs/backfill.md#stated-runtimes)."""
+    api.create("nodes", node("n1", cpu="4"))
+    running = pod(
+        "busy",
+        cpu="4",
+        node_name="n1",
+        annotations={"batchsched.io/max-runtime": "soon"},
+    )
+    running["status"] = {"phase": "Running", "startTime": "2026-11-22T09:00:00Z"}
+    api.create("pods", running)
+    api.create("pods", pod("typo", labels={"kueue.x-k8s.io/max-exec-time-seconds": "abc"}))
+    run = launch()
+    assert api.wait_for(lambda s: condition(s, "typo") is not None)
+    api.create("pods", pod("later", cpu="1"))
+    assert api.wait_for(lambda s: condition(s, "later") is not None)
+    run.scheduler.actuator.wait()
+    assert node_of(api, "later") == ""
+    assert "Insufficient cpu" in (condition(api, "later") or {})["message"]
+    cond = condition(api, "typo")
+    assert cond is not None and node_of(api, "typo") == ""
+    assert cond["message"] == (
+        "Pod default/typo: metadata.labels.kueue.x-k8s.io/max-exec-time-seconds: "
+        "'abc' is not a whole number of seconds (e.g. 3600)"
+    )
+    assert run.halt() == 0

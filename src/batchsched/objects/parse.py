@@ -741,8 +741,13 @@ def _active_deadline(sp: _Reader, spec: Any) -> int | None:
     return seconds or None
 
 
-def _stated_runtime(r: _Reader, labels: dict[str, str], annotations: dict[str, str]) -> int | None:
-    """The Kueue label's bound, else the annotation's (docs/backfill.md); None if neither."""
+def _stated_runtime(
+    r: _Reader, labels: dict[str, str], annotations: dict[str, str]
+) -> tuple[int | None, str]:
+    """The Kueue label's bound, else the annotation's (docs/backfill.md), None if neither;
+    and "" or, for a bad value, the error naming the object and field. The API server does
+    not check either: a bad one leaves the object read (a running pod still holds its room)
+    and admission keeps the pod pending with the error (scheduling/admission.py)."""
     for where, raw, read in (
         (f"metadata.labels.{KUEUE_LABEL}", labels.get(KUEUE_LABEL), label_seconds),
         (
@@ -753,10 +758,15 @@ def _stated_runtime(r: _Reader, labels: dict[str, str], annotations: dict[str, s
     ):
         if raw is not None:
             try:
-                return read(raw)
+                return read(raw), ""
             except BoundError as err:
-                raise r.fail(where, str(err)) from None
-    return None
+                return None, str(r.fail(where, str(err)))
+    return None, ""
+
+
+def stated_runtime_of_group(r: _Reader, obj: Json) -> tuple[int | None, str]:
+    """A PodGroup's bound (its annotation) for members stating none, and its error."""
+    return _stated_runtime(r, {}, r.string_map(obj, "metadata.annotations"))
 
 
 class _SpecMemo:
@@ -801,7 +811,7 @@ def read_pod(obj: Json) -> Pod:
     f = _SPECS.fields(r, spec)
     labels = r.string_map(obj, "metadata.labels")
     annotations = r.string_map(obj, "metadata.annotations")
-    stated = _stated_runtime(r, labels, annotations)
+    stated, runtime_error = _stated_runtime(r, labels, annotations)
     return Pod(
         namespace=r.namespace,
         name=r.name,
@@ -831,6 +841,7 @@ def read_pod(obj: Json) -> Pod:
         deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
         max_runtime_seconds=f.active_deadline_seconds or stated,
         runtime_enforced=f.active_deadline_seconds is not None,
+        runtime_error=runtime_error,
         nominated_node_name=r.get(obj, "status.nominatedNodeName", str, ""),
         termination_grace_period_seconds=f.termination_grace_period_seconds,
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
@@ -1050,6 +1061,7 @@ def read_pod_group(obj: Json) -> PodGroup:
     if min_member == 0:
         raise r.fail("spec.minMember", "is required")
     timeout = r.integer(obj, "spec.scheduleTimeoutSeconds", -1, 0, INT32_MAX)
+    bound, runtime_error = stated_runtime_of_group(r, obj)
     status = PodGroupStatus(
         phase=r.get(obj, "status.phase", str, "") or "Pending",
         running=r.integer(obj, "status.running", 0, 0, INT32_MAX),
@@ -1070,7 +1082,8 @@ def read_pod_group(obj: Json) -> PodGroup:
         resource_version=r.get(obj, "metadata.resourceVersion", str, ""),
         topology=read_topology(r, obj, upstream=False),
         labels=r.string_map(obj, "metadata.labels"),
-        max_runtime_seconds=_stated_runtime(r, {}, r.string_map(obj, "metadata.annotations")),
+        max_runtime_seconds=bound,
+        runtime_error=runtime_error,
     )
 
 

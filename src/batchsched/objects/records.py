@@ -205,6 +205,9 @@ class Pod:
     # Whether that bound is spec.activeDeadlineSeconds, which the kubelet enforces (a label or
     # annotation bound is only a promise: docs/backfill.md#broken-promises).
     runtime_enforced: bool = False
+    # A bad label or annotation bound: the error naming the pod and field, "" if none; the
+    # pod is then kept pending with it (scheduling/admission.py), and states no runtime.
+    runtime_error: str = ""
     nominated_node_name: str = ""
     termination_grace_period_seconds: int = 30
     resource_version: str = ""
@@ -457,6 +460,9 @@ class PodGroup:
     labels: dict[str, str] = field(default_factory=dict)  # e.g. its queue (docs/queues.md)
     # Its members' stated maximum runtime, for those stating none (objects/runtime_bound.py).
     max_runtime_seconds: int | None = None
+    # A bad annotation bound: the error naming the group and field, "" if none; its pending
+    # members are kept pending with it (scheduling/admission.py).
+    runtime_error: str = ""
 
     @property
     def key(self) -> str:

@@ -40,7 +40,7 @@ def duration_seconds(text: str) -> int:
 
 def label_seconds(text: str) -> int:
     """The Kueue label's value: a positive integer number of seconds."""
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # str.isdigit alone takes "٣" (3)
         raise BoundError(f"{text!r} is not a whole number of seconds (e.g. 3600)")
     return _in_range(int(text), text)
 

@@ -11,7 +11,8 @@ group (records.PodGroup):
 - the scheduled condition: v1alpha2 `PodGroupScheduled`, v1beta1 `PodGroupInitiallyScheduled`.
 
 `spec.schedulingPolicy` is exactly one of `basic: {}` and `gang: {minCount: N}` in both;
-`spec.schedulingConstraints.topology: [{key}]` (both versions) is read by topology.py.
+`spec.schedulingConstraints.topology: [{key}]` (both versions) is read by topology.py; the
+annotation `batchsched.io/max-runtime`, as on the CRD, states its members' runtime.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from batchsched.objects.parse import (
     _Reader,
     read_conditions,
     read_pod_group,
+    stated_runtime_of_group,
 )
 from batchsched.objects.records import (
     UPSTREAM_GROUP,
@@ -119,6 +121,7 @@ def read_upstream_pod_group(obj: Json) -> PodGroup:
         ref = ("spec.podGroupTemplateRef.workload", "workloadName", "podGroupTemplateName")
     else:
         ref = ("spec.workloadRef", "workloadName", "templateName")
+    bound, runtime_error = stated_runtime_of_group(r, obj)
     return PodGroup(
         namespace=r.namespace,
         name=r.name,
@@ -134,6 +137,8 @@ def read_upstream_pod_group(obj: Json) -> PodGroup:
         workload=_pair(r, obj, *ref),
         topology=read_topology(r, obj, upstream=True),
         labels=r.string_map(obj, "metadata.labels"),
+        max_runtime_seconds=bound,
+        runtime_error=runtime_error,
     )
 
 

@@ -6,10 +6,13 @@
   (found when the pod was read, `objects/support.py`), or DRA claims or DRA-served extended
   resources under a profile that does not allocate them. It stays pending with the message,
   never binds (a refused gang member never binds with its group) and never preempts.
+- A pod stating a bad runtime bound (a label or annotation the API server does not check,
+  on the pod or its PodGroup, docs/backfill.md#stated-runtimes): refused the same way, the
+  error naming the object, the field and what is allowed as its message.
 - A volume the PV controller provisioned for a pod that no longer admits the chosen node
   (`provisioned_volume_refusal`), checked before the Binding as upstream's binder does.
 
-Every refusal is worded by `objects.support.unsupported_message`.
+Every refusal of what is not implemented is worded by `objects.support.unsupported_message`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable, Mapping
 
 from batchsched.config import Profile
 from batchsched.decisions import Decision, Nominate
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Node, Pod
 from batchsched.objects.support import unsupported_message
 from batchsched.objects.volumes import PersistentVolume
@@ -47,6 +51,8 @@ def pod_refusal(
     """
     if pod.refused:
         return unsupported_message("pod", pod.refused)
+    if pod.runtime_error:
+        return pod.runtime_error
     if claims_allowed:
         return None
     if pod.resource_claims:
@@ -90,7 +96,13 @@ class Admission:
         allowed = self._claims_allowed.get(profile.scheduler_name)
         if allowed is None:
             allowed = self._claims_allowed[profile.scheduler_name] = allocates_claims(profile)
-        return pod_refusal(pod, self.state.device_class_resources, allowed)
+        refusal = pod_refusal(pod, self.state.device_class_resources, allowed)
+        if refusal is None:
+            key = group_key_of(pod)
+            group = self.state.groups.by_key.get(key) if key else None
+            if group is not None and group.runtime_error:
+                return group.runtime_error
+        return refusal
 
     def withdraw(self, pod: Pod) -> list[Decision]:
         """A refused pod's nomination (from an earlier scheduler) stops holding room it will
