@@ -201,8 +201,10 @@ def _profile(raw: Any, i: int) -> Profile:
                 f"{where}.pluginConfig[{j}]: unknown plugin {pname!r} "
                 f"(known: {', '.join(sorted(REGISTRY))})"
             )
-        args = item.get("args") or {}
-        if not isinstance(args, Mapping):
+        args = item.get("args")
+        if args is None:
+            args = {}
+        elif not isinstance(args, Mapping):  # `[]`, `0` or `""` are no more a mapping
             raise ConfigError(f"{where}.pluginConfig[{j}].args: must be a mapping")
         profile.plugin_args[pname] = args
     try:

@@ -87,6 +87,8 @@ def test_several_profiles() -> None:
         ),
         (profile(plugins={"filtr": {}}), "unknown extension point \\(known: multiPoint"),
         (profile(pluginConfig=[{"name": "Nope", "args": {}}]), "unknown plugin 'Nope'"),
+        (profile(pluginConfig=[{"name": "Backfill", "args": []}]), "args: must be a mapping"),
+        (profile(pluginConfig=[{"name": "Backfill", "args": 0}]), "args: must be a mapping"),
         (
             profile(pluginConfig=[{"name": "TaintToleration", "args": {"x": 1}}]),
             "takes no arguments",
