@@ -28,7 +28,13 @@ from batchsched.sim.fields import ScenarioError
 from batchsched.sim.metrics import RunResult, run_summary
 from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows
 from batchsched.sim.ray_runs import run_on_ray
-from batchsched.sim.report import summary_rows, write_reports
+from batchsched.sim.report import (
+    BACKFILL_HEAD,
+    SIZE_HEAD,
+    size_rows,
+    summary_rows,
+    write_reports,
+)
 from batchsched.sim.scenario import Scenario, Variant, load_scenario
 from batchsched.sim.stats import few_seeds
 from batchsched.sim.workload import format_duration
@@ -142,11 +148,15 @@ def _progress(console: Console | None, name: str, total: float) -> Iterator[Prog
 
 def comparison_text(results: list[RunResult]) -> str:
     run_head, runs, class_head, classes = summary_rows(results)
+    sections = [("RUNS", run_head, runs, 1), ("PER PRIORITY CLASS", class_head, classes, 2)]
+    per_size, backfill = size_rows(results)
+    if per_size:  # GPU jobs: waits per size and what reservations did (docs/backfill.md)
+        sections += [
+            ("PER JOB SIZE", SIZE_HEAD, per_size, 2),
+            ("RESERVATIONS", BACKFILL_HEAD, backfill, 1),
+        ]
     lines: list[str] = []
-    for title, head, rows, keep in (
-        ("RUNS", run_head, runs, 1),
-        ("PER PRIORITY CLASS", class_head, classes, 2),
-    ):
+    for title, head, rows, keep in sections:
         lines.append(title)
         lines.extend(tables.table(head, rows, keep=keep))
         lines.append("")

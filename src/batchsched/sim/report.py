@@ -14,7 +14,7 @@ import orjson
 
 from batchsched.sim.aggregate import INTERVAL_LEGEND, Comparison, verdicts
 from batchsched.sim.aggregate import rows as comparison_rows
-from batchsched.sim.metrics import RunResult, gpu_resource, run_summary
+from batchsched.sim.metrics import LARGE, SIZE_CLASSES, RunResult, gpu_resource, run_summary
 from batchsched.sim.plotting import legend
 from batchsched.sim.queue_report import QUEUE_HEAD, queue_rows, share_plot
 from batchsched.sim.stats import binned
@@ -394,6 +394,57 @@ def summary_rows(
     return run_head, runs, class_head, classes
 
 
+SIZE_HEAD = [
+    "size",
+    "run",
+    "jobs started",
+    "wait mean (min)",
+    "wait p50 (min)",
+    "wait p95 (min)",
+    "wait p99 (min)",
+]
+BACKFILL_HEAD = [
+    "run",
+    "backfilled jobs",
+    "reserved jobs",
+    "broken promises evicted",
+    "reservation start error mean (min)",
+]
+
+
+def size_rows(results: list[RunResult]) -> tuple[list[list[str]], list[list[str]]]:
+    """Per (job size, run) the waits, and per run what reservations did
+    (docs/backfill.md#simulator): the figures the comparison over seeds gives, for one seed.
+    Empty when no run had GPU jobs."""
+    summaries = [(result.name, run_summary(result)["backfill"]) for result in results]
+    sizes = [
+        size
+        for size in (*SIZE_CLASSES, LARGE)
+        if any(b["jobs_by_size"].get(size) for _, b in summaries)
+    ]
+    if not sizes:
+        return [], []
+    per_size = []
+    for size in sizes:
+        for name, b in summaries:
+            waits = b["wait_seconds_by_size"][size]
+            per_size.append(
+                [size, name, str(b["jobs_by_size"][size])]
+                + [_fmt(waits[q], 60) for q in ("mean", "p50", "p95", "p99")]
+            )
+    backfill = [
+        [
+            name,
+            str(b["backfilled_jobs"]),
+            str(b["reserved_jobs"]),
+            str(b["broken_promises_evicted"]),
+            _fmt(b["start_error_abs_seconds"]["mean"], 60),
+        ]
+        for name, b in summaries
+    ]
+    return per_size, backfill
+
+
 def _topology_cells(found: dict[str, Any] | None) -> list[str]:
     if found is None:
         return ["–", "–"]
@@ -430,6 +481,14 @@ def render_html(
     first = {r["name"]: r["seeds"][0] for r in meta["runs"]}
     shown = [r for r in results if first.get(r.name, r.seed) == r.seed]
     run_head, runs, class_head, classes = summary_rows(shown)
+    single = "" if comparison is None else " (first seed)"
+    per_size, backfill = size_rows(shown)
+    by_size = (
+        f"<h2>Per job size{single}</h2>{_table(SIZE_HEAD, per_size)}"
+        f"<h2>Reservations{single}</h2>{_table(BACKFILL_HEAD, backfill)}"
+        if per_size
+        else ""
+    )
     plots = _plots(shown)
     if comparison is not None:
         plots.insert(0, _error_bars(comparison))
@@ -460,7 +519,6 @@ def render_html(
             f"differences are paired by seed against {html.escape(comparison.runs[0])}, * where "
             "the interval excludes zero.</p>" + _table(head, body)
         )
-    single = "" if comparison is None else " (first seed)"
     queue_title, queue_body = queue_rows(shown)
     per_queue = (
         f"<h2>{html.escape(queue_title.capitalize())}{single}</h2>" + _table(QUEUE_HEAD, queue_body)
@@ -488,6 +546,7 @@ that had saved no checkpoint yet (all of that run's work was lost).</p>
 {over_seeds}
 <h2>Runs{single}</h2>{_table(run_head, runs)}
 <h2>Per priority class{single}</h2>{_table(class_head, classes)}
+{by_size}
 {per_queue}
 {figures}
 {warning_list}
