@@ -104,3 +104,30 @@ def test_a_pod_past_its_stated_runtime_is_evicted_for_a_reservation(cluster: Clu
     assert "past its stated runtime 1s; evicted for the reservation of Pod " in event["note"]
     assert "/holder (expected start " in event["note"]
     wait(lambda: cluster.node_of("holder") == node, what="the holder started", timeout=60)
+
+
+def test_a_bad_stated_runtime_is_told_and_its_running_pod_still_counted(cluster: Cluster) -> None:
+    """docs/backfill.md#stated-runtimes: the API server takes any label or annotation value;
+    a pending pod stating a bad runtime stays pending with the error as its PodScheduled
+    message and FailedScheduling event, and a running one still holds its node's room."""
+    node = f"bad-{cluster.namespace[-6:]}"
+    cluster.node(node, cpu="4")
+    _pod(cluster, "busy", "soon", node=node, cpu="4")
+    wait(
+        lambda: bool((cluster.get_pod("busy") or {}).get("status", {}).get("startTime")),
+        what="the busy pod started",
+    )
+    cluster.run_scheduler()
+    typo = cluster.pod_body("typo", labels={"kueue.x-k8s.io/max-exec-time-seconds": "abc"})
+    cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", typo)
+    told = (
+        f"Pod {cluster.namespace}/typo: metadata.labels.kueue.x-k8s.io/max-exec-time-seconds: "
+        "'abc' is not a whole number of seconds (e.g. 3600)"
+    )
+    wait(lambda: _message(cluster, "typo") == told, what="the typo told its error")
+    assert any(e["note"] == told for e in cluster.events("FailedScheduling"))
+    later = cluster.pod_body("later", cpu="1")
+    later["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}  # other tests' nodes
+    cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", later)
+    wait(lambda: "Insufficient cpu" in _message(cluster, "later"), what="later kept off")
+    assert cluster.node_of("later") == "" and cluster.node_of("typo") == ""
