@@ -660,13 +660,17 @@ def _identity(reservation: StartReservation) -> Hashable:
 
 
 def _kept_off(reservation: StartReservation, bound: int | None) -> str:
-    when = "once pods without a stated runtime end"
-    if reservation.start is not None:
+    if reservation.start is None:
+        # Held from now on: the pod is kept off for the room, not for its runtime.
+        when, why = "once pods without a stated runtime end", ""
+    else:
         when = f"expected start {format_time(reservation.start)}"
-    why = "states no runtime" if bound is None else "would run past that start"
+        why = "would run past that start and "
+    if bound is None:
+        why = "states no runtime and "
     return (
         f"node(s) were reserved for {reservation.holder} ({when}): "
-        f"this pod {why} and would take room kept for it"
+        f"this pod {why}would take room kept for it"
     )
 
 

@@ -101,6 +101,22 @@ def test_waits_for_pods_without_a_runtime() -> None:
     )
 
 
+def test_a_pod_kept_off_a_reservation_with_no_start_is_told_the_room_not_its_runtime() -> None:
+    # `big` holds n3 from now on, for good: `short` (5 minutes) is kept off for the room it
+    # would take, not for running past a start there is none of.
+    result = schedule(
+        node("n3", nvidia_com__gpu="8"),
+        _running("c", "n3", 4, None),
+        _waiting("big", 8),
+        _waiting("short", 4, "5m", created=YOUNG),
+    )
+    assert _held(result) == {"Pod default/big": (["n3"], None)}
+    assert (
+        "1 node(s) were reserved for Pod default/big (once pods without a stated runtime end): "
+        "this pod would take room kept for it." in result.unschedulable["default/short"]
+    )
+
+
 def test_reservations_never_overlap_and_follow_the_order() -> None:
     first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")
     second = _waiting("big-2", 8)
