@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from batchsched.commands.schedule import OneShotResult, build_state, run
@@ -108,6 +109,29 @@ def objects_of(*items: Item) -> Objects:
         else:
             objects.pdbs.append(item)
     return objects
+
+
+# The steps of a random walk over the nominations of pods p0..p5 ("default") on nodes n0..n2.
+NOMINATION_STEPS = ("nominate", "clear", "remove", "bind", "add")
+
+
+def nomination_step(
+    state: ClusterState, step: str, i: int, n: int, add: Callable[[int], None]
+) -> None:
+    """Take `step` with pod p`i` and node n`n` where it applies: a pending pod is nominated
+    to the node or bound there, a known one has its nomination cleared, any is removed, and a
+    pod not known is made again by `add(i)`."""
+    key = f"default/p{i}"
+    if step == "nominate" and key in state.pods.pending:
+        state.nominate(key, f"n{n}")
+    elif step == "clear" and key in state.pods.by_key:
+        state.nominate(key, None)
+    elif step == "remove":
+        state.remove_pod(key)
+    elif step == "bind" and key in state.pods.pending:
+        state.assume(key, f"n{n}")
+    elif step == "add" and key not in state.pods.by_key:
+        add(i)
 
 
 def evicted(result: OneShotResult) -> dict[str, str]:

@@ -81,7 +81,7 @@ class Nodes:
         self._pods_base = 0
         # Reads of that log (marks handed out, changes asked for), and for a `tentative`
         # scope the pods of each row it touched as the scope found them: the row's own
-        # mapping, put back at the scope's end (the scope works on a copy: `pods.hold_all`).
+        # mapping, put back at the scope's end (the scope works on a copy: `pods_to_change`).
         self._log_reads = 0
         self.kept_rows: dict[int, dict[str, Pod]] | None = None
 
@@ -224,6 +224,17 @@ class Nodes:
         if self._log_reads == reads:
             del self._changed_rows[length:]
             del self._changed_pods[pods_length:]
+
+    def pods_to_change(self, idx: int) -> dict[str, Pod]:
+        """Row `idx`'s pods by key, for the caller to add or take pods: within a `tentative`
+        scope a copy made at the row's first change there (the row's own mapping is kept, to
+        be put back at the scope's end), else the row's own."""
+        pods = self.pods_on[idx]
+        kept = self.kept_rows
+        if kept is not None and idx not in kept:
+            kept[idx], pods = pods, dict(pods)
+            self.pods_on[idx] = pods
+        return pods
 
     def change_mark(self) -> int:
         """A position in the log of changed node rows."""

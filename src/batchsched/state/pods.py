@@ -236,14 +236,11 @@ class Pods:
     def hold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`hold` each (pod key, node row): a gang search puts many victims back at once."""
         nodes = self._nodes
-        kept, gaps, with_volumes = nodes.kept_rows, self._gaps, self._with_volumes
-        pods_on, rows = nodes.pods_on, []
+        gaps, with_volumes = self._gaps, self._with_volumes
+        pods_to_change, rows = nodes.pods_to_change, []
         logged: list[Pod | None] = []
         for key, idx in placed:
-            pods = pods_on[idx]
-            if kept is not None and idx not in kept:
-                kept[idx], pods = pods, dict(pods)
-                pods_on[idx] = pods
+            pods = pods_to_change(idx)
             pod = pods.get(key)
             if pod is None:
                 pod = pods[key] = self.by_key[key]
@@ -258,14 +255,11 @@ class Pods:
     def unhold_all(self, placed: Iterable[tuple[str, int]]) -> None:
         """`unhold` each (pod key, node row)."""
         nodes = self._nodes
-        kept, gaps, with_volumes = nodes.kept_rows, self._gaps, self._with_volumes
-        pods_on, rows = nodes.pods_on, []
+        gaps, with_volumes = self._gaps, self._with_volumes
+        pods_to_change, rows = nodes.pods_to_change, []
         logged: list[Pod | None] = []
         for key, idx in placed:
-            pods = pods_on[idx]
-            if kept is not None and idx not in kept:
-                kept[idx], pods = pods, dict(pods)
-                pods_on[idx] = pods
+            pods = pods_to_change(idx)
             pod = pods.pop(key, None)
             if pod is not None:
                 if key in gaps:

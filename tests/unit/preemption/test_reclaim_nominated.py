@@ -3,6 +3,8 @@ from one attempt to the next, equals a recount after any sequence of operations.
 
 from __future__ import annotations
 
+from functools import partial
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,13 +13,13 @@ from batchsched.objects.queues import QUEUE_API, Queue, QueueQuota
 from batchsched.objects.records import Namespace
 from batchsched.preemption.reclaim import _Nominated
 from batchsched.state.cluster import ClusterState
-from tests.preemption_world import node, pod
+from tests.preemption_world import NOMINATION_STEPS, node, nomination_step, pod
 
 PARENT = {"org": "", "a": "org", "b": "org"}
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["nominate", "clear", "remove", "bind", "add", "namespace"]),
+        st.sampled_from([*NOMINATION_STEPS, "namespace"]),
         st.integers(0, 5),  # pod
         st.integers(0, 2),  # node
         st.sampled_from(["a", "b", ""]),  # queue
@@ -63,18 +65,10 @@ def test_the_kept_totals_equal_a_recount(ops: list[tuple[str, int, int, str]]) -
     nominated = _Nominated(state)
     for op, i, n, leaf in ops:
         key = f"default/p{i}"
-        if op == "nominate" and key in state.pods.pending:
-            state.nominate(key, f"n{n}")
-        elif op == "clear" and key in state.pods.by_key:
-            state.nominate(key, None)
-        elif op == "remove":
-            state.remove_pod(key)
-        elif op == "bind" and key in state.pods.pending:
-            state.assume(key, f"n{n}")
-        elif op == "add" and key not in state.pods.by_key:
-            make(i, leaf)
-        elif op == "namespace":
+        if op == "namespace":
             state.upsert_namespace(Namespace("default", {QUEUE_LABEL: leaf} if leaf else {}))
+        else:
+            nomination_step(state, op, i, n, partial(make, leaf=leaf))
         asking = state.pods.by_key.get(key) or pod("asker", 100)
         totals, own = nominated.totals(asking)
         assert nonzero(dict(totals)) == nonzero(recount(state))

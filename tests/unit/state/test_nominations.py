@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
-from tests.preemption_world import node, pod
+from tests.preemption_world import NOMINATION_STEPS, node, nomination_step, pod
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["nominate", "clear", "remove", "bind", "add"]),
+        st.sampled_from(NOMINATION_STEPS),
         st.integers(0, 5),  # pod
         st.integers(0, 2),  # node
     ),
@@ -45,17 +45,7 @@ def test_free_for_matches_the_definition(ops: list[tuple[str, int, int]], prios:
     for i in range(6):
         state.upsert_pod(make(i))
     for op, i, n in ops:
-        key = f"default/p{i}"
-        if op == "nominate" and key in state.pods.pending:
-            state.nominate(key, f"n{n}")
-        elif op == "clear" and key in state.pods.by_key:
-            state.nominate(key, None)
-        elif op == "remove":
-            state.remove_pod(key)
-        elif op == "bind" and key in state.pods.pending:
-            state.assume(key, f"n{n}")
-        elif op == "add" and key not in state.pods.by_key:
-            state.upsert_pod(make(i))
+        nomination_step(state, op, i, n, lambda j: state.upsert_pod(make(j)))
         for who in state.pods.pending.values():
             assert (state.free_for(who) == naive_free_for(state, who)).all()
     for row in range(3):
