@@ -38,6 +38,7 @@ from batchsched.state.cluster import ClusterState
 from batchsched.state.mark import ClusterMark
 from batchsched.state.queue import QueuedPod, SchedulingQueue
 from batchsched.state.queue_order import QueueOrder
+from batchsched.state.reservations import holder_pods
 
 # What runs at a pass's end, after the group plugins: the worlds' controllers
 # (controllers/), told the groups whose members changed and the pass's evictions.
@@ -220,8 +221,7 @@ class Scheduler:
         members = self.state.groups.members
         keys: list[str] = []
         for holder in sorted(moved):
-            kind, _, name = holder.partition(" ")
-            keys.extend([name] if kind == "Pod" else sorted(members.get(name, ())))
+            keys.extend(holder_pods(holder, members))
         moved.clear()
         for framework in self.frameworks.values():
             framework.shapes.forget(keys)

@@ -54,6 +54,7 @@ from batchsched.sim.queue_metrics import QueueMeter
 from batchsched.sim.topology import domains_spanned
 from batchsched.sim.workload import GPU_MILLI, GROUP_ANNOTATION, JOB_LABEL, JobSpec
 from batchsched.state.cluster import ClusterState
+from batchsched.state.reservations import holder_pods
 from batchsched.state.volumes import VolumeObject
 
 
@@ -332,8 +333,7 @@ class Simulation:
 
     def _job_of(self, holder: str) -> JobRun | None:
         """The job of a reservation's holder ("Pod ns/name" or "PodGroup ns/name")."""
-        kind, _, key = holder.partition(" ")
-        members = [key] if kind == "Pod" else sorted(self.state.groups.members.get(key, ()))
+        members = holder_pods(holder, self.state.groups.members)
         unit = next((u for m in members if (u := self._unit_of.get(m)) is not None), None)
         return None if unit is None else unit.job
 

@@ -7,12 +7,14 @@ reservation when the pod binds, stops pending or goes away, or the node goes awa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from batchsched.objects.parse import format_time
+from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.quantity import format_amount
+from batchsched.objects.records import Pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,19 @@ class Reservations:
     def of(self, pod_key: str) -> Reservation | None:
         idx = self.by_pod.get(pod_key)
         return None if idx is None else self.by_row[idx]
+
+
+def holders_of(pod: Pod) -> tuple[str, ...]:
+    """The names a start reservation for this pod is held under: its own, and its gang's."""
+    group = group_key_of(pod)
+    return (f"Pod {pod.key}",) if group is None else (f"Pod {pod.key}", f"PodGroup {group}")
+
+
+def holder_pods(holder: str, members: Mapping[str, Collection[str]]) -> list[str]:
+    """The keys of the pods a holder's name stands for: the pod's own, or its gang's
+    members in key order (`members`: per PodGroup key, its members' keys)."""
+    kind, _, key = holder.partition(" ")
+    return [key] if kind == "Pod" else sorted(members.get(key, ()))
 
 
 @dataclass(frozen=True, slots=True)

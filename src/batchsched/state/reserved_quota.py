@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
+from batchsched.state.reservations import holder_pods
 
 if TYPE_CHECKING:
     from batchsched.state.cluster import ClusterState
@@ -18,16 +18,9 @@ if TYPE_CHECKING:
     from batchsched.state.reservations import StartReservation
 
 
-def holders_of(pod: Pod) -> tuple[str, ...]:
-    """The names a reservation for this pod is held under: its own, and its gang's."""
-    group = group_key_of(pod)
-    return (f"Pod {pod.key}",) if group is None else (f"Pod {pod.key}", f"PodGroup {group}")
-
-
 def holder_leaf(state: ClusterState, holder: str) -> str:
     """The leaf queue of a holder's pods ("": none, or not known)."""
-    kind, _, key = holder.partition(" ")
-    keys = [key] if kind == "Pod" else sorted(state.groups.members.get(key, ()))
+    keys = holder_pods(holder, state.groups.members)
     pod = next((p for k in keys if (p := state.pods.by_key.get(k)) is not None), None)
     return "" if pod is None else state.queue_of(pod).queue
 

@@ -50,7 +50,6 @@ from batchsched.framework.interface import (
     WaitPlugin,
 )
 from batchsched.objects.parse import format_time
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order
@@ -63,7 +62,7 @@ from batchsched.plugins.backfill.room import RoomChecks, window
 from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
-from batchsched.state.reservations import StartReservation
+from batchsched.state.reservations import StartReservation, holder_pods, holders_of
 from batchsched.state.reserved_quota import limit_refusal
 
 ARGS = ("reserveAfterSeconds", "maxReservations")
@@ -76,12 +75,6 @@ def read_args(args: Mapping[str, Any] | None) -> tuple[int, int]:
     """`reserveAfterSeconds` and `maxReservations`, validated."""
     reader = ArgsReader(Backfill.name, args, ARGS)
     return reader.int_in("reserveAfterSeconds", 600, 0), reader.int_in("maxReservations", 4, 0)
-
-
-def holders_of(pod: Pod) -> tuple[str, str | None]:
-    """The names a reservation for this pod is held under: its own, and its gang's."""
-    group = group_key_of(pod)
-    return f"Pod {pod.key}", None if group is None else f"PodGroup {group}"
 
 
 class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin, WaitPlugin):
@@ -699,7 +692,7 @@ def _stay(state: ClusterState, pods: Sequence[Pod]) -> float:
 _TERMS = "Backfill.terms"
 
 
-def _terms(cycle: Cycle) -> tuple[tuple[str, str | None], int | None]:
+def _terms(cycle: Cycle) -> tuple[tuple[str, ...], int | None]:
     """The pod's holder names and stated runtime, read once per cycle."""
     found = cycle.scratch.get(_TERMS)
     if found is None:
@@ -770,11 +763,8 @@ def _complete(state: ClusterState, holder: str, pods: Sequence[Pod]) -> bool:
 
 def _waiting_pods(state: ClusterState, holder: str) -> list[Pod]:
     """The holder's pods still pending: the pod, or the gang's pending members."""
-    kind, _, key = holder.partition(" ")
     pending = state.pods.pending
-    if kind == "Pod":
-        return [pending[key]] if key in pending else []
-    return [pending[m] for m in sorted(state.groups.members.get(key, ())) if m in pending]
+    return [pending[m] for m in holder_pods(holder, state.groups.members) if m in pending]
 
 
 def _eligible(

@@ -48,7 +48,8 @@ from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 from batchsched.state.queue_decay import Decay
 from batchsched.state.queues import Usage
-from batchsched.state.reserved_quota import holders_of, reserved_usage
+from batchsched.state.reservations import holders_of
+from batchsched.state.reserved_quota import reserved_usage
 
 ARGS = ("usageHalfLife", "usageWeightK")
 
