@@ -94,7 +94,9 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         # for leaving gives their reservation back): they keep room that fits them now.
         self._holders: set[str] = set()
         self._picture = Picture()
-        self._room = RoomChecks(self._picture)  # what its filter found, kept for the pass
+        # What its filter found of the reserved nodes: kept for the pass, and the answers
+        # against a reservation with no expected start across passes (room.py).
+        self._room = RoomChecks(self._picture)
         # Per reservation refusing a pod and whether the pod states no runtime, the words
         # its filter says so with, kept for the pass (a reservation of the key kept beside).
         self._said: dict[tuple[int, bool], tuple[StartReservation, str]] = {}

@@ -1,8 +1,9 @@
-"""What a reservation is owed once its expected start has come (docs/backfill.md#broken-
-promises): the pods on its nodes that run past the runtime they stated by label or annotation
-are evicted, the fewest that let the holder start (preemption/broken_promises.py), and its
-pods nominated to their reserved nodes. Before the start, the holder is tried again at it
-when a pod it waits for could break its promise (nothing else would wake it then)."""
+"""What a reservation is owed once its expected start has come
+(docs/backfill.md#broken-promises): the pods on its nodes that run past the runtime they
+stated by label or annotation are evicted, the fewest that let the holder start
+(preemption/broken_promises.py), and its pods nominated to their reserved nodes. Before the
+start, the holder is tried again at it when a pod it waits for could break its promise
+(nothing else would wake it then)."""
 
 from __future__ import annotations
 
