@@ -98,6 +98,7 @@ class Scheduler:
         # affinity terms come to read more labels, the failures and groups kept by the old
         # shapes go with them.
         self.twins = Twins(state, self._shapes_dropped)
+        self._queues_at: Hashable = None  # `state.queue_labels_at()` as of the last pass
         self.admission = Admission(state, lambda pod: self.framework_for(pod).profile)
         self.group_plugins: list[GroupPlugin] = []
         self.after_pass: list[AfterPass] = []
@@ -187,6 +188,13 @@ class Scheduler:
             for waiter in plugins:
                 waiter.before_pass(state, now)
         self._follow_reservations()
+        queues_at = state.queue_labels_at()
+        if queues_at != self._queues_at:
+            # Pods may be in other queues, or in error, now: the waiting ones are grouped
+            # anew and retried after this change, not after their wait runs out, so a pod
+            # whose queue went is told so (docs/queues.md#which-queue-a-pod-is-in).
+            self._queues_at = queues_at
+            self.twins.follow()
         self.queue.refresh(stamp, state.generation)
         self._pass_now = now
         evicted: list[Evict] = []  # the group plugins are told the pass's evictions

@@ -232,6 +232,11 @@ class ClusterState:
         kept = self._memberships[pod.key] = (pod, version, labels, member, None)
         return kept
 
+    def queue_labels_at(self) -> tuple[int, int]:
+        """Moves whenever some pod's queue may have: the tree changed, or a Namespace's or
+        PodGroup's queue label did (what `queue_of` keeps its answers for)."""
+        return (self.queues.version, self._queue_labels_version)
+
     def membership_version(self) -> tuple[int, int, int]:
         """What `queue_of` reads besides the pod: the queues, Namespaces' labels and PodGroups."""
         return (self.queues.version, self.policy.namespace_version, self.groups.version)

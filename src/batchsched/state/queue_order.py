@@ -32,7 +32,7 @@ class QueueOrder:
     def __init__(self, state: ClusterState) -> None:
         self._state = state
         self._shares_at: Hashable = None  # what the fair shares the ratings read are as of
-        self._tree_version = -1
+        self._filed_at = (-1, -1)  # `version()` the lanes were last looked at for
         self._rated: dict[str, Rating] = {}  # per queue with work, kept while clean
         self._with_work: dict[str, set[str]] = {}  # parent ("": the top) -> children with work
         # Per leaf, kept for the tree's version: each queue on its path with its parent.
@@ -46,22 +46,25 @@ class QueueOrder:
             return ""
         return self._state.queue_of(pod).queue
 
-    def version(self) -> int:
-        """Moves when pods may belong to other lanes: the scheduling queue files them anew."""
-        return self._state.queues.version
+    def version(self) -> Hashable:
+        """Moves when pods may belong to other lanes (the tree, or a Namespace's or PodGroup's
+        queue label, changed): the scheduling queue files them anew."""
+        return self._state.queue_labels_at()
 
     def choose(self, heads: Mapping[str, Pod], moved: Iterable[str]) -> str | None:
         """The leaf to take the next pod from, of those with a next pod (`heads`: leaf ->
         its next pod); `moved`: the leaves whose next pod changed since the last choice."""
         state = self._state
-        tree = state.queues
         self._heads = heads
         self._shares_checked = False
         usage_moved = state.queue_ledger.drain_usage_moved()
-        if tree.version != self._tree_version:
-            self._tree_version = tree.version
+        filed_at = state.queue_labels_at()
+        if filed_at != self._filed_at:  # the lanes were filed anew: every one is looked at
+            if filed_at[0] != self._filed_at[0]:
+                self._links = {}
+            self._filed_at = filed_at
             self._rated.clear()
-            self._with_work, self._links = {}, {}
+            self._with_work = {}
             moved, usage_moved = heads, frozenset()
         if usage_moved:  # (most often the leaf whose pod was just taken: moved too)
             moved = {*moved, *usage_moved}
