@@ -429,14 +429,15 @@ def _preemption(
         out.candidates.append(_candidate(evaluator, row, victims))
         if victims is not None:
             found.append(victims)
-    tie_break = framework.preemption_tie_break(cycle)
-    best = evaluator.best(found, tie_break)
+    order = framework.preemption_order(cycle)
+    best = evaluator.best(found, None if order is None else order[1])
     if best is not None:
         out.preemption_node = state.nodes.name(best.row)
-        packed = "" if tie_break is None else ", room they hold (Backfill)"
+        # A score's own criterion, named by what it is, the plugin as its source.
+        scored = "" if order is None else f", {order[0].criterion} (from {order[0].name})"
         out.preemption = (
             f"{len(found)} of {len(out.candidates)} candidate node(s) can make room; the best "
-            f"by PDB violations, victim priorities, count{packed} and start times is "
+            f"by PDB violations, victim priorities, count{scored} and start times is "
             f"{out.preemption_node}"
         )
     else:

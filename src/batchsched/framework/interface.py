@@ -372,6 +372,8 @@ class ReservePlugin(Plugin):
 class PreemptionOrderPlugin(Plugin):
     """A score plugin that also orders the nodes preemption finds equally good for a pod."""
 
+    criterion = ""  # what its key orders by, as `explain` names it among kube's criteria
+
     def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
         """The key for the pod's preemption nodes (None: the order stays kube-scheduler's)."""
         raise NotImplementedError

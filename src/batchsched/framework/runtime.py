@@ -498,9 +498,9 @@ class Framework:
         messages = []
         retry_at = None
         looked: set[str] = set()
-        tie_break = self.preemption_tie_break(cycle)
-        if tie_break is not None:
-            cycle.scratch[PREEMPTION_TIE_BREAK] = tie_break
+        order = self.preemption_order(cycle)
+        if order is not None:
+            cycle.scratch[PREEMPTION_TIE_BREAK] = order[1]
         for plugin in self.post_filters:
             result = plugin.post_filter(cycle, diagnosis)
             if result.nominated_node is not None or result.decisions:
@@ -516,13 +516,16 @@ class Framework:
                 retry_at = min(retry_at or result.retry_at, result.retry_at)
         return PostFilterResult(message=" ".join(messages), retry_at=retry_at, by=frozenset(looked))
 
-    def preemption_tie_break(self, cycle: Cycle) -> PreemptionTieBreak | None:
+    def preemption_order(
+        self, cycle: Cycle
+    ) -> tuple[PreemptionOrderPlugin, PreemptionTieBreak] | None:
         """How the profile's scores order the nodes preemption finds equally good for the
-        pod (the first that says; None: kube-scheduler's order)."""
+        pod, and the plugin that says so (the first that says; None: kube-scheduler's
+        order)."""
         for plugin in self.preemption_orders:
             found = plugin.preemption_tie_break(cycle)
             if found is not None:
-                return found
+                return plugin, found
         return None
 
 

@@ -81,6 +81,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
     # It never skips a pod: with no reservation its filter has nothing to look at, and what
     # is kept per shape is not made again each time the first is made or the last ends.
     name = "Backfill"
+    criterion = "least room the victims hold"  # of what the pod asks for (packing.py)
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.reserve_after, self.max_reservations = read_args(args)

@@ -74,7 +74,8 @@ def test_a_preemptor_stating_no_runtime_keeps_kube_schedulers_order() -> None:
 def test_explain_names_the_node_and_the_criterion() -> None:
     out = explain_pod(objects_of(*_cluster()), default_config(), NOW, "default/urgent")
     assert out.preemption_node == "n2"
-    assert "count, room they hold (Backfill) and start times is n2" in out.preemption
+    criteria = "count, least room the victims hold (from Backfill) and start times is n2"
+    assert criteria in out.preemption
 
 
 def test_the_share_counts_what_the_preemptor_asks_for_on_that_node() -> None:
