@@ -15,31 +15,10 @@ from batchsched.plugins.backfill.plugin import read_args
 from batchsched.scheduling.scheduler import Scheduler
 from tests.builders import node, pod, pod_group, priority_class, upstream_group
 from tests.conftest import NOW, objects_of, schedule
+from tests.unit.plugins.backfill.pods import OLD, gpus, running, waiting
 
 GPU = {"nvidia.com/gpu": "8"}
-OLD = "2026-11-22T09:00:00Z"  # an hour before NOW: past reserveAfterSeconds
 YOUNG = "2026-11-22T09:59:00Z"
-
-
-def _gpus(n: int) -> dict[str, str]:
-    return {"nvidia.com/gpu": str(n)}
-
-
-def _running(name: str, on: str, gpus: int, runtime: str | None) -> dict[str, Any]:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    return pod(
-        name,
-        node_name=on,
-        phase="Running",
-        annotations=notes,
-        scheduled_at="2026-11-22T09:30:00Z",
-        extra_requests=_gpus(gpus),
-    )
-
-
-def _waiting(name: str, gpus: int, runtime: str | None = None, created: str = OLD) -> Any:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    return pod(name, annotations=notes, created=created, extra_requests=_gpus(gpus))
 
 
 def _cluster() -> list[dict[str, Any]]:
@@ -48,9 +27,9 @@ def _cluster() -> list[dict[str, Any]]:
         node("n1", nvidia_com__gpu="8"),
         node("n2", nvidia_com__gpu="8"),
         node("n3", nvidia_com__gpu="8"),
-        _running("a", "n1", 8, "1h"),
-        _running("b", "n2", 8, "2h"),
-        _running("c", "n3", 8, None),
+        running("a", 8, "1h", on="n1"),
+        running("b", 8, "2h", on="n2"),
+        running("c", 8, None, on="n3"),
     ]
 
 
@@ -67,7 +46,7 @@ def _held(result: Any) -> dict[str, tuple[list[str], str | None]]:
 
 
 def test_an_old_pod_reserves_the_node_that_frees_first() -> None:
-    result = schedule(*_cluster(), _waiting("big", 8))
+    result = schedule(*_cluster(), waiting("big", 8))
     assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
     assert (
         "reserved n1; expected start 2026-11-22T10:30:00Z." in result.unschedulable["default/big"]
@@ -75,7 +54,7 @@ def test_an_old_pod_reserves_the_node_that_frees_first() -> None:
 
 
 def test_a_young_pod_reserves_nothing() -> None:
-    result = schedule(*_cluster(), _waiting("big", 8, created=YOUNG))
+    result = schedule(*_cluster(), waiting("big", 8, created=YOUNG))
     assert _held(result) == {}
 
 
@@ -87,13 +66,13 @@ def test_reserve_after_seconds_is_configurable() -> None:
             ]
         }
     )
-    result = schedule(*_cluster(), _waiting("big", 8, created=YOUNG), config=config)
+    result = schedule(*_cluster(), waiting("big", 8, created=YOUNG), config=config)
     assert list(_held(result)) == ["Pod default/big"]
 
 
 def test_waits_for_pods_without_a_runtime() -> None:
     result = schedule(
-        node("n3", nvidia_com__gpu="8"), _running("c", "n3", 8, None), _waiting("big", 8)
+        node("n3", nvidia_com__gpu="8"), running("c", 8, None, on="n3"), waiting("big", 8)
     )
     assert _held(result) == {"Pod default/big": (["n3"], None)}
     assert (
@@ -106,9 +85,9 @@ def test_a_pod_kept_off_a_reservation_with_no_start_is_told_the_room_not_its_run
     # would take, not for running past a start there is none of.
     result = schedule(
         node("n3", nvidia_com__gpu="8"),
-        _running("c", "n3", 4, None),
-        _waiting("big", 8),
-        _waiting("short", 4, "5m", created=YOUNG),
+        running("c", 4, None, on="n3"),
+        waiting("big", 8),
+        waiting("short", 4, "5m", created=YOUNG),
     )
     assert _held(result) == {"Pod default/big": (["n3"], None)}
     assert (
@@ -118,8 +97,8 @@ def test_a_pod_kept_off_a_reservation_with_no_start_is_told_the_room_not_its_run
 
 
 def test_reservations_never_overlap_and_follow_the_order() -> None:
-    first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")
-    second = _waiting("big-2", 8)
+    first = waiting("big-1", 8, created="2026-11-22T08:00:00Z")
+    second = waiting("big-2", 8)
     result = schedule(*_cluster(), first, second)
     assert _held(result) == {
         "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
@@ -130,9 +109,11 @@ def test_reservations_never_overlap_and_follow_the_order() -> None:
 def test_a_node_holds_reservations_at_different_times() -> None:
     # big-1 holds n1 from 10:30 for its stated hour; big-2, for 2 h, from 11:30 (Slurm's
     # time-sliced plan): neither holds the same room at the same time.
-    first = _waiting("big-1", 8, "1h", created="2026-11-22T08:00:00Z")
-    second = _waiting("big-2", 8, "2h")
-    result = schedule(node("n1", nvidia_com__gpu="8"), _running("a", "n1", 8, "1h"), first, second)
+    first = waiting("big-1", 8, "1h", created="2026-11-22T08:00:00Z")
+    second = waiting("big-2", 8, "2h")
+    result = schedule(
+        node("n1", nvidia_com__gpu="8"), running("a", 8, "1h", on="n1"), first, second
+    )
     assert _held(result) == {
         "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
         "Pod default/big-2": (["n1"], "2026-11-22T11:30:00Z"),
@@ -144,11 +125,11 @@ def test_a_pod_is_kept_off_a_later_reservation_it_would_overlap() -> None:
     # "short" (20 min) ends before 10:30; "mid" (45 min) would run into big-1's hold.
     result = schedule(
         node("n1", nvidia_com__gpu="8"),
-        _running("a", "n1", 4, "1h"),
-        _waiting("big-1", 8, "30m", created="2026-11-22T08:00:00Z"),
-        _waiting("big-2", 8, "1h", created="2026-11-22T08:30:00Z"),
-        _waiting("mid", 4, "45m", created=YOUNG),
-        _waiting("short", 4, "20m", created=YOUNG),
+        running("a", 4, "1h", on="n1"),
+        waiting("big-1", 8, "30m", created="2026-11-22T08:00:00Z"),
+        waiting("big-2", 8, "1h", created="2026-11-22T08:30:00Z"),
+        waiting("mid", 4, "45m", created=YOUNG),
+        waiting("short", 4, "20m", created=YOUNG),
     )
     assert _held(result) == {
         "Pod default/big-1": (["n1"], "2026-11-22T10:30:00Z"),
@@ -160,8 +141,8 @@ def test_a_pod_is_kept_off_a_later_reservation_it_would_overlap() -> None:
 
 def test_max_reservations() -> None:
     config = _config(maxReservations=1)
-    first = _waiting("big-1", 8, created="2026-11-22T08:00:00Z")
-    result = schedule(*_cluster(), first, _waiting("big-2", 8), config=config)
+    first = waiting("big-1", 8, created="2026-11-22T08:00:00Z")
+    result = schedule(*_cluster(), first, waiting("big-2", 8), config=config)
     assert list(_held(result)) == ["Pod default/big-1"]
 
 
@@ -169,19 +150,19 @@ def _reserved_n1_with_room(*others: dict[str, Any]) -> Any:
     """big (8 GPUs) reserves n1 for 10:30, where a 4-GPU pod runs till then: 4 GPUs free."""
     return schedule(
         node("n1", nvidia_com__gpu="8"),
-        _running("a", "n1", 4, "1h"),
-        _waiting("big", 8, created="2026-11-22T08:00:00Z"),
+        running("a", 4, "1h", on="n1"),
+        waiting("big", 8, created="2026-11-22T08:00:00Z"),
         *others,
     )
 
 
 def test_a_pod_ending_before_the_start_backfills() -> None:
-    result = _reserved_n1_with_room(_waiting("short", 4, "30m", created=YOUNG))
+    result = _reserved_n1_with_room(waiting("short", 4, "30m", created=YOUNG))
     assert {b.pod: b.node for b in result.bindings} == {"default/short": "n1"}
 
 
 def test_a_pod_running_past_the_start_waits() -> None:
-    result = _reserved_n1_with_room(_waiting("long", 4, "2h", created=YOUNG))
+    result = _reserved_n1_with_room(waiting("long", 4, "2h", created=YOUNG))
     assert result.bindings == []
     assert (
         "reserved for Pod default/big (expected start 2026-11-22T10:30:00Z): this pod would"
@@ -190,7 +171,7 @@ def test_a_pod_running_past_the_start_waits() -> None:
 
 
 def test_a_pod_without_a_runtime_waits() -> None:
-    result = _reserved_n1_with_room(_waiting("free", 4, created=YOUNG))
+    result = _reserved_n1_with_room(waiting("free", 4, created=YOUNG))
     assert result.bindings == []
     assert "this pod states no runtime" in result.unschedulable["default/free"]
 
@@ -200,9 +181,9 @@ def test_room_beyond_the_share_is_open_to_all() -> None:
     # pod of 2 GPUs may stay past that start whatever its runtime (here none).
     result = schedule(
         node("n1", nvidia_com__gpu="8"),
-        _running("a", "n1", 6, "1h"),
-        _waiting("mid", 4, created="2026-11-22T08:00:00Z"),
-        _waiting("free", 2, created=YOUNG),
+        running("a", 6, "1h", on="n1"),
+        waiting("mid", 4, created="2026-11-22T08:00:00Z"),
+        waiting("free", 2, created=YOUNG),
     )
     assert _held(result) == {"Pod default/mid": (["n1"], "2026-11-22T10:30:00Z")}
     assert {b.pod: b.node for b in result.bindings} == {"default/free": "n1"}
@@ -210,7 +191,7 @@ def test_room_beyond_the_share_is_open_to_all() -> None:
 
 def _members(**joining: Any) -> list[dict[str, Any]]:
     """Two whole-node members of gang ml/train, joining it as `joining` says."""
-    return [pod(f"w-{i}", namespace="ml", extra_requests=_gpus(8), **joining) for i in range(2)]
+    return [pod(f"w-{i}", namespace="ml", extra_requests=gpus(8), **joining) for i in range(2)]
 
 
 def test_a_gang_reserves_as_a_whole() -> None:
@@ -236,7 +217,7 @@ def test_a_gang_short_of_members_reserves_nothing() -> None:
         "w-0",
         namespace="ml",
         labels={"scheduling.x-k8s.io/pod-group": "train"},
-        extra_requests=_gpus(8),
+        extra_requests=gpus(8),
     )
     group = pod_group("train", 2)
     group["metadata"]["creationTimestamp"] = OLD
@@ -247,7 +228,7 @@ def test_a_node_the_pod_cannot_use_is_not_reserved() -> None:
     tainted = node(
         "n0", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}], nvidia_com__gpu="8"
     )
-    result = schedule(tainted, _running("z", "n0", 8, "10m"), *_cluster(), _waiting("big", 8))
+    result = schedule(tainted, running("z", 8, "10m", on="n0"), *_cluster(), waiting("big", 8))
     assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
 
 
@@ -301,26 +282,21 @@ def test_a_holder_keeps_its_node_when_a_pod_ending_before_its_start_is_nominated
     # before 12:30, so Backfill lets it onto n1) preempted b there and waits for b to go:
     # "big" plans around it and keeps n1, rather than leaving the room drained so far for
     # n2 and a later start.
-    def running(name: str, on: str, gpus: int, runtime: str) -> dict[str, Any]:
-        made = _running(name, on, gpus, runtime)
-        made["spec"]["priorityClassName"] = "low"
-        return made
-
-    leaving = running("b", "n1", 4, "2h")
+    leaving = running("b", 4, "2h", on="n1", priority_class="low")
     leaving["metadata"]["deletionTimestamp"] = "2026-11-22T09:59:50Z"
-    urgent = _waiting("urgent", 4, "1h", created=YOUNG)
+    urgent = waiting("urgent", 4, "1h", created=YOUNG)
     urgent["spec"]["priorityClassName"] = "high"
     urgent["status"]["nominatedNodeName"] = "n1"
-    big = _waiting("big", 8, created="2026-11-22T08:00:00Z")
+    big = waiting("big", 8, created="2026-11-22T08:00:00Z")
     big["spec"]["priorityClassName"] = "low"
     result = schedule(
         priority_class("low", 10),
         priority_class("high", 100),
         node("n1", nvidia_com__gpu="8"),
         node("n2", nvidia_com__gpu="8"),
-        running("a", "n1", 4, "3h"),
+        running("a", 4, "3h", on="n1", priority_class="low"),
         leaving,
-        running("c", "n2", 8, "3h15m"),
+        running("c", 8, "3h15m", on="n2", priority_class="low"),
         big,
         urgent,
     )
@@ -341,7 +317,7 @@ def test_a_gang_requiring_one_rack_reserves_within_one() -> None:
             phase="Running",
             annotations={"batchsched.io/max-runtime": "1h"},
             scheduled_at=f"2026-11-22T{started}:00Z",
-            extra_requests=_gpus(8),
+            extra_requests=gpus(8),
         )
 
     group = pod_group("train", 2)
@@ -368,11 +344,11 @@ def test_a_failure_is_not_told_to_a_pod_whose_runtime_lets_it_backfill() -> None
     # must still be tried on n1, not told `long`'s answer (docs/backfill.md#cost).
     result = schedule(
         node("n1", nvidia_com__gpu="8"),
-        _running("a", "n1", 4, "1h"),
-        _waiting("big", 8),
-        _waiting("long", 4, "2h", created="2026-11-22T09:10:00Z"),
-        _waiting("late", 4, "3h", created="2026-11-22T09:15:00Z"),
-        _waiting("short", 4, "20m", created="2026-11-22T09:20:00Z"),
+        running("a", 4, "1h", on="n1"),
+        waiting("big", 8),
+        waiting("long", 4, "2h", created="2026-11-22T09:10:00Z"),
+        waiting("late", 4, "3h", created="2026-11-22T09:15:00Z"),
+        waiting("short", 4, "20m", created="2026-11-22T09:20:00Z"),
     )
     assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
     assert {b["pod"]: b["node"] for b in result.to_json()["bindings"]} == {"default/short": "n1"}
@@ -386,7 +362,7 @@ def _full(count: int) -> list[dict[str, Any]]:
     changed, not made again (framework/placements.py)."""
     found = []
     for i in range(count):
-        found += [node(f"z{i}", nvidia_com__gpu="8"), _running(f"z{i}", f"z{i}", 8, None)]
+        found += [node(f"z{i}", nvidia_com__gpu="8"), running(f"z{i}", 8, None, on=f"z{i}")]
     return found
 
 
@@ -398,10 +374,10 @@ def test_a_pass_by_runtime_ends_when_its_time_is_up_with_nothing_else_changing()
         objects_of(
             node("n0", nvidia_com__gpu="8"),
             node("n1", nvidia_com__gpu="8"),
-            _running("held", "n0", 4, None),
-            _running("a", "n1", 4, "1h"),
-            _waiting("big", 8),
-            _waiting("x", 4, "20m", created="2026-11-22T09:10:00Z"),
+            running("held", 4, None, on="n0"),
+            running("a", 4, "1h", on="n1"),
+            waiting("big", 8),
+            waiting("x", 4, "20m", created="2026-11-22T09:10:00Z"),
             *_full(10),
         )
     )
@@ -409,7 +385,7 @@ def test_a_pass_by_runtime_ends_when_its_time_is_up_with_nothing_else_changing()
     assert [d for d in scheduler.schedule_pass(NOW) if isinstance(d, Bind)] == [
         Bind("default/x", "n0")
     ]
-    (y,) = objects_of(_waiting("y", 4, "20m", created="2026-11-22T09:20:00Z")).pods
+    (y,) = objects_of(waiting("y", 4, "20m", created="2026-11-22T09:20:00Z")).pods
     state.upsert_pod(y)
     later = scheduler.schedule_pass(NOW + timedelta(minutes=15))
     assert not [d for d in later if isinstance(d, Bind)]
@@ -424,19 +400,19 @@ def test_a_reservation_made_after_a_shape_was_placed_keeps_its_later_pods_off() 
     state = build_state(
         objects_of(
             *[node(name, nvidia_com__gpu="8") for name in ("a0", "a1", "n1")],
-            _running("h0", "a0", 4, None),
-            _running("h1", "a1", 4, None),
-            _running("a", "n1", 4, "1h"),
+            running("h0", 4, None, on="a0"),
+            running("h1", 4, None, on="a1"),
+            running("a", 4, "1h", on="n1"),
             *_full(10),
         )
     )
     scheduler = Scheduler(state, default_config())
     for minute, name, where in [(0, "w", "a0"), (1, "v", "a1")]:
-        (arrived,) = objects_of(_waiting(name, 4, "2h")).pods
+        (arrived,) = objects_of(waiting(name, 4, "2h")).pods
         state.upsert_pod(arrived)
         decided = scheduler.schedule_pass(NOW + timedelta(minutes=minute))
         assert [d for d in decided if isinstance(d, Bind)] == [Bind(f"default/{name}", where)]
-    for late in objects_of(_waiting("big", 8), _waiting("y", 4, "2h")).pods:
+    for late in objects_of(waiting("big", 8), waiting("y", 4, "2h")).pods:
         state.upsert_pod(late)
     later = scheduler.schedule_pass(NOW + timedelta(minutes=2))
     assert not [d for d in later if isinstance(d, Bind)]
@@ -455,9 +431,9 @@ def test_a_free_reservation_goes_to_the_first_in_order_not_the_first_attempted()
         objects_of(
             node("n1", nvidia_com__gpu="8"),
             node("n2", nvidia_com__gpu="8"),
-            _running("a", "n1", 8, "1h"),
-            _running("b", "n2", 8, "2h"),
-            _waiting("holder", 8, created="2026-11-22T08:30:00Z"),
+            running("a", 8, "1h", on="n1"),
+            running("b", 8, "2h", on="n2"),
+            waiting("holder", 8, created="2026-11-22T08:30:00Z"),
         )
     )
     scheduler = Scheduler(state, _config(maxReservations=1))
@@ -465,8 +441,8 @@ def test_a_free_reservation_goes_to_the_first_in_order_not_the_first_attempted()
     assert list(state.start_reservations.by_holder) == ["Pod default/holder"]
     state.remove_pod("default/a")
     for arrived in objects_of(
-        _waiting("older", 8, created="2026-11-22T08:00:00Z"),
-        _waiting("younger", 8, created="2026-11-22T09:00:00Z"),
+        waiting("older", 8, created="2026-11-22T08:00:00Z"),
+        waiting("younger", 8, created="2026-11-22T09:00:00Z"),
     ).pods:
         state.upsert_pod(arrived)
     later = scheduler.schedule_pass(NOW + timedelta(minutes=31))
@@ -490,9 +466,9 @@ def test_a_pod_earlier_in_order_takes_the_reservation_once_old_enough() -> None:
                 "urgent",
                 created="2026-11-22T09:55:00Z",
                 priority_class="high",
-                extra_requests=_gpus(8),
+                extra_requests=gpus(8),
             ),
-            _waiting("batch", 8, created="2026-11-22T08:00:00Z"),
+            waiting("batch", 8, created="2026-11-22T08:00:00Z"),
         )
     )
     scheduler = Scheduler(state, _config(maxReservations=1))

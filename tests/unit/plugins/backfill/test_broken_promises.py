@@ -13,39 +13,25 @@ from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Decision, Evict, Nominate, Unschedulable
 from batchsched.scheduling.scheduler import Scheduler
-from tests.builders import node, pod, pod_group, priority_class
+from tests.builders import node, pod_group, priority_class
 from tests.conftest import NOW, objects_of
-
-OLD = "2026-11-22T09:00:00Z"
-
-
-def _gpus(n: int) -> dict[str, str]:
-    return {"nvidia.com/gpu": str(n)}
+from tests.unit.plugins.backfill.pods import running, waiting
 
 
 def _running(
     name: str,
     on: str,
-    gpus: int,
+    count: int,
     started: str = "2026-11-22T08:30:00Z",
-    annotations: dict[str, str] | None = None,
+    runtime: str | None = "1h",
     **extra: Any,
 ) -> dict[str, Any]:
     """A pod on `on` since `started` (by default it stated 1 h: 30 minutes past it at NOW)."""
-    notes = {"batchsched.io/max-runtime": "1h"} if annotations is None else annotations
-    return pod(
-        name,
-        node_name=on,
-        phase="Running",
-        annotations=notes,
-        scheduled_at=started,
-        extra_requests=_gpus(gpus),
-        **extra,
-    )
+    return running(name, count, runtime, on=on, started=started, **extra)
 
 
-def _waiting(name: str = "big", gpus: int = 8, created: str = OLD, **extra: Any) -> dict[str, Any]:
-    return pod(name, created=created, extra_requests=_gpus(gpus), **extra)
+def _waiting(name: str = "big", count: int = 8, **extra: Any) -> dict[str, Any]:
+    return waiting(name, count, **extra)
 
 
 def _pass(*manifests: dict[str, Any], at: timedelta = timedelta()) -> list[Decision]:
@@ -86,10 +72,10 @@ def test_the_kueue_label_and_the_podgroup_annotation_are_promises_too() -> None:
     group = pod_group("old", 1, namespace="default")
     group["metadata"]["annotations"] = {"batchsched.io/max-runtime": "1h"}
     member = _running(
-        "member", "n2", 8, annotations={}, labels={"scheduling.x-k8s.io/pod-group": "old"}
+        "member", "n2", 8, runtime=None, labels={"scheduling.x-k8s.io/pod-group": "old"}
     )
     labelled = _running(
-        "labelled", "n1", 8, annotations={}, labels={"kueue.x-k8s.io/max-exec-time-seconds": "3600"}
+        "labelled", "n1", 8, runtime=None, labels={"kueue.x-k8s.io/max-exec-time-seconds": "3600"}
     )
     decisions = _pass(
         node("n1", nvidia_com__gpu="8"),
@@ -106,10 +92,10 @@ def test_the_kueue_label_and_the_podgroup_annotation_are_promises_too() -> None:
 @pytest.mark.parametrize(
     ("victim", "why"),
     [
-        (_running("kept", "n1", 8, annotations={}), "no stated runtime"),
+        (_running("kept", "n1", 8, runtime=None), "no stated runtime"),
         (_running("kept", "n1", 8, started="2026-11-22T09:30:00Z"), "within its runtime"),
         (
-            _running("kept", "n1", 8, annotations={}, activeDeadlineSeconds=3600),
+            _running("kept", "n1", 8, runtime=None, activeDeadlineSeconds=3600),
             "the kubelet enforces activeDeadlineSeconds",
         ),
     ],
@@ -157,7 +143,7 @@ def test_the_fewest_go() -> None:
         _running("a", "n1", 2),
         _running("b", "n1", 2),
         _running("c", "n1", 4),
-        _waiting(gpus=4),
+        _waiting(count=4),
     )
     assert _evicted(decisions) == ["default/c"]
 
@@ -175,7 +161,7 @@ def test_a_pod_a_budget_covers_is_kept_when_another_will_do() -> None:
         budget,
         _running("a", "n1", 4, labels={"app": "kept"}),
         _running("b", "n1", 4),
-        _waiting(gpus=4),
+        _waiting(count=4),
     )
     assert _evicted(decisions) == ["default/b"]
 
@@ -185,7 +171,7 @@ def test_only_pods_on_the_reserved_nodes_go() -> None:
         node("n1", nvidia_com__gpu="8"),
         node("n2", nvidia_com__gpu="8"),
         _running("here", "n1", 8),
-        _running("elsewhere", "n2", 8, started="2026-11-22T08:00:00Z", annotations={}),
+        _running("elsewhere", "n2", 8, started="2026-11-22T08:00:00Z", runtime=None),
         _waiting(),
     )
     assert _evicted(decisions) == ["default/here"]

@@ -16,19 +16,14 @@ from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.reservations import StartReservation
 from tests.builders import node, pod
 from tests.conftest import NOW, objects_of, schedule
-from tests.unit.plugins.backfill.test_backfill import _running
+from tests.unit.plugins.backfill.pods import running, waiting
 
 HOUR = 3600.0
 T = NOW.timestamp()
 
 
-def _small(runtime: str | None = "1h") -> dict[str, Any]:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    return pod("small", annotations=notes, extra_requests={"nvidia.com/gpu": "1"})
-
-
-def _cluster(*, waiting: bool) -> list[dict[str, Any]]:
-    """A whole-node pod (only for the `pool: a` nodes) waiting an hour, when `waiting`: it
+def _cluster(*, whole: bool) -> list[dict[str, Any]]:
+    """A whole-node pod (only for the `pool: a` nodes) waiting an hour, when `whole`: it
     reserves n1-reserved, free first (10:15). n2-drains, the fullest (6 GPUs in use), frees
     at 10:30; n3-busy at 14:30; n0-empty has no pod (and is not the whole-node pod's)."""
     pool = {"pool": "a"}
@@ -37,12 +32,12 @@ def _cluster(*, waiting: bool) -> list[dict[str, Any]]:
         node("n1-reserved", labels=pool, nvidia_com__gpu="8"),
         node("n2-drains", labels=pool, nvidia_com__gpu="8"),
         node("n3-busy", labels=pool, nvidia_com__gpu="8"),
-        _running("a", "n1-reserved", 2, "45m"),
-        _running("b", "n2-drains", 6, "1h"),
-        _running("c", "n3-busy", 2, "5h"),
-        _small(),
+        running("a", 2, "45m", on="n1-reserved"),
+        running("b", 6, "1h", on="n2-drains"),
+        running("c", 2, "5h", on="n3-busy"),
+        waiting("small", 1, "1h"),
     ]
-    if waiting:
+    if whole:
         big = pod("big", node_selector=pool, extra_requests={"nvidia.com/gpu": "8"})
         manifests.append(big)
     return manifests
@@ -61,7 +56,7 @@ def _bound(result: Any) -> dict[str, str]:
 def test_a_pod_stating_no_runtime_is_placed_by_the_other_scores() -> None:
     # It never ends, for planning: the score rates every node alike, and the other scores
     # decide exactly as without it (the default GPU packing: the fullest node).
-    manifests = [*_cluster(waiting=False)[:-1], _small(runtime=None)]
+    manifests = [*_cluster(whole=False)[:-1], waiting("small", 1)]
     result = schedule(*manifests)
     assert _bound(result) == {"default/small": "n2-drains"}
     assert _bound(result) == _bound(schedule(*manifests, config=_without_the_score()))
@@ -72,7 +67,7 @@ def test_a_pod_stating_no_runtime_is_placed_by_the_other_scores() -> None:
 def test_a_pod_stating_a_runtime_leaves_a_draining_node_to_drain() -> None:
     # No reservation yet: small (1 h, to 11:00) goes to n3-busy, busy until 14:30 anyway,
     # not to n2-drains (the fullest), which then frees at 10:30 for whoever needs it whole.
-    manifests = _cluster(waiting=False)
+    manifests = _cluster(whole=False)
     assert _bound(schedule(*manifests)) == {"default/small": "n3-busy"}
     assert _bound(schedule(*manifests, config=_without_the_score())) == {
         "default/small": "n2-drains"
@@ -94,7 +89,7 @@ def test_a_daemonset_pod_on_every_node_does_not_make_every_node_busy_for_good() 
     # 10:30 for whoever needs it whole (the agent stays in the room the others leave), so
     # small still goes to n3-busy, and the agent-only n0-empty scores as an empty node.
     manifests = [
-        *_cluster(waiting=False),
+        *_cluster(whole=False),
         *(_daemon(n) for n in ("n0-empty", "n1-reserved", "n2-drains", "n3-busy")),
     ]
     assert _bound(schedule(*manifests)) == {"default/small": "n3-busy"}
@@ -108,7 +103,7 @@ def test_while_a_reservation_is_held_a_pod_goes_where_the_node_stays_busy() -> N
     # small (1 h, to 11:00) is kept off n1-reserved (its holder starts at 10:15). Packing
     # alone would put it on n2-drains, the fullest, which frees at 10:30 otherwise; with the
     # score it goes to n3-busy, busy until 14:30 anyway, and n0-empty stays empty.
-    manifests = _cluster(waiting=True)
+    manifests = _cluster(whole=True)
     result = schedule(*manifests)
     assert "default/big" in result.unschedulable
     assert _bound(result) == {"default/small": "n3-busy"}
@@ -121,7 +116,7 @@ def test_an_empty_node_is_kept_empty_under_least_allocated_too() -> None:
     # kube-scheduler's LeastAllocated spreads onto the empty node; the score keeps it empty.
     spread = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "LeastAllocated"}}}
     config = parse_config({"profiles": [{"pluginConfig": [spread]}]})
-    manifests = _cluster(waiting=True)
+    manifests = _cluster(whole=True)
     assert _bound(schedule(*manifests, config=config)) == {"default/small": "n3-busy"}
     config = parse_config(
         {
@@ -137,7 +132,7 @@ def test_an_empty_node_is_kept_empty_under_least_allocated_too() -> None:
 
 
 def test_explain_shows_the_score_beside_the_others() -> None:
-    objects = objects_of(*_cluster(waiting=True))
+    objects = objects_of(*_cluster(whole=True))
     out = explain_pod(objects, default_config(), NOW, "default/small")
     scores = {v.node: v.scores for v in out.nodes if v.total is not None}
     assert {n: s["Backfill"] for n, s in scores.items()} == {
@@ -185,16 +180,16 @@ def test_a_kept_score_is_made_again_once_the_clock_has_moved_it() -> None:
     # for only 10 of its 60 minutes (10): the packing alone (n-b, fuller) must not win on
     # the score kept from 10:00.
     manifests = [node(f"n-full-{i}", nvidia_com__gpu="8") for i in range(5)]
-    manifests += [_running(f"full-{i}", f"n-full-{i}", 8, None) for i in range(5)]
+    manifests += [running(f"full-{i}", 8, None, on=f"n-full-{i}") for i in range(5)]
     manifests += [
         node("n-b", nvidia_com__gpu="8"),
         node("n-d", nvidia_com__gpu="8"),
         node("n-x", nvidia_com__gpu="8"),
-        _running("b", "n-b", 6, "80m"),  # from 09:30: free at 10:50
-        _running("d", "n-d", 1, "150m"),  # free at 12:00
-        _running("x", "n-x", 7, "150m"),
+        running("b", 6, "80m", on="n-b"),  # from 09:30: free at 10:50
+        running("d", 1, "150m", on="n-d"),  # free at 12:00
+        running("x", 7, "150m", on="n-x"),
     ]
-    state = build_state(objects_of(*manifests, _small()))
+    state = build_state(objects_of(*manifests, waiting("small", 1, "1h")))
     scheduler = Scheduler(state, default_config())
     first = scheduler.schedule_pass(NOW)
     assert [(d.pod, d.node) for d in first if isinstance(d, Bind)] == [("default/small", "n-x")]
@@ -213,7 +208,7 @@ def test_backfill_enabled_only_as_a_score_makes_no_reservation() -> None:
     config = parse_config(
         {"profiles": [{"plugins": {"filter": {"disabled": [{"name": "Backfill"}]}}}]}
     )
-    result = schedule(*_cluster(waiting=True), config=config)
+    result = schedule(*_cluster(whole=True), config=config)
     assert not result.to_json()["reservations"]
     # small takes the node that stays busy: the score still counts.
     assert _bound(result)["default/small"] == "n3-busy"

@@ -14,13 +14,9 @@ from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, pod_group
 from tests.conftest import NOW, objects_of
+from tests.unit.plugins.backfill.pods import OLD, gpus, running
 
-OLD = "2026-11-22T09:00:00Z"  # an hour before NOW: past reserveAfterSeconds
 GROUP_LABEL = {"scheduling.x-k8s.io/pod-group": "train"}
-
-
-def _gpus(n: int) -> dict[str, str]:
-    return {"nvidia.com/gpu": str(n)}
 
 
 def _group(runtime: str, min_member: int = 1) -> dict[str, Any]:
@@ -34,19 +30,6 @@ def _restate(state: ClusterState, runtime: str, min_member: int = 1) -> None:
     """The group's annotation edited: the informer's update."""
     (group,) = objects_of(_group(runtime, min_member)).pod_groups
     state.upsert_pod_group(group)
-
-
-def _running(name: str, gpus: int, runtime: str | None = None, **meta: Any) -> dict[str, Any]:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    return pod(
-        name,
-        node_name="n1",
-        phase="Running",
-        annotations=notes,
-        scheduled_at="2026-11-22T09:30:00Z",
-        extra_requests=_gpus(gpus),
-        **meta,
-    )
 
 
 def _settle(scheduler: Scheduler) -> list[Bind]:
@@ -70,9 +53,9 @@ def test_running_members_end_by_their_groups_new_runtime() -> None:
         objects_of(
             node("n1", nvidia_com__gpu="8"),
             _group("2h"),
-            _running("w", 8, namespace="ml", labels=GROUP_LABEL),
+            running("w", 8, namespace="ml", labels=GROUP_LABEL),
             pod("big", created=OLD, annotations={"batchsched.io/max-runtime": "1h"},
-                extra_requests=_gpus(8)),
+                extra_requests=gpus(8)),
         )
     )  # fmt: skip
     scheduler = Scheduler(state, default_config())
@@ -90,9 +73,9 @@ def test_a_holders_planned_end_follows_its_groups_runtime() -> None:
     state = build_state(
         objects_of(
             node("n1", nvidia_com__gpu="8"),
-            _running("a", 8, "1h"),
+            running("a", 8, "1h"),
             _group("3h"),
-            pod("w", namespace="ml", labels=GROUP_LABEL, created=OLD, extra_requests=_gpus(8)),
+            pod("w", namespace="ml", labels=GROUP_LABEL, created=OLD, extra_requests=gpus(8)),
         )
     )
     scheduler = Scheduler(state, default_config())
@@ -109,11 +92,11 @@ def test_a_member_kept_off_is_tried_again_when_its_group_states_a_shorter_runtim
     state = build_state(
         objects_of(
             node("n1", nvidia_com__gpu="8"),
-            _running("a", 4, "1h"),
-            pod("big", created=OLD, extra_requests=_gpus(8)),
+            running("a", 4, "1h"),
+            pod("big", created=OLD, extra_requests=gpus(8)),
             _group("2h"),
             pod("w", namespace="ml", labels=GROUP_LABEL, created="2026-11-22T09:50:00Z",
-                extra_requests=_gpus(4)),
+                extra_requests=gpus(4)),
         )
     )  # fmt: skip
     scheduler = Scheduler(state, default_config())

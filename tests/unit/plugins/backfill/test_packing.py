@@ -12,24 +12,18 @@ from batchsched.config import default_config, parse_config
 from batchsched.plugins.backfill.packing import evicted_share
 from tests.builders import node, pod, priority_class
 from tests.conftest import NOW, objects_of, schedule
+from tests.unit.plugins.backfill.pods import gpus, running, stating
 
 
-def _low(name: str, on: str, gpus: int, started: str) -> dict[str, Any]:
-    return pod(
-        name,
-        node_name=on,
-        phase="Running",
-        priority_class="low",
-        annotations={"batchsched.io/max-runtime": "3h"},
-        scheduled_at=f"2026-11-22T{started}:00Z",
-        extra_requests={"nvidia.com/gpu": str(gpus)},
+def _low(name: str, on: str, count: int, started: str) -> dict[str, Any]:
+    return running(
+        name, count, "3h", on=on, started=f"2026-11-22T{started}:00Z", priority_class="low"
     )
 
 
 def _cluster(runtime: str | None = "1h") -> list[dict[str, Any]]:
     """n1 runs `whole` (8 GPUs, started 09:50, the latest); n2 runs two pods of 4 GPUs
     (09:00 and 09:10). `urgent` (4 GPUs) fits nowhere: one victim on either node."""
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
     return [
         priority_class("low", 10),
         priority_class("high", 100),
@@ -41,8 +35,8 @@ def _cluster(runtime: str | None = "1h") -> list[dict[str, Any]]:
         pod(
             "urgent",
             priority_class="high",
-            annotations=notes,
-            extra_requests={"nvidia.com/gpu": "4"},
+            annotations=stating(runtime),
+            extra_requests=gpus(4),
         ),
     ]
 

@@ -4,8 +4,6 @@ never told another's answer because a reserved node's room was judged for anothe
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from batchsched.commands.schedule import build_state
@@ -13,27 +11,9 @@ from batchsched.config import parse_config
 from batchsched.decisions import Unschedulable
 from batchsched.framework.interface import ClusterChange, ClusterEvent, PodsHint
 from batchsched.scheduling.scheduler import Scheduler
-from tests.builders import node, pod
+from tests.builders import node
 from tests.conftest import NOW, objects_of, schedule
-
-
-def _pod(name: str, gpus: int, runtime: str | None, created: str, **more: Any) -> Any:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    extra = {"nvidia.com/gpu": str(gpus)}
-    return pod(name, annotations=notes, created=created, extra_requests=extra, **more)
-
-
-def _running(name: str, gpus: int, runtime: str | None) -> Any:
-    notes = {"batchsched.io/max-runtime": runtime} if runtime else {}
-    extra = {"nvidia.com/gpu": str(gpus)}
-    return pod(
-        name,
-        node_name="n1",
-        phase="Running",
-        annotations=notes,
-        scheduled_at="2026-11-22T09:30:00Z",
-        extra_requests=extra,
-    )
+from tests.unit.plugins.backfill.pods import running, waiting
 
 
 def test_the_room_a_reservation_keeps_is_judged_per_request() -> None:
@@ -45,12 +25,12 @@ def test_the_room_a_reservation_keeps_is_judged_per_request() -> None:
     # remembered as if n1 let it in, and short, alike but for its runtime, told it.
     result = schedule(
         node("n1", cpu="64", nvidia_com__gpu="8"),
-        _running("a", 3, "1h"),
-        _running("c", 1, None),
-        _pod("big", 6, None, "2026-11-22T09:00:00Z"),
-        _pod("narrow", 1, "2h", "2026-11-22T09:05:00Z", node_selector={"zone": "none"}),
-        _pod("long", 4, "2h", "2026-11-22T09:10:00Z"),
-        _pod("short", 4, "20m", "2026-11-22T09:20:00Z"),
+        running("a", 3, "1h"),
+        running("c", 1, None),
+        waiting("big", 6, None, "2026-11-22T09:00:00Z"),
+        waiting("narrow", 1, "2h", "2026-11-22T09:05:00Z", node_selector={"zone": "none"}),
+        waiting("long", 4, "2h", "2026-11-22T09:10:00Z"),
+        waiting("short", 4, "20m", "2026-11-22T09:20:00Z"),
     )
     assert {b["pod"]: b["node"] for b in result.to_json()["bindings"]} == {"default/short": "n1"}
     assert "would run past that start" in result.unschedulable["default/long"]
@@ -65,11 +45,11 @@ def test_the_hint_wakes_a_pod_by_its_own_runtime_when_a_reserved_node_frees() ->
     state = build_state(
         objects_of(
             node("n1", cpu="64", nvidia_com__gpu="8"),
-            _running("a", 4, "1h"),
-            _running("b", 2, "35m"),
-            _pod("big", 8, None, "2026-11-22T09:00:00Z"),
-            _pod("long", 4, "2h", "2026-11-22T09:10:00Z"),
-            _pod("short", 4, "10m", "2026-11-22T09:20:00Z"),
+            running("a", 4, "1h"),
+            running("b", 2, "35m"),
+            waiting("big", 8, None, "2026-11-22T09:00:00Z"),
+            waiting("long", 4, "2h", "2026-11-22T09:10:00Z"),
+            waiting("short", 4, "10m", "2026-11-22T09:20:00Z"),
         )
     )
     one = {"name": "Backfill", "args": {"maxReservations": 1}}
@@ -87,5 +67,5 @@ def test_the_hint_wakes_a_pod_by_its_own_runtime_when_a_reserved_node_frees() ->
     assert isinstance(hint, PodsHint)
     rows = np.asarray(state.nodes.rows_changed_since(mark), dtype=np.intp)
     change = ClusterChange(state, frozenset({ClusterEvent.NODE_ROOM}), rows, mark)
-    waiting = [state.pods.pending[f"default/{name}"] for name in ("long", "short")]
-    assert list(hint.ask(change, waiting)) == [False, True]
+    asked = [state.pods.pending[f"default/{name}"] for name in ("long", "short")]
+    assert list(hint.ask(change, asked)) == [False, True]
