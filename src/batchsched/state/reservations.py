@@ -3,6 +3,10 @@ is placed there until the reservation ends.
 
 A pod holds at most one node and a node is held for at most one pod; `ClusterState` ends a
 reservation when the pod binds, stops pending or goes away, or the node goes away.
+
+Start reservations (Backfill's, docs/backfill.md): nodes' room held for the earliest start of
+a long-waiting pod or gang, under its holder's name, "Pod ns/name" or "PodGroup ns/name"
+(`holders_of`, `holder_pods`).
 """
 
 from __future__ import annotations
