@@ -212,6 +212,16 @@ class _Reader:
             out[str(key)] = value
         return out
 
+    def strings(self, obj: Any, path: str) -> tuple[str, ...]:
+        """A list of strings (a selector's `values`); a null item reads as "", as the API
+        server decodes it into a Go []string."""
+        out = []
+        for i, value in enumerate(self.get(obj, path, list, [])):
+            if value is not None and not isinstance(value, str):
+                raise self.fail(f"{path}[{i}]", f"must be a string, got {shown(value)}")
+            out.append(value or "")
+        return tuple(out)
+
     def time(self, obj: Any, path: str) -> datetime | None:
         raw = self.get(obj, path, object, "")
         if isinstance(raw, datetime):  # YAML read by another loader: an unquoted timestamp
@@ -299,7 +309,7 @@ def _requirements(r: _Reader, raw_list: list[Any], path: str) -> tuple[Requireme
         q = r.at(f"{path}[{i}]")
         key = q.required_str(raw, "key")
         op = q.choice(raw, "operator", _OPERATORS)
-        values = tuple(str(v) for v in q.get(raw, "values", list, []))
+        values = q.strings(raw, "values")
         if op in ("In", "NotIn") and not values:
             raise q.fail("values", f"must not be empty for operator {op}")
         if op in ("Exists", "DoesNotExist") and values:

@@ -141,7 +141,7 @@ def read_storage_class(obj: Json) -> StorageClass:
         ):
             e = r.at(f"{where}[{j}]")
             key = e.get(expr, "key", str, "")
-            values = tuple(str(v) for v in e.get(expr, "values", list, []))
+            values = e.strings(expr, "values")
             if not key or not values:
                 raise e.fail("", "needs a key and values")
             exprs.append(Requirement(key, "In", values))

@@ -7,6 +7,7 @@ import yaml
 from batchsched.objects.errors import InputError, ManifestError
 from batchsched.objects.load import load_files, load_text
 from batchsched.objects.parse import read_node, read_pod
+from batchsched.objects.volume_parse import read_storage_class
 from tests.builders import node, pod, priority_class
 
 
@@ -98,6 +99,51 @@ def test_malformed_pods_name_the_field(mutate: object, field: str) -> None:
     mutate(manifest)  # type: ignore[operator]
     with pytest.raises(ManifestError, match=field):
         read_pod(manifest)
+
+
+def _node_affinity(values: list[object]) -> dict[str, object]:
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": values}]}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+
+
+@pytest.mark.parametrize("value", [1, True, 1.5, ["a"], {"a": "b"}])
+def test_selector_values_must_be_strings(value: object) -> None:
+    """The API server decodes `values` into a Go []string: a number, a list or a mapping is
+    refused there, never read as its Python text (a number would never match a label)."""
+    manifest = pod("p")
+    manifest["spec"]["affinity"] = _node_affinity(["z1", value])
+    field = (
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms[0].matchExpressions[0].values[1]"
+    )
+    with pytest.raises(ManifestError, match=r"must be a string") as err:
+        read_pod(manifest)
+    assert err.value.field == field
+    assert err.value.obj == "Pod default/p"
+
+
+def test_a_null_selector_value_reads_as_empty() -> None:
+    manifest = pod("p")
+    manifest["spec"]["affinity"] = _node_affinity(["z1", None])
+    [term] = read_pod(manifest).required_terms
+    assert term.match_expressions[0].values == ("z1", "")
+
+
+def test_storage_class_topology_values_must_be_strings() -> None:
+    manifest = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "fast"},
+        "provisioner": "csi.example.com",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": [7]}]}],
+    }
+    with pytest.raises(ManifestError) as err:
+        read_storage_class(manifest)
+    assert err.value.field == "allowedTopologies[0].matchLabelExpressions[0].values[0]"
 
 
 @pytest.mark.parametrize(
