@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from batchsched.objects.errors import shown
 from batchsched.objects.numbers import INT32_MAX, INT32_MIN
 from batchsched.objects.parse import (
     Json,
@@ -58,10 +59,8 @@ def _version(r: _Reader, obj: Json) -> str:
 def _policy(r: _Reader, raw: Any, path: str) -> tuple[bool, int]:
     """(gang, minimum members) from a schedulingPolicy: exactly one of basic and gang."""
     policy = r.get(raw, path, dict, {})
-    chosen = [name for name in ("basic", "gang") if policy.get(name) is not None]
-    if len(chosen) != 1:
-        raise r.fail(path, "must set exactly one of basic: {} and gang: {minCount: N}")
-    if chosen == ["basic"]:
+    message = "must set exactly one of basic: {} and gang: {minCount: N}"
+    if _one_of(r.at(path), policy, ("basic", "gang"), message) == "basic":
         return False, 1
     where = f"{path}.gang.minCount"
     if r.get(raw, f"{path}.gang", dict, {}).get("minCount") is None:
@@ -79,10 +78,26 @@ def _disrupt_whole(r: _Reader, raw: Any, path: str, version: str) -> bool:
         if value not in ("Pod", "PodGroup"):
             raise r.fail(where, f"{value!r} is not one of Pod, PodGroup")
         return bool(value == "PodGroup")
-    modes = [m for m in ("single", "all") if isinstance(value, Mapping) and m in value]
-    if len(modes) != 1:
-        raise r.fail(where, "must be exactly one of {single: {}} and {all: {}}")
-    return modes == ["all"]
+    message = "must be exactly one of {single: {}} and {all: {}}"
+    if not isinstance(value, Mapping):
+        raise r.fail(where, f"{message}, got {shown(value)}")
+    return _one_of(r.at(where), value, ("single", "all"), message) == "all"
+
+
+def _one_of(r: _Reader, union: Mapping[str, Any], members: tuple[str, ...], message: str) -> str:
+    """The one member set in a union of objects (a null member is not set, as the API server
+    decodes it); a member that is not an object is refused, naming it."""
+    chosen = []
+    for name in members:
+        value = union.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise r.fail(name, f"must be a mapping, got {shown(value)}")
+        chosen.append(name)
+    if len(chosen) != 1:
+        raise r.fail("", message)
+    return chosen[0]
 
 
 def _priority(r: _Reader, raw: Any, path: str) -> tuple[int | None, str]:

@@ -54,6 +54,9 @@ def test_disruption_mode_in_both_spellings(version: str, mode: Any, whole: bool)
         ("v1alpha2", {"all": {}}, "disruptionMode: {'all': {}} is not one of Pod, PodGroup"),
         ("v1beta1", "PodGroup", "disruptionMode: must be exactly one of {single: {}} and"),
         ("v1beta1", {"all": {}, "single": {}}, "must be exactly one of"),
+        # A member is an object: anything else is refused as the API server's decoder does.
+        ("v1beta1", {"all": "yes"}, "spec.disruptionMode.all: must be a mapping, got 'yes'"),
+        ("v1beta1", {"single": True}, "spec.disruptionMode.single: must be a mapping, got True"),
     ],
 )
 def test_a_disruption_mode_of_the_other_version_is_refused(
@@ -71,13 +74,18 @@ def test_a_disruption_mode_of_the_other_version_is_refused(
         ({"basic": {}, "gang": {"minCount": 2}}, "must set exactly one of basic"),
         ({"gang": {}}, "spec.schedulingPolicy.gang.minCount: is required"),
         ({"gang": {"minCount": 0}}, "minCount: must be at least 1, got 0"),
+        ({"basic": "x"}, "spec.schedulingPolicy.basic: must be a mapping, got 'x'"),
+        ({"basic": None, "gang": {"minCount": 2}}, None),  # null: not set, as the API reads it
     ],
 )
 def test_the_scheduling_policy_is_exactly_one_of_basic_and_gang(
-    policy: dict[str, Any], message: str
+    policy: dict[str, Any], message: str | None
 ) -> None:
     manifest = upstream_group("g", 2)
     manifest["spec"]["schedulingPolicy"] = policy
+    if message is None:
+        assert read_upstream_pod_group(manifest).min_member == 2
+        return
     with pytest.raises(ManifestError, match="PodGroup ml/g") as err:
         read_upstream_pod_group(manifest)
     assert message in str(err.value)
