@@ -52,6 +52,15 @@ class ArgsReader:
             raise self.fail(key, f"must be of type {expected.__name__}, got {shown(value)}")
         return value
 
+    def strings(self, key: str) -> list[str]:
+        """A list of strings (empty when absent): kube-scheduler decodes it into a Go []string,
+        which refuses a number or an object rather than reading its text."""
+        values = self.get(key, list, [])
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.fail(f"{key}[{i}]", f"must be a string, got {shown(value)}")
+        return values
+
     def int_in(self, key: str, default: int, low: int, high: int = INT32_MAX) -> int:
         """An integer argument; upstream's are int32 unless they say otherwise."""
         try:

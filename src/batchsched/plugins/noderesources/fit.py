@@ -105,9 +105,8 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
         self._vectorised, self._one_node = STRATEGIES[self.strategy]
         self.resources = read_resources(sreader, "resources", high=100)
         self._columns = Columns(self.resources, nonzero=True)
-        ignored = reader.get("ignoredResources", list, [])
-        self.ignored = frozenset(str(r) for r in ignored)
-        groups = [str(g) for g in reader.get("ignoredResourceGroups", list, [])]
+        self.ignored = frozenset(reader.strings("ignoredResources"))
+        groups = reader.strings("ignoredResourceGroups")
         for i, group in enumerate(groups):
             if "/" in group:
                 raise reader.fail(f"ignoredResourceGroups[{i}]", f"{group!r} must not contain '/'")

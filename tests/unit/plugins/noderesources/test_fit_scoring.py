@@ -165,3 +165,13 @@ def test_bad_scoring_args_say_what_is_allowed(strategy: dict[str, Any], match: s
                 ]
             }
         )
+
+
+@pytest.mark.parametrize("key", ["ignoredResources", "ignoredResourceGroups"])
+@pytest.mark.parametrize("item", [7, True, ["example.com"], {"name": "example.com"}])
+def test_ignored_resources_are_strings(key: str, item: object) -> None:
+    """kube-scheduler decodes both into a Go []string: an item that is not a string is an
+    error naming it, never its Python text (which would ignore nothing)."""
+    config = {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {key: [item]}}]}]}
+    with pytest.raises(ConfigError, match=rf"NodeResourcesFit args.{key}\[0\]: must be a string"):
+        parse_config(config)
