@@ -929,7 +929,7 @@ def read_spread_constraints(r: _Reader, obj: Any, path: str) -> tuple[SpreadCons
         policies = []
         for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
             policies.append(c.choice(raw, field, ("Honor", "Ignore"), default) == "Honor")
-        keys = tuple(str(k) for k in c.get(raw, "matchLabelKeys", list, []))
+        keys = c.strings(raw, "matchLabelKeys")
         selector = raw.get("labelSelector") if isinstance(raw, Mapping) else None
         out.append(
             SpreadConstraint(
@@ -968,14 +968,12 @@ def _affinity_terms(r: _Reader, obj: Any, path: str, weighted: bool) -> tuple[Af
                     None if selector is None else read_label_selector(c, raw, "labelSelector")
                 ),
                 topology_key=key,
-                namespaces=tuple(str(n) for n in c.get(raw, "namespaces", list, [])),
+                namespaces=c.strings(raw, "namespaces"),
                 namespace_selector=None
                 if ns_selector is None
                 else Selector.of(read_label_selector(c, raw, "namespaceSelector")),
-                match_label_keys=tuple(str(k) for k in c.get(raw, "matchLabelKeys", list, [])),
-                mismatch_label_keys=tuple(
-                    str(k) for k in c.get(raw, "mismatchLabelKeys", list, [])
-                ),
+                match_label_keys=c.strings(raw, "matchLabelKeys"),
+                mismatch_label_keys=c.strings(raw, "mismatchLabelKeys"),
                 weight=weight,
             )
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batchsched.objects.csi_migration import MIGRATIONS, TranslationError, inline_handle
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import ManifestError, shown
 from batchsched.objects.volumes import InlineDisk, PodVolume
 
 
@@ -15,16 +15,20 @@ def pod_volumes(label: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[Pod
     """Claim volumes, directly or as generic ephemeral volumes (whose claim the ephemeral
     volume controller names `<pod>-<volume>`). `label` names the pod in errors."""
     out = []
-    for i, volume in _volumes(spec):
-        name = str(volume.get("name") or "")
-        claim = volume.get("persistentVolumeClaim")
-        if isinstance(claim, Mapping):
+    for i, volume in _volumes(label, spec):
+        name = volume.get("name") or ""
+        if not isinstance(name, str):
+            raise ManifestError(
+                f"must be a string, got {shown(name)}", obj=label, field=f"spec.volumes[{i}].name"
+            )
+        claim = _source(label, i, volume, "persistentVolumeClaim")
+        if claim is not None:
             claim_name = claim.get("claimName")
             if not isinstance(claim_name, str) or not claim_name:
                 field = f"spec.volumes[{i}].persistentVolumeClaim.claimName"
                 raise ManifestError("is required (a string)", obj=label, field=field)
             out.append(PodVolume(name, claim_name, ephemeral=False))
-        elif volume.get("ephemeral") is not None:
+        elif _source(label, i, volume, "ephemeral") is not None:
             out.append(PodVolume(name, f"{pod_name}-{name}", ephemeral=True))
     return tuple(out)
 
@@ -33,11 +37,11 @@ def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
     """Inline iSCSI, RBD and migrated in-tree disks (VolumeRestrictions: one writer per disk
     per node; NodeVolumeLimits: the migrated ones count against their CSI driver's limit)."""
     out: list[InlineDisk] = []
-    for i, volume in _volumes(spec):
+    for i, volume in _volumes(label, spec):
         out.extend(_migrated(label, i, volume))
         for kind in ("iscsi", "rbd"):
-            source = volume.get(kind)
-            if not isinstance(source, Mapping):
+            source = _source(label, i, volume, kind)
+            if source is None:
                 continue
             where = f"spec.volumes[{i}].{kind}"
             read_only = source.get("readOnly") is True
@@ -56,8 +60,8 @@ def pod_disks(label: str, spec: Mapping[str, Any]) -> tuple[InlineDisk, ...]:
 
 def _migrated(label: str, i: int, volume: Mapping[str, Any]) -> Iterator[InlineDisk]:
     for kind, migration in MIGRATIONS.items():
-        source = volume.get(kind)
-        if not isinstance(source, Mapping) or not migration.counted:
+        source = _source(label, i, volume, kind)
+        if source is None or not migration.counted:
             continue
         ident = _required(source, migration.ident, label, f"spec.volumes[{i}].{kind}")
         handle, why = ident, ""
@@ -69,11 +73,30 @@ def _migrated(label: str, i: int, volume: Mapping[str, Any]) -> Iterator[InlineD
         yield InlineDisk(kind, (ident,), read_only, frozenset(), migration.driver, handle, why)
 
 
-def _volumes(spec: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+def _volumes(label: str, spec: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """`spec.volumes`, each a mapping: one that is not would otherwise be skipped, and the
+    pod scheduled without the claim or disk it names."""
     volumes = spec.get("volumes")
-    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
-        if isinstance(volume, Mapping):
-            yield i, volume
+    if volumes is None:
+        return
+    if not isinstance(volumes, list):
+        raise ManifestError(
+            f"must be a list, got {shown(volumes)}", obj=label, field="spec.volumes"
+        )
+    for i, volume in enumerate(volumes):
+        if not isinstance(volume, Mapping):
+            field = f"spec.volumes[{i}]"
+            raise ManifestError(f"must be a mapping, got {shown(volume)}", obj=label, field=field)
+        yield i, volume
+
+
+def _source(label: str, i: int, volume: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The volume's source of `kind` (None: not this kind); set, it must be a mapping."""
+    source = volume.get(kind)
+    if source is None or isinstance(source, Mapping):
+        return source
+    field = f"spec.volumes[{i}].{kind}"
+    raise ManifestError(f"must be a mapping, got {shown(source)}", obj=label, field=field)
 
 
 def _required(source: Mapping[str, Any], key: str, label: str, where: str) -> str:

@@ -268,3 +268,74 @@ def test_a_preferred_term_weight_out_of_range_names_the_field() -> None:
         "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
         "must be between 1 and 100, got 101" in str(err.value)
     )
+
+
+@pytest.mark.parametrize(
+    ("volumes", "field", "what"),
+    [
+        ("data", "spec.volumes", "must be a list, got 'data'"),
+        (["data"], "spec.volumes[0]", "must be a mapping, got 'data'"),
+        (
+            [{"name": "d", "persistentVolumeClaim": "c"}],
+            "spec.volumes[0].persistentVolumeClaim",
+            None,
+        ),
+        ([{"name": "d", "ephemeral": True}], "spec.volumes[0].ephemeral", None),
+        ([{"name": "d", "iscsi": ["iqn"]}], "spec.volumes[0].iscsi", None),
+        ([{"name": "d", "gcePersistentDisk": "pd"}], "spec.volumes[0].gcePersistentDisk", None),
+        ([{"name": 7, "emptyDir": {}}], "spec.volumes[0].name", "must be a string, got 7"),
+    ],
+)
+def test_a_malformed_volume_is_refused_not_skipped(
+    volumes: object, field: str, what: str | None
+) -> None:
+    """A volume source that is not a mapping used to be skipped, and the pod scheduled as if
+    it named no claim or disk: now it is an error naming the field."""
+    manifest = pod("p")
+    manifest["spec"]["volumes"] = volumes
+    with pytest.raises(ManifestError) as err:
+        read_pod(manifest)
+    assert (err.value.obj, err.value.field) == ("Pod default/p", field)
+    assert err.value.what == (what or "must be a mapping, got " + repr(_source(volumes)))
+
+
+def _source(volumes: object) -> object:
+    assert isinstance(volumes, list)
+    return next(v for k, v in volumes[0].items() if k != "name")
+
+
+@pytest.mark.parametrize(
+    ("where", "term"),
+    [
+        ("podAffinity", {"topologyKey": "zone", "namespaces": [7]}),
+        ("podAffinity", {"topologyKey": "zone", "matchLabelKeys": [True]}),
+        ("podAntiAffinity", {"topologyKey": "zone", "mismatchLabelKeys": [{"a": "b"}]}),
+    ],
+)
+def test_pod_affinity_string_lists_refuse_other_items(where: str, term: dict[str, object]) -> None:
+    manifest = pod("p")
+    manifest["spec"]["affinity"] = {
+        where: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    with pytest.raises(ManifestError, match="must be a string") as err:
+        read_pod(manifest)
+    listed = next(k for k in term if k != "topologyKey")
+    assert (
+        err.value.field
+        == f"spec.affinity.{where}.requiredDuringSchedulingIgnoredDuringExecution[0].{listed}[0]"
+    )
+
+
+def test_spread_match_label_keys_refuse_other_items() -> None:
+    manifest = pod("p")
+    manifest["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "matchLabelKeys": [5],
+        }
+    ]
+    with pytest.raises(ManifestError, match="must be a string") as err:
+        read_pod(manifest)
+    assert err.value.field == "spec.topologySpreadConstraints[0].matchLabelKeys[0]"
