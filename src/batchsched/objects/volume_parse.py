@@ -21,6 +21,7 @@ from batchsched.objects.records import NodeSelectorTerm, Requirement
 from batchsched.objects.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED_ANNOTATION,
+    READ_WRITE_ONCE_POD,
     SELECTED_NODE_ANNOTATION,
     WAIT_FOR_FIRST_CONSUMER,
     CSIDriver,
@@ -46,10 +47,6 @@ def read_pvc(obj: Json) -> PersistentVolumeClaim:
     storage_class = annotations.get(BETA_CLASS_ANNOTATION) or sp.get(
         spec, "storageClassName", str, ""
     )
-    modes = sp.items(spec, "accessModes")
-    for i, mode in enumerate(modes):
-        if not isinstance(mode, str):
-            raise sp.fail(f"accessModes[{i}]", f"must be a string, got {mode!r}")
     return PersistentVolumeClaim(
         namespace=r.namespace,
         name=r.name,
@@ -59,13 +56,26 @@ def read_pvc(obj: Json) -> PersistentVolumeClaim:
         phase=r.get(obj, "status.phase", str, "") or "Pending",
         deletion_timestamp=r.time(obj, "metadata.deletionTimestamp"),
         owner_uids=tuple(o.uid for o in owner_references(r, obj) if o.controller),
-        access_modes=tuple(modes),
+        access_modes=_access_modes(sp, spec),
         request=sp.resources(spec, "resources.requests").get("storage", 0),
         selector=read_label_selector(sp, spec, "selector") if spec.get("selector") else None,
         volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),
         attributes_class=sp.get(spec, "volumeAttributesClassName", str, ""),
         selected_node=annotations.get(SELECTED_NODE_ANNOTATION, ""),
     )
+
+
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", READ_WRITE_ONCE_POD)
+
+
+def _access_modes(sp: _Reader, spec: Json) -> tuple[str, ...]:
+    """`spec.accessModes` of a claim or volume, each one the API server knows: binding
+    compares them, and an unknown one (or a number read as its text) would match nothing."""
+    modes = sp.strings(spec, "accessModes")
+    for i, mode in enumerate(modes):
+        if mode not in ACCESS_MODES:
+            raise sp.fail(f"accessModes[{i}]", f"{mode!r} is not one of {', '.join(ACCESS_MODES)}")
+    return modes
 
 
 def read_pv(obj: Json) -> PersistentVolume:
@@ -89,7 +99,7 @@ def read_pv(obj: Json) -> PersistentVolume:
         labels=labels,
         node_affinity=terms,
         capacity=sp.resources(spec, "capacity").get("storage", 0),
-        access_modes=tuple(str(m) for m in sp.items(spec, "accessModes")),
+        access_modes=_access_modes(sp, spec),
         storage_class=annotations.get(BETA_CLASS_ANNOTATION)
         or sp.get(spec, "storageClassName", str, ""),
         volume_mode=sp.get(spec, "volumeMode", str, "Filesystem"),

@@ -95,6 +95,11 @@ def claim_pod(name: str, *claims: str, **kwargs: Any) -> dict[str, Any]:
             "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator",
         ),
         (pvc("c", accessModes=[3]), "spec.accessModes[0]"),
+        # A volume's modes as a claim's: strings the API knows (a number or an unknown mode
+        # used to be read as its text, and matched no claim).
+        (pv("v", accessModes=[3]), "spec.accessModes[0]: must be a string"),
+        (pv("v", accessModes=["ReadWriteSometimes"]), "spec.accessModes[0]: 'ReadWrite"),
+        (pvc("c", accessModes=["RWO"]), "spec.accessModes[0]: 'RWO' is not one of ReadWriteOnce"),
         (
             {
                 "kind": "StorageClass",
