@@ -18,6 +18,7 @@ from batchsched.commands.schedule import build_state
 from batchsched.config import default_config
 from batchsched.decisions import Decision
 from batchsched.objects.records import Pod
+from batchsched.plugins.backfill.planner import IntArray
 from batchsched.plugins.backfill.plugin import Backfill, _sooner
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
@@ -41,10 +42,11 @@ def _watched(plugin: Backfill, said_no: Said, full: bool) -> None:
         pods: Sequence[Pod],
         earlier: Sequence[StartReservation],
         now: datetime,
+        most_room: IntArray,
     ) -> bool:
         if full:
             return True
-        found = check(state, kept, pods, earlier, now)
+        found = check(state, kept, pods, earlier, now, most_room)
         if not found:
             framework = plugin._framework
             assert framework is not None

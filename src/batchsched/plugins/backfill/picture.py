@@ -17,7 +17,7 @@ from batchsched.objects.daemonset import is_daemonset_owned
 from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
-from batchsched.plugins.backfill.planner import Endings, FloatArray, IntArray
+from batchsched.plugins.backfill.planner import Endings, FloatArray, IntArray, Totals
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
 
@@ -50,6 +50,8 @@ class _RowPods:
     bound: FloatArray
     requests: IntArray  # pods x resources
     ending: IntArray  # what the pods expected to end at all (a finite end) request in all
+    total: IntArray  # what all the pods request
+    lasting: bool  # whether one of them is expected to end never (states no runtime)
     daemons: BoolArray  # DaemonSet pods: they stay with the node, whoever else comes or goes
 
 
@@ -62,8 +64,12 @@ class Picture:
         self._mark: int | None = None
         self._width = -1
         self._last: tuple[tuple[list[int], int | None], Endings] | None = None
-        # Per row, `_RowPods.ending` of the kept rows (`_known`), for `most_room`.
+        # Per row, `_RowPods.ending`, `total`, its pods' count and `lasting` of the kept rows
+        # (`_known`), for `most_room` and `totals`.
         self._ending: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._total: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._count: IntArray = np.zeros(0, dtype=np.int64)
+        self._lasting: BoolArray = np.zeros(0, dtype=np.bool_)
         self._known: BoolArray = np.zeros(0, dtype=np.bool_)
 
     def _follow(self, state: ClusterState) -> None:
@@ -114,10 +120,13 @@ class Picture:
                 fixed[i], bound[i] = _end_terms(state, pod)
             ends = ~np.isinf(np.where(np.isnan(fixed), bound, fixed))
             ending = requests[ends].sum(axis=0)
+            total = requests.sum(axis=0)
             daemons = np.fromiter(
                 (is_daemonset_owned(pod) for _, pod in pods), np.bool_, count=len(pods)
             )
-            found = _RowPods(tuple(k for k, _ in pods), fixed, bound, requests, ending, daemons)
+            keys = tuple(k for k, _ in pods)
+            lasting = not ends.all()
+            found = _RowPods(keys, fixed, bound, requests, ending, total, lasting, daemons)
             # A pod bound but not started yet is read again: its start is set on the same
             # object (the world's), which the log of changed rows does not see.
             if not np.isnan(fixed).any():
@@ -149,18 +158,49 @@ class Picture:
         """The most room each node row has at any finite moment from now on: its free room
         and what the pods there expected to end at all (leaving, or stating a runtime)
         request (rows x resources)."""
+        self._sum_rows(state)
+        rows = state.nodes.rows
+        return np.asarray(state.nodes.free[:rows] + self._ending[:rows], dtype=np.int64)
+
+    def totals(self, state: ClusterState, rows: IntArray) -> Totals:
+        """The pods on `rows` (as candidate indices 0..len-1) summed per node, as the
+        planner's `Totals`: `endings` of the same rows summed, from sums kept per row."""
+        self._sum_rows(state)
+        free = state.nodes.free[rows]
+        kept = [int(row) for row in rows.tolist()]
+
+        def keys(i: int) -> tuple[str, ...]:
+            return self._row(state, kept[i]).keys
+
+        return Totals(
+            free + self._ending[rows],
+            free + self._total[rows],
+            self._count[rows],
+            bool(self._lasting[rows].any()),
+            keys,
+        )
+
+    def _sum_rows(self, state: ClusterState) -> None:
+        """Brings the per-row sums up to date: rows not kept (`_known`) are read again."""
         self._follow(state)
         nodes = state.nodes
         rows = nodes.rows
         if self._known.shape[0] < rows or self._ending.shape[1] != self._width:
             # Sized anew: rows kept before are read again once.
-            self._ending = np.zeros((nodes.free.shape[0], self._width), dtype=np.int64)
-            self._known = np.zeros(nodes.free.shape[0], dtype=np.bool_)
+            size = nodes.free.shape[0]
+            self._ending = np.zeros((size, self._width), dtype=np.int64)
+            self._total = np.zeros((size, self._width), dtype=np.int64)
+            self._count = np.zeros(size, dtype=np.int64)
+            self._lasting = np.zeros(size, dtype=np.bool_)
+            self._known = np.zeros(size, dtype=np.bool_)
         for row in np.flatnonzero(~self._known[:rows]).tolist():
             if nodes.by_row[row] is not None:
-                self._ending[row] = self._row(state, row).ending
+                part = self._row(state, row)
+                self._ending[row] = part.ending
+                self._total[row] = part.total
+                self._count[row] = len(part.keys)
+                self._lasting[row] = part.lasting
                 self._known[row] = row in self._rows  # else read again (a pod not started)
-        return np.asarray(nodes.free[:rows] + self._ending[:rows], dtype=np.int64)
 
     def last_end(self, state: ClusterState, row: int, now: float) -> float:
         """When the last pod on `row` is expected to be gone (inf: one states no runtime;

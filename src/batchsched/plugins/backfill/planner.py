@@ -19,7 +19,7 @@ an earlier reservation ends.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,6 +77,38 @@ class Plan:
     waits_for: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The pods on the candidate nodes summed per node: all a plan reads of them when no
+    moment before the pods stating no runtime end could hold the members (`at_the_end`)."""
+
+    reach: IntArray  # free room and what the pods expected to end at all request (x resources)
+    whole: IntArray  # free room and what all the pods request (nodes x resources)
+    pods: IntArray  # how many pods each node runs
+    lasting: bool  # whether one of them states no runtime (it ends only at the last moment)
+    keys: Callable[[int], Sequence[str]]  # the pods on a candidate node
+
+    @staticmethod
+    def of(free: IntArray, endings: Endings) -> Totals:
+        ending = ~np.isinf(endings.at)
+        reach = free.copy()
+        np.add.at(reach, endings.node[ending], endings.requests[ending])
+        whole = free.copy()
+        np.add.at(whole, endings.node, endings.requests)
+        pods = np.bincount(endings.node, minlength=free.shape[0]).astype(np.int64)
+        keys = endings.keys
+        node = endings.node
+
+        def on(i: int) -> list[str]:
+            return [keys[e] for e in np.flatnonzero(node == i).tolist()]
+
+        return Totals(reach, whole, pods, bool((~ending).any()), on)
+
+
+# `at_the_end`'s answer where some moment before the last could hold the members.
+SOONER = "sooner"
+
+
 def earliest_start(
     free: IntArray,
     rank: IntArray,
@@ -91,24 +123,63 @@ def earliest_start(
     stating no runtime end too. None: they never fit there. `rank` orders the nodes by
     name; `length` is how long the members stay (their stated runtime; inf: none), during
     which `blocks` (earlier reservations) keep their room."""
-    if members.shape[0] == 0 or free.shape[0] == 0:
+    last = at_the_end(Totals.of(free, endings), rank, members, now, length, blocks)
+    if not isinstance(last, str):
+        return last
+    return sweep(free, rank, endings, members, now, length, blocks)
+
+
+def at_the_end(
+    totals: Totals,
+    rank: IntArray,
+    members: IntArray,
+    now: float,
+    length: float = math.inf,
+    blocks: Blocks | None = None,
+) -> Plan | str | None:
+    """`earliest_start`'s plan where no moment before the pods stating no runtime end could
+    hold the members: only then, if at all (None: never); SOONER where some moment before
+    might. It reads the nodes' pods only as `totals`, which the caller may keep per node
+    (docs/backfill.md#cost)."""
+    if members.shape[0] == 0 or totals.whole.shape[0] == 0:
         return None
+    if blocks is not None and not blocks.node.shape[0]:
+        blocks = None
+    if not _never_before_all_end(totals, members, now, length, blocks):
+        return SOONER
+    # Only once pods stating no runtime end, if at all: the moments before need no look.
+    if not (totals.lasting or blocks is not None):
+        return None
+    room = totals.whole  # every pod has ended
+    if not may_fit(room, members):
+        return None  # not even then
+    if blocks is not None:
+        # Nothing begins after the last moment: what the blocks hold for good is taken.
+        room = room - blocks.held_at(math.inf, room.shape[0])
+    shares = _shares(room, rank, totals.pods, members)
+    if shares is None:
+        return None
+    waits = sorted(key for i in shares for key in totals.keys(i))
+    return Plan(shares, None, tuple(waits))
+
+
+def sweep(
+    free: IntArray,
+    rank: IntArray,
+    endings: Endings,
+    members: IntArray,
+    now: float,
+    length: float = math.inf,
+    blocks: Blocks | None = None,
+) -> Plan | None:
+    """`earliest_start` where `at_the_end` says some moment before the last might hold the
+    members: each moment from the first the room alone could hold them on, in turn."""
     order = np.argsort(endings.at, kind="stable")
     at = endings.at[order]
     # Pods past their expected end count as ending now.
     at = np.maximum(at, now)
     if blocks is not None and not blocks.node.shape[0]:
         blocks = None
-    if _never_before_all_end(free, endings, members, now, length, blocks):
-        # Only once pods stating no runtime end, if at all: the moments before need no look.
-        if not (np.isinf(at).any() or blocks is not None):
-            return None
-        room = _room_at(free, endings, order, at, math.inf)
-        if not may_fit(room, members):
-            return None  # not even then
-        if blocks is not None:
-            room = _room_through(room, free, endings, order, at, blocks, math.inf, length)
-        return _pack(room, rank, endings, order, at, members, math.inf)
     # Blocks only take room: the first time the room alone could hold them is a lower bound.
     times = _first_feasible_times(free, endings, order, members)
     if times is None:
@@ -131,8 +202,7 @@ def earliest_start(
 
 
 def _never_before_all_end(
-    free: IntArray,
-    endings: Endings,
+    totals: Totals,
     members: IntArray,
     now: float,
     length: float,
@@ -145,13 +215,12 @@ def _never_before_all_end(
     request something (the planner counts those that request nothing apart)."""
     if not members.any(axis=1).all():
         return False
-    room = free.copy()
-    ending = ~np.isinf(endings.at)
-    np.add.at(room, endings.node[ending], endings.requests[ending])
+    room = totals.reach
     if blocks is not None:
         lasting = np.isinf(blocks.until)
         if not math.isinf(length):
             lasting &= blocks.start <= now
+        room = room.copy()
         np.subtract.at(room, blocks.node[lasting], blocks.amounts[lasting])
     return not may_fit(room, members)
 
@@ -275,6 +344,22 @@ def _pack(
     have ended)."""
     ended = order[: int(np.searchsorted(at, when, side="right"))]
     gone = np.bincount(endings.node[ended], minlength=room.shape[0])
+    shares = _shares(room, rank, gone, members)
+    if shares is None:
+        return None
+    chosen = np.zeros(room.shape[0], dtype=np.bool_)
+    chosen[list(shares)] = True
+    waited = ended[chosen[endings.node[ended]]]
+    waits = sorted(endings.keys[int(e)] for e in waited.tolist())
+    start = None if math.isinf(when) else when
+    return Plan(shares, start, tuple(waits))
+
+
+def _shares(
+    room: IntArray, rank: IntArray, gone: npt.NDArray[np.int64], members: IntArray
+) -> dict[int, IntArray] | None:
+    """The members packed in `room` (first-fit decreasing), nodes ordered by fewer pods to
+    wait for (`gone`), then names: each chosen node's share, by node index."""
     preference = np.lexsort((rank, gone))
     room = room[preference]
     shares: dict[int, IntArray] = {}
@@ -292,9 +377,4 @@ def _pack(
             shares[node] = shares[node] + member
         else:
             shares[node] = member.copy()
-    chosen = np.zeros(room.shape[0], dtype=np.bool_)
-    chosen[list(shares)] = True
-    waited = ended[chosen[endings.node[ended]]]
-    waits = sorted(endings.keys[int(e)] for e in waited.tolist())
-    start = None if math.isinf(when) else when
-    return Plan(dict(sorted(shares.items())), start, tuple(waits))
+    return dict(sorted(shares.items()))

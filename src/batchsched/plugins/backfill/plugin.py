@@ -56,7 +56,15 @@ from batchsched.plugins.backfill.candidates import Candidates, Order
 from batchsched.plugins.backfill.drain import drain_score, free_at
 from batchsched.plugins.backfill.packing import evicted_share
 from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
-from batchsched.plugins.backfill.planner import Blocks, IntArray, Plan, earliest_start, may_fit
+from batchsched.plugins.backfill.planner import (
+    Blocks,
+    IntArray,
+    Plan,
+    at_the_end,
+    earliest_start,
+    may_fit,
+    sweep,
+)
 from batchsched.plugins.backfill.promises import owed
 from batchsched.plugins.backfill.room import RoomChecks, window
 from batchsched.preemption.broken_promises import BrokenPromises
@@ -318,6 +326,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         daemon = set(state.reservations.by_row)  # DaemonSet preemption's: held whole
         planned: dict[str, StartReservation] = {}
         moved: set[int] = set()  # the rows of reservations planned anew this time
+        most_room: IntArray | None = None  # `Picture.most_room`, read once when first needed
         held = state.start_reservations.by_holder
         for holder in self._candidates:
             pods = _waiting_pods(state, holder)
@@ -344,11 +353,12 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
             unmoved = None
             if kept is not None and changed is not None:
                 unmoved = None if kept.shares.keys() & (changed | daemon | moved) else kept
-            if unmoved is not None and not self._may_start_sooner(
-                state, unmoved, pods, earlier, now
-            ):
-                planned[holder] = unmoved
-                continue
+            if unmoved is not None and unmoved.start is None:
+                if most_room is None:
+                    most_room = self._picture.most_room(state)  # no pod comes or goes here
+                if not self._may_start_sooner(state, unmoved, pods, earlier, now, most_room):
+                    planned[holder] = unmoved
+                    continue
             reservation = self._plan(
                 framework, state, holder, pods, now, earlier, daemon, fits_now=holding
             )
@@ -551,15 +561,17 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         pods: Sequence[Pod],
         earlier: Sequence[StartReservation],
         now: datetime,
+        most_room: IntArray,
     ) -> bool:
         """Whether planning the pods again around the `earlier` reservations may find an
         expected start sooner than `kept`'s; false only where `kept` has none and no node
         could hold them at any moment it could give: nowhere is there room enough, each
-        node counted with every pod there expected to end at all gone, less what earlier
-        reservations hold all through the pods' stay (docs/backfill.md#cost)."""
+        node counted with every pod there expected to end at all gone (`most_room`, the
+        picture's), less what earlier reservations hold all through the pods' stay
+        (docs/backfill.md#cost)."""
         if kept.start is not None:
             return True
-        room = self._picture.most_room(state)
+        room = most_room.copy()
         forever = math.isinf(_stay(state, pods))
         width = room.shape[1]
         for reservation in earlier:
@@ -582,13 +594,22 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         earlier: Sequence[StartReservation],
         nominated: Sequence[tuple[int, str]],
     ) -> Plan | None:
-        free = state.nodes.free[rows]
         rank = state.nodes.name_rank()[rows]
+        blocks = _blocks(state, earlier, rows, now)
+        if not nominated:
+            # Most plans of holders waiting for pods without a stated runtime end here,
+            # reading only the sums the picture keeps per node (docs/backfill.md#cost).
+            last = at_the_end(
+                self._picture.totals(state, rows), rank, members, now.timestamp(), length, blocks
+            )
+            if not isinstance(last, str):
+                return last
+        free = state.nodes.free[rows]
         endings = self._picture.endings(state, rows.tolist(), now)
         if nominated:
             free, endings = with_nominated(state, rows, free, endings, nominated, now)
-        blocks = _blocks(state, earlier, rows, now)
-        return earliest_start(free, rank, endings, members, now.timestamp(), length, blocks)
+            return earliest_start(free, rank, endings, members, now.timestamp(), length, blocks)
+        return sweep(free, rank, endings, members, now.timestamp(), length, blocks)
 
     def _waited(self, state: ClusterState, holder: str, pods: Sequence[Pod], now: datetime) -> bool:
         """Whether the holder was created at least `reserveAfterSeconds` ago (a gang by its
