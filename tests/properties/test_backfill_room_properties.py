@@ -68,7 +68,6 @@ def _passes(
                     room = plugin._room
                     forget = _forgetting(room)
                     _afresh(room, "checks", forget)
-                    _afresh(room, "refusers", forget)
                     _afresh(room, "kept_off", forget)
                     _afresh(plugin._picture, "endings", plugin._picture.forget_last)
                     _afresh(plugin, "_refusal", plugin._said.clear)

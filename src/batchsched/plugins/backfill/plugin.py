@@ -66,7 +66,7 @@ from batchsched.plugins.backfill.planner import (
     sweep,
 )
 from batchsched.plugins.backfill.promises import owed
-from batchsched.plugins.backfill.room import RoomChecks, window
+from batchsched.plugins.backfill.room import RoomChecks, started_here, window
 from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
@@ -215,12 +215,9 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         if not held:
             return None
         own, bound = _terms(cycle)
-        if any(r.holder in own and r.start is not None and r.start <= cycle.now for r in held):
-            # Its start has come: its pods take the room planned for them, around the
-            # others' reservations (starting late, they push the later ones back: those are
-            # planned again). Before it, they are judged as any pod.
+        if started_here(held, own, cycle.now):
             return None
-        mine, checks = self._room.checks(cycle.state, row, held, own, cycle.now)
+        mine, checks = self._room.checks(row, held, own, cycle.now)
         now = cycle.now.timestamp()
         leaves = math.inf if bound is None else now + bound
         for index, check in enumerate(checks):

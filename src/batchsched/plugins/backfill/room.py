@@ -45,13 +45,23 @@ class Check:
     during: tuple[StartReservation, ...]
 
 
-# Per reserved row, the reservations a pod would not leave room for (`RoomChecks.refusers`).
+# Per reserved row, the reservations a pod would not leave room for (`RoomChecks._refusers_under`).
 Refusers = list[tuple[int, tuple[tuple[float | None, StartReservation], ...]]]
 # Per check (its index) and request: whether the node keeps the room, and until when.
 Answers = dict[tuple[int, Hashable], tuple[bool, float]]
 # The reserved rows a pod is kept off, each with the holder keeping it off, and whether it
 # states no runtime while kept off any (`RoomChecks.kept_off`).
 KeptOff = tuple[tuple[tuple[int, str], ...], bool]
+
+
+def started_here(
+    held: Sequence[StartReservation], own: Collection[str | None], now: datetime
+) -> bool:
+    """Whether the start of one of the pod's own reservations among `held` (a row's) has
+    come: its pods then take the room planned for them, around the others' reservations
+    (starting late, they push the later ones back: those are planned again). Before it,
+    they are judged as any pod."""
+    return any(r.holder in own and r.start is not None and r.start <= now for r in held)
 
 
 class RoomChecks:
@@ -108,7 +118,6 @@ class RoomChecks:
 
     def checks(
         self,
-        state: ClusterState,
         row: int,
         held: Sequence[StartReservation],
         own: Collection[str | None],
@@ -144,23 +153,6 @@ class RoomChecks:
         self._checks[(row, mine)] = (tuple(held), made)
         return mine, made
 
-    def refusers(
-        self,
-        state: ClusterState,
-        own: Collection[str | None],
-        demand: Demand,
-        now: datetime,
-    ) -> Refusers:
-        """Per reserved row (in the state's order) where a pod of `demand` counting the
-        holders `own` as its own is judged as any pod (none of its own reservations there
-        has started), the reservations there that would not keep their room with it placed,
-        in the order they were made, each with `Check.start`: the pod is kept off the row by
-        the first of them it would overlap (a pod stating no runtime overlaps all). Rows
-        with none are left out. It reads the log of changed rows (not for a filter: never
-        within a tentative placement)."""
-        self._follow_room(state, now)
-        return self._refusers_under(self._key(state, own, demand), state, own, demand, now)
-
     def kept_off(
         self,
         state: ClusterState,
@@ -171,8 +163,8 @@ class RoomChecks:
     ) -> KeptOff:
         """The reserved rows a pod of `demand` counting the holders `own` as its own and
         stating the runtime `bound` (None: none) may not take now, each with the first
-        reservation there it would overlap (`refusers`); and whether it states no runtime
-        while kept off any. Kept as `refusers` is, per their key and which of the refusing
+        reservation there it would overlap (`_refusers_under`); and whether it states no runtime
+        while kept off any. Kept as those are, per their key and which of the refusing
         reservations' starts the pod would run past: pods stating other runtimes that run
         past the same starts are told the same."""
         self._follow_room(state, now)
@@ -201,7 +193,7 @@ class RoomChecks:
     def _key(
         state: ClusterState, own: Collection[str | None], demand: Demand
     ) -> tuple[tuple[str, ...], Hashable]:
-        """What `refusers` is kept under: the pod's holders that hold a reservation, and
+        """What `_refusers_under` is kept under: the pod's holders that hold a reservation, and
         its request."""
         by_holder = state.start_reservations.by_holder
         return tuple([h for h in own if h is not None and h in by_holder]), demand.key
@@ -214,14 +206,20 @@ class RoomChecks:
         demand: Demand,
         now: datetime,
     ) -> Refusers:
+        """Per reserved row (in the state's order) where a pod of `demand` counting the
+        holders `own` as its own is judged as any pod (none of its own reservations there
+        has started), the reservations there that would not keep their room with it placed,
+        in the order they were made, each with `Check.start`: the pod is kept off the row by
+        the first of them it would overlap (a pod stating no runtime overlaps all). Rows
+        with none are left out. Kept per `key` (`_key`) for the pass."""
         found = self._refusers.get(key)
         if found is not None:
             return found
         found = []
         for row, held in state.start_reservations.by_row.items():
-            if any(r.holder in own and r.start is not None and r.start <= now for r in held):
-                continue  # its start has come: its pods take the room planned for them
-            mine, checks = self.checks(state, row, held, own, now)
+            if started_here(held, own, now):
+                continue
+            mine, checks = self.checks(row, held, own, now)
             refusing = tuple(
                 [
                     (check.start, check.reservation)
