@@ -282,6 +282,25 @@ def settle(
         return _settle(objects, config, now, queueing_hints)
 
 
+def _bad_runtimes(state: ClusterState) -> list[Warn]:
+    """Pods on nodes stating a bad runtime, and PodGroups doing so with none of their members
+    pending: no pending message tells them that they are planned as stating none
+    (docs/backfill.md#stated-runtimes)."""
+    told: list[str] = []
+    for pod in state.pods.by_key.values():
+        if pod.runtime_error and pod.node_name:
+            told.append(pod.runtime_error)
+    for key, group in state.groups.by_key.items():
+        members = state.groups.members.get(key, ())
+        if group.runtime_error and not any(m in state.pods.pending for m in members):
+            told.append(group.runtime_error)
+    out = []
+    for error in sorted(told):
+        obj, _, what = error.partition(": ")
+        out.append(Warn(obj, f"{what}; planned as stating no runtime"))
+    return out
+
+
 def _settle(
     objects: Objects, config: SchedulerConfig, now: datetime, queueing_hints: bool
 ) -> tuple[OneShotResult, Scheduler]:
@@ -327,7 +346,7 @@ def _settle(
         if all(f"{claim.namespace}/{pod}" in result.withdrawn for pod in claim.reserved_for):
             continue  # allocated only for pods the plan withdrew (their devices stay held)
         result.claims[key] = claim_status_json(claim)
-    result.warnings = current_warnings(state, result.warnings)
+    result.warnings = current_warnings(state, result.warnings) + _bad_runtimes(state)
     if state.queues:
         result.queues = queue_report(state)
     for reservation in list(result.reservations.values()):

@@ -13,7 +13,7 @@ from batchsched.decisions import Bind
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from tests.builders import node, pod, pod_group
-from tests.conftest import NOW, objects_of
+from tests.conftest import NOW, objects_of, schedule
 from tests.unit.plugins.backfill.pods import OLD, gpus, running
 
 GROUP_LABEL = {"scheduling.x-k8s.io/pod-group": "train"}
@@ -105,3 +105,27 @@ def test_a_member_kept_off_is_tried_again_when_its_group_states_a_shorter_runtim
     _restate(state, "20m")
     later = scheduler.schedule_pass(NOW + timedelta(minutes=1))
     assert [d for d in later if isinstance(d, Bind)] == [Bind("ml/w", "n1")]
+
+
+def test_running_pods_and_groups_stating_a_bad_runtime_are_told_by_schedule() -> None:
+    # No pending message tells them: schedule's warnings do (docs/backfill.md#stated-runtimes).
+    result = schedule(
+        node("n1", nvidia_com__gpu="8"),
+        _group("soon"),
+        running("member", 4, labels=GROUP_LABEL, namespace="ml"),
+        running("typo", 4, "2 hours"),
+    )
+    assert [(w.obj, w.message) for w in result.warnings] == [
+        (
+            "Pod default/typo",
+            "metadata.annotations.batchsched.io/max-runtime: '2 hours' is not a duration: "
+            "whole numbers with units h, m or s (e.g. 90m, 2h, 3600s, 1h30m); planned as "
+            "stating no runtime",
+        ),
+        (
+            "PodGroup ml/train",
+            "metadata.annotations.batchsched.io/max-runtime: 'soon' is not a duration: "
+            "whole numbers with units h, m or s (e.g. 90m, 2h, 3600s, 1h30m); planned as "
+            "stating no runtime",
+        ),
+    ]
