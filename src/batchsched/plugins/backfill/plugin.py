@@ -610,7 +610,8 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
 
     def _waited(self, state: ClusterState, holder: str, pods: Sequence[Pod], now: datetime) -> bool:
         """Whether the holder was created at least `reserveAfterSeconds` ago (a gang by its
-        PodGroup's creation, else its oldest pod's)."""
+        PodGroup's creation, else its oldest pod's; none stated: now, as the queue sort
+        takes it, so `reserveAfterSeconds: 0` lets it reserve)."""
         created: datetime | None = None
         if holder.startswith("PodGroup "):
             group = state.groups.by_key.get(holder.removeprefix("PodGroup "))
@@ -618,7 +619,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         if created is None:
             stamps = [p.creation_timestamp for p in pods if p.creation_timestamp is not None]
             created = min(stamps, default=None)
-        return created is not None and (now - created).total_seconds() >= self.reserve_after
+        return ((now - created).total_seconds() if created else 0.0) >= self.reserve_after
 
 
 def _blocks(

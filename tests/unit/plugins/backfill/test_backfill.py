@@ -70,6 +70,16 @@ def test_reserve_after_seconds_is_configurable() -> None:
     assert list(_held(result)) == ["Pod default/big"]
 
 
+def test_a_pod_stating_no_creation_has_waited_from_now() -> None:
+    # A hand-written manifest often has no creationTimestamp: counted as created now (as
+    # the queue sort takes it), it reserves at once with reserveAfterSeconds 0, not never.
+    unstamped = waiting("big", 8)
+    del unstamped["metadata"]["creationTimestamp"]
+    assert _held(schedule(*_cluster(), unstamped)) == {}
+    result = schedule(*_cluster(), unstamped, config=_config(reserveAfterSeconds=0))
+    assert _held(result) == {"Pod default/big": (["n1"], "2026-11-22T10:30:00Z")}
+
+
 def test_waits_for_pods_without_a_runtime() -> None:
     result = schedule(
         node("n3", nvidia_com__gpu="8"), running("c", 8, None, on="n3"), waiting("big", 8)
