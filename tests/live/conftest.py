@@ -17,7 +17,7 @@ from batchsched.config import SchedulerConfig, parse_config
 from batchsched.live.client import KubeClient
 from batchsched.live.credentials import Credentials
 from batchsched.live.runner import LiveOptions, LiveScheduler
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 # Quick retries for quick failovers. The lease is timed on the launcher's FakeClock, so a
 # leader never misses its renew deadline however slowly a loaded machine runs it, and a
@@ -102,7 +102,7 @@ class Running:
 
     def halt(self) -> int | None:
         self.stop.set()
-        self.thread.join(10)
+        self.thread.join(WAIT_SECONDS)
         assert not self.thread.is_alive(), "scheduler did not stop"
         return self.result[0] if self.result else None
 

@@ -129,6 +129,9 @@ class Fault:
 
 
 NOT_READY = "node.kubernetes.io/not-ready"
+# How long a test waits for what the scheduler will do: generous, for a machine under load
+# (a wait returns as soon as what it waits for holds).
+WAIT_SECONDS = 60.0
 
 
 def _now() -> str:
@@ -324,8 +327,9 @@ class FakeApiServer:
             self.compacted_rv = self.rv
             self._wake_all()
 
-    def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
-        """Wait until `predicate(server)` holds (checked after every change)."""
+    def wait_for(self, predicate: Any, timeout: float = WAIT_SECONDS) -> bool:
+        """Wait until `predicate(server)` holds (checked after every change): at once when it
+        does, so the deadline is only how long a wait that fails takes to say so."""
         deadline = time.monotonic() + timeout
         with self.lock:
             while not predicate(self):

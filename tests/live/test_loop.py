@@ -15,7 +15,7 @@ from batchsched.live import runner
 from batchsched.scheduling.scheduler import Scheduler
 from tests.faults import exploding_for
 from tests.live.conftest import Launcher, Running, condition, config, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 
 def test_pending_pods_are_bound_and_reported(api: FakeApiServer, launch: Launcher) -> None:
@@ -107,7 +107,7 @@ def test_the_loop_survives_an_api_server_outage(api: FakeApiServer, launch: Laun
     api.inject(503, count=20)
     api.drop_watches()
     api.create("pods", pod("after-outage"))
-    assert api.wait_for(lambda s: node_of(s, "after-outage") == "n1", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "after-outage") == "n1")
     assert run.halt() == 0
 
 
@@ -125,7 +125,7 @@ def test_the_loop_survives_an_api_server_restart(api: FakeApiServer, launch: Lau
         server.create("pods", pod("after", cpu="2"))  # fits only the new node
 
     api.restart(0.3, meanwhile)
-    assert api.wait_for(lambda s: node_of(s, "after") == "n3", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "after") == "n3")
     assert api.wait_for(lambda s: free not in run.scheduler.state.nodes.row_of)
     assert run.halt() == 0
 
@@ -259,7 +259,7 @@ def test_initial_lists_are_applied_kind_by_kind_as_they_arrive(api: FakeApiServe
     stop.set()
 
 
-def _eventually(check: Callable[[], bool], timeout: float = 5.0) -> bool:
+def _eventually(check: Callable[[], bool], timeout: float = WAIT_SECONDS) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
