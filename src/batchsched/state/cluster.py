@@ -133,6 +133,8 @@ class ClusterState:
         if self.nodes.upsert(node):
             self.volumes.node_changed(node.name)
             pods = self.pods
+            for key in pods.on_unlisted_node.pop(node.name, {}):
+                pods.bind(key, pods.by_key[key])  # reported on it before it was listed
             for pod in pods.pending.values():
                 # Pods naming this node may have arrived first: count them now.
                 if pod.node_name == node.name:
@@ -473,6 +475,8 @@ class ClusterState:
         if pod.preemption_policy is None:
             pod.preemption_policy = self.policy.preemption_policy_of(pod)
         old = pods.by_key.get(key)
+        if old is not None and old.node_name:
+            pods.off_unlisted_node(key, old.node_name)
         if old is not None and old.requests != pod.requests:
             pods.forget_demand(key)
         if old is not None and old.owner_references:
@@ -567,6 +571,8 @@ class ClusterState:
             return
         if pod.owner_references:
             pods.count_owner_refs(pod, -1)
+        if pod.node_name:
+            pods.off_unlisted_node(key, pod.node_name)
         pods.with_pod_affinity.discard(key)
         self.release(key)
         if key in pods.bound:

@@ -29,6 +29,9 @@ class Pods:
         self.bound: dict[str, int] = {}  # key -> node row
         self.pending: dict[str, Pod] = {}
         self.assumed: set[str] = set()
+        # Pods reported on a node not listed (yet), per node name: counted there once it is
+        # (watch streams do not order a pod's report after its node's).
+        self.on_unlisted_node: dict[str, dict[str, None]] = {}
         # Bound pods told to go (deletion timestamp set): their room comes free.
         self.terminating: set[str] = set()
         # Moves whenever a pod is bound to or unbound from a node (any report of a bound pod
@@ -149,7 +152,8 @@ class Pods:
         nodes = self._nodes
         idx = nodes.row_of.get(pod.node_name)
         if idx is None:
-            # Its node is unknown (not yet listed, or gone): the pod holds nothing we can see.
+            # Its node is not listed (yet): counted there once it is (`on_unlisted_node`).
+            self.on_unlisted_node.setdefault(pod.node_name, {})[key] = None
             return
         demand = self.demand(pod)  # first: a new resource widens `free`
         free = nodes.free_cells()
@@ -166,6 +170,12 @@ class Pods:
             self.terminating.add(key)
         if pod.volumes or pod.disks:
             self._volumes.place(pod, idx)
+
+    def off_unlisted_node(self, key: str, node_name: str) -> None:
+        """The pod is no longer waiting to be counted on the unlisted node `node_name`."""
+        waiting = self.on_unlisted_node.get(node_name)
+        if waiting is not None and waiting.pop(key, 0) is None and not waiting:
+            del self.on_unlisted_node[node_name]
 
     def rebind(self, key: str, pod: Pod, idx: int) -> None:
         """`unbind` then `bind` on the same node for a pod whose requests did not change,

@@ -4,9 +4,9 @@ or gone moves its room, its pending status, its nomination and its group togethe
 from dataclasses import replace
 
 from batchsched.objects.podgroup import GROUP_ANNOTATION
-from batchsched.objects.records import Pod, PodGroup
+from batchsched.objects.records import Node, Pod, PodGroup
 from batchsched.state.cluster import ClusterState
-from tests.unit.state.builders import pending, state_with
+from tests.unit.state.builders import GI, pending, state_with
 
 
 def cpu_free(state: ClusterState, pod: Pod) -> int:
@@ -145,3 +145,32 @@ def test_a_pods_key_is_its_namespace_and_name_also_when_copied() -> None:
     assert replace(pod, name="q").key == "ns/q"
     assert replace(pod, namespace="other").key == "other/p"
     assert "key=" not in repr(pod)
+
+
+def test_a_pod_reported_before_its_node_is_counted_once_the_node_is_listed() -> None:
+    # Watch streams do not order a pod's report after its node's (a DaemonSet pod bound to
+    # a new node): the node must not look empty when it comes, or it is over-committed.
+    state = state_with()
+    early = pending("early", 3000, 0)
+    early.node_name = "b"
+    state.upsert_pod(early)
+    assert early.key not in state.pods.pending
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    row = state.nodes.row_of["b"]
+    assert state.pods.bound[early.key] == row
+    assert int(state.nodes.free[row, 0]) == 1000
+
+
+def test_a_pod_gone_or_moved_before_its_node_is_listed_is_not_counted_there() -> None:
+    state = state_with()
+    gone, moved = pending("gone", 3000, 0), pending("moved", 1000, 0)
+    gone.node_name = moved.node_name = "b"
+    state.upsert_pod(gone)
+    state.upsert_pod(moved)
+    state.remove_pod(gone.key)
+    state.upsert_pod(replace(moved, node_name="a"))
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    row = state.nodes.row_of["b"]
+    assert int(state.nodes.free[row, 0]) == 4000 and not state.nodes.pods_on[row]
+    assert state.pods.bound[moved.key] == state.nodes.row_of["a"]
+    assert not state.pods.on_unlisted_node
