@@ -561,13 +561,11 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         most_room: IntArray,
     ) -> bool:
         """Whether planning the pods again around the `earlier` reservations may find an
-        expected start sooner than `kept`'s; false only where `kept` has none and no node
-        could hold them at any moment it could give: nowhere is there room enough, each
-        node counted with every pod there expected to end at all gone (`most_room`, the
-        picture's), less what earlier reservations hold all through the pods' stay
-        (docs/backfill.md#cost)."""
-        if kept.start is not None:
-            return True
+        expected start for `kept`, which has none (asked only then: one with a start is
+        always planned again); false only where no node could hold them at any moment it
+        could give: nowhere is there room enough, each node counted with every pod there
+        expected to end at all gone (`most_room`, the picture's), less what earlier
+        reservations hold all through the pods' stay (docs/backfill.md#cost)."""
         room = most_room.copy()
         forever = math.isinf(_stay(state, pods))
         width = room.shape[1]
@@ -676,13 +674,15 @@ def _identity(reservation: StartReservation) -> Hashable:
 
 def _kept_off(reservation: StartReservation, bound: int | None) -> str:
     if reservation.start is None:
-        # Held from now on: the pod is kept off for the room, not for its runtime.
-        when, why = "once pods without a stated runtime end", ""
+        when = "once pods without a stated runtime end"
     else:
         when = f"expected start {format_time(reservation.start)}"
-        why = "would run past that start and "
     if bound is None:
         why = "states no runtime and "
+    elif reservation.start is None:
+        why = ""  # held from now on: the pod is kept off for the room, not for its runtime
+    else:
+        why = "would run past that start and "
     return (
         f"node(s) were reserved for {reservation.holder} ({when}): "
         f"this pod {why}would take room kept for it"
