@@ -186,6 +186,15 @@ def test_the_jobs_of_a_seed_are_the_same_with_stated_runtimes(tmp_path: Path) ->
         ("{factors: 2}", "unknown field"),
         ("{under: -0.1}", "work.statedRuntime.under"),
         ("{underFactor: 0}", "work.statedRuntime.underFactor"),
+        ("{underFactor: 1}", r"underFactor: must be greater than 0 and less than 1, got 1$"),
+        ("{underFactor: 2.5}", r"underFactor: must be greater than 0 and less than 1, got 2.5"),
+        ("{underFactor: {uniform: [0.5, 1.5]}}", r"underFactor: must be greater than 0 and less"),
+        ("{underFactor: {choice: [0.5, 1]}}", r"underFactor: must be greater than 0 and less"),
+        ("{underFactor: {exponential: 0.5}}", r"underFactor: must be a value, uniform or choice"),
+        (
+            "{underFactor: {lognormal: {median: 0.5, sigma: 1}}}",
+            r"underFactor: must be a value, uniform or choice",
+        ),
     ],
 )
 def test_bad_stated_runtime(tmp_path: Path, stated: str, fragment: str) -> None:

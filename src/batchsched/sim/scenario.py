@@ -342,14 +342,26 @@ def _check_trace_queues(path: Path, trace: Trace, queues: ScenarioQueues) -> Non
 
 
 def _stated_runtime(path: Path, raw: Any) -> StatedRuntime:
-    """`work.statedRuntime: {factor: 2, none: 0.1, under: 0.1, underFactor: 0.5}`: the
-    factors distributions of positive numbers (default 2 and 0.5), `none` and `under` shares
-    of the jobs from 0 to 1 (default 0)."""
+    """`work.statedRuntime: {factor: 2, none: 0.1, under: 0.1, underFactor: 0.5}`: `factor`
+    a distribution of positive numbers (default 2), `underFactor` one of numbers between 0 and
+    1, both excluded (default 0.5: a factor of 1 or more is no under-estimate), `none` and
+    `under` shares of the jobs from 0 to 1 (default 0)."""
     f = Fields(path, raw, "work.statedRuntime", ("factor", "none", "under", "underFactor"))
     factor = f.dist("factor", positive_number, 2.0)
     share = f.value("none", _share, 0.0)
     under = f.value("under", _share, 0.0)
-    return StatedRuntime(factor, share, under, f.dist("underFactor", positive_number, 0.5))
+    under_factor = f.raw.get("underFactor")
+    if isinstance(under_factor, Mapping) and set(under_factor) & {"exponential", "lognormal"}:
+        # Their draws have no upper bound, so some would be 1 or more in the middle of a run.
+        raise f.fail("underFactor", "must be a value, uniform or choice: its draws stay below 1")
+    return StatedRuntime(factor, share, under, f.dist("underFactor", _under_factor, 0.5))
+
+
+def _under_factor(value: Any) -> float:
+    factor = number(value)
+    if not 0 < factor < 1:
+        raise ValueError(f"must be greater than 0 and less than 1, got {shown(value)}")
+    return factor
 
 
 def _share(value: Any) -> float:
