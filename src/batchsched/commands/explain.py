@@ -30,7 +30,6 @@ from batchsched.framework.runtime import Framework
 from batchsched.objects.errors import InputError
 from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Pod
 from batchsched.objects.runtime_bound import stated_runtime
 from batchsched.preemption.evaluator import Evaluator, strategy_of
@@ -502,9 +501,9 @@ def _candidate(evaluator: Evaluator, row: int, found: NodeVictims | None) -> Can
 
 
 def _gang(state: ClusterState, pod: Pod) -> GangStory | None:
-    key = group_key_of(pod)
-    group = state.groups.by_key.get(key) if key is not None else None
-    if key is None or group is None:
+    group = state.group_of(pod)
+    if group is None:
         return None
+    key = group.key
     members = {k: state.pods.by_key[k].node_name for k in sorted(state.groups.members.get(key, ()))}
     return GangStory(key, group.min_member, group.status.phase or "Pending", members)

@@ -68,8 +68,7 @@ def promise(state: ClusterState, pod: Pod) -> int | None:
     the kubelet enforces."""
     if pod.runtime_enforced:
         return None
-    key = group_key_of(pod)
-    return stated_runtime(pod, state.groups.by_key.get(key) if key else None)
+    return stated_runtime(pod, state.group_of(pod))
 
 
 def overrun(state: ClusterState, pod: Pod, now: datetime) -> Overrun | None:

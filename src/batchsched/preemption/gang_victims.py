@@ -39,9 +39,8 @@ from batchsched.state.resources import Demand
 def whole_group_of(state: ClusterState, pod: Pod) -> str | None:
     """The key of the pod's group if that group is preempted whole: it exists and its
     disruption mode is the group (always for CRD groups; upstream `PodGroup` / `all`)."""
-    key = group_key_of(pod)
-    group = state.groups.by_key.get(key) if key is not None else None
-    return key if group is not None and group.disrupt_whole else None
+    group = state.group_of(pod)
+    return group.key if group is not None and group.disrupt_whole else None
 
 
 def running_members(state: ClusterState, pod: Pod) -> tuple[Pod, ...]:
@@ -210,8 +209,7 @@ _NO_MEMBER = np.iinfo(np.int64).max
 def _lowest_member(state: ClusterState, row: int) -> int:
     lowest = _NO_MEMBER
     for pod in state.nodes.pods_on[row].values():
-        group = group_key_of(pod)
-        record = state.groups.by_key.get(group) if group is not None else None
+        record = state.group_of(pod)
         if (
             record is not None
             and record.disrupt_whole

@@ -40,7 +40,6 @@ from typing import ClassVar
 import numpy as np
 
 from batchsched.objects.go_duration import format_go_duration
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.queues import Queue
 from batchsched.objects.records import Pod
 from batchsched.preemption.gang_victims import running_members
@@ -798,8 +797,7 @@ def first_members_asks(state: ClusterState, pod: Pod) -> Mapping[str, int]:
     it (minMember less those bound or done, `pod` first, then in the group's order: priority,
     name); the members beyond minMember join later, one by one, as upstream coscheduling
     starts minMember first (docs/queues.md#admission, docs/queues.md#reclaim)."""
-    key = group_key_of(pod)
-    group = state.groups.by_key.get(key) if key is not None else None
+    group = state.group_of(pod)
     if group is None or not group.gang:
         return state.requests_by_name(pod)
     pods = state.pods

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 
 from batchsched.config import Profile
 from batchsched.decisions import Decision, Nominate
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.records import Node, Pod
 from batchsched.objects.support import unsupported_message
 from batchsched.objects.volumes import PersistentVolume
@@ -98,8 +97,7 @@ class Admission:
             allowed = self._claims_allowed[profile.scheduler_name] = allocates_claims(profile)
         refusal = pod_refusal(pod, self.state.device_class_resources, allowed)
         if refusal is None:
-            key = group_key_of(pod)
-            group = self.state.groups.by_key.get(key) if key else None
+            group = self.state.group_of(pod)
             if group is not None and group.runtime_error:
                 return group.runtime_error
         return refusal

@@ -227,8 +227,7 @@ class ClusterState:
         labels = self._queue_labels_version
         if kept is not None and kept[0] is pod and kept[1] == version and kept[2] == labels:
             return kept
-        key = group_key_of(pod)
-        group = self.groups.by_key.get(key) if key is not None else None
+        group = self.group_of(pod)
         namespace = self.policy.namespaces.get(pod.namespace)
         member = self.queues.member(named_queue(pod, group, namespace))
         kept = self._memberships[pod.key] = (pod, version, labels, member, None)
@@ -353,6 +352,11 @@ class ClusterState:
                 names[col]: int(amount) for col, amount in enumerate(totals) if amount
             }
         return self._allocatable
+
+    def group_of(self, pod: Pod) -> PodGroup | None:
+        """The PodGroup the pod names, if it names one and that object exists."""
+        key = group_key_of(pod)
+        return self.groups.by_key.get(key) if key is not None else None
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         old = self.groups.by_key.get(group.key)

@@ -16,7 +16,6 @@ from datetime import datetime
 import numpy as np
 
 from batchsched.controllers.queues import queue_statuses
-from batchsched.objects.podgroup import group_key_of
 from batchsched.objects.quantity import CPU, format_amount
 from batchsched.objects.records import Pod
 from batchsched.scheduling.scheduler import Scheduler
@@ -251,12 +250,11 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
     per_queue: dict[str, int] = {}
     for pod in pods:
         key = pod.key
-        group_key = group_key_of(pod)
-        group = state.groups.by_key.get(group_key) if group_key is not None else None
-        if group_key is not None and group is not None:
-            if group_key in seen_groups:
+        group = state.group_of(pod)
+        if group is not None:
+            if group.key in seen_groups:
                 continue
-            seen_groups.add(group_key)
+            seen_groups.add(group.key)
         leaf = leaves[key]
         position = len(out) + 1 if not (lanes and leaf) else 0
         queue_position = 0
@@ -264,7 +262,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
             queue_position = per_queue[leaf] = per_queue.get(leaf, 0) + 1
         priority = state.policy.priority_of(pod)
         reason = messages.get(key, "not attempted yet")
-        if group_key is None or group is None:
+        if group is None:
             start, reservation, room_held = _start(state, f"Pod {key}")
             requests = _requests(state, (pod,))
             view = WorkloadView(
@@ -284,6 +282,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
             )
             out.append(view)
             continue
+        group_key = group.key
         start, reservation, room_held = _start(state, f"PodGroup {group_key}")
         members = sorted(state.groups.members.get(group_key, ()))
         group_pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]

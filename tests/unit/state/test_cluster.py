@@ -139,6 +139,17 @@ def test_a_new_pod_group_requeues_its_pending_members_only() -> None:
     assert state.pods.drain_pending_changes() == {member.key}
 
 
+def test_the_group_of_a_pod_is_the_pod_group_it_names_once_that_exists() -> None:
+    member, other = pending("member", 100, 0), pending("other", 100, 0)
+    member.annotations[GROUP_ANNOTATION] = "g"
+    state = state_with(member, other)
+    assert state.group_of(member) is None and state.group_of(other) is None
+    group = PodGroup(namespace="ns", name="g", min_member=1)
+    state.upsert_pod_group(group)
+    assert state.group_of(member) is group and state.group_of(other) is None
+    assert state.group_of(replace(member, namespace="elsewhere")) is None
+
+
 def test_a_pods_key_is_its_namespace_and_name_also_when_copied() -> None:
     pod = pending("p", 100, 0)
     assert pod.key == "ns/p"

@@ -248,7 +248,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
 
     def group_of(self, pod: Pod) -> str | None:
         key = group_key_of(pod)
-        group = self.state.groups.by_key.get(key) if key and self.state else None
+        group = self.state.group_of(pod) if self.state else None
         if group is not None and not group.gang and not kind_mismatch(pod, group):
             return None  # upstream's basic policy: scheduled pod by pod (PreFilter admits)
         return key
