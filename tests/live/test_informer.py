@@ -212,6 +212,19 @@ def test_a_malformed_object_is_reported_once_per_version(api, sink, start) -> No
     assert names(take(sink, 1)) == ["+bad"]
 
 
+def test_a_malformed_object_deleted_unseen_is_removed_at_the_re_list(api, sink, start) -> None:
+    """What was told of it (a PodGroup's members wait naming its bad field) must go with it:
+    its DELETED event lost to a compaction, the re-list that misses it says so."""
+    bad = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": -1}}
+    api.create("podgroups", bad)
+    informer = start(GROUPS)
+    [report] = take(sink, 1)
+    assert isinstance(report, Malformed) and report.key == "default/g"
+    api.vanish("podgroups", "g")
+    assert names(take(sink, 1)) == ["-default/g"]
+    assert informer.lists == 2
+
+
 def test_bookmarks_advance_the_resource_version(api, sink, start) -> None:
     informer = start(NODES)
     api.create("pods", pod("elsewhere"))  # moves the global resourceVersion only

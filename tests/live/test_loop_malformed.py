@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from batchsched.config import parse_config
 from tests.live.conftest import FAST_LEASE, Launcher, condition, node, node_of, pod
 from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer
@@ -149,4 +151,49 @@ def test_a_bad_stated_runtime_keeps_the_pod_counted_and_pending_with_why(
         "Pod default/typo: metadata.labels.kueue.x-k8s.io/max-exec-time-seconds: "
         "'abc' is not a whole number of seconds (e.g. 3600)"
     )
+    assert run.halt() == 0
+
+
+@pytest.mark.parametrize("upstream", [False, True], ids=["crd", "workload-api"])
+def test_members_of_a_malformed_pod_group_are_told_why_until_it_is_fixed(
+    api: FakeApiServer, launch: Launcher, upstream: bool
+) -> None:
+    """A PodGroup that exists but cannot be read is not one "to be created": its members'
+    condition names it, the field and what is allowed; fixed by an update, they schedule."""
+    api.create("nodes", node("n1", cpu="4"))
+    if upstream:
+        api.missing.discard(UPSTREAM_BETA)
+        store, field = UPSTREAM_BETA, "spec.schedulingPolicy.gang.minCount"
+        bad: dict[str, Any] = {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}},
+        }
+        fixed = {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    else:
+        store, field = "podgroups", "spec.minMember"
+        bad = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"minMember": -1},
+        }
+        fixed = {"spec": {"minMember": 2}}
+    api.create(store, bad)
+    for name in ("m1", "m2"):
+        member = pod(name)
+        if upstream:
+            member["spec"]["schedulingGroup"] = {"podGroupName": "train"}
+        else:
+            member["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "train"}
+        api.create("pods", member)
+    run = launch()
+    assert api.wait_for(lambda s: condition(s, "m1") is not None)
+    run.scheduler.actuator.wait()
+    cond = condition(api, "m1")
+    assert cond is not None and node_of(api, "m1") == ""
+    assert cond["message"].startswith(f"PodGroup default/train: cannot be read: {field}: ")
+    assert "must be at least 1, got " in cond["message"]
+    assert "does not exist" not in cond["message"]
+    api.update(store, api.get(store, "train", "default") | fixed)
+    assert api.wait_for(lambda s: node_of(s, "m1") == node_of(s, "m2") == "n1")
     assert run.halt() == 0

@@ -51,3 +51,6 @@ def apply_fact(state: ClusterState, fact: Fact) -> None:
         fact.kind.remove(state, fact.key)
     elif isinstance(fact, BindFailed):
         state.forget(fact.pod)
+    elif isinstance(fact, Malformed) and fact.ref.kind == "PodGroup":
+        # Its members wait naming the field, not for a PodGroup "to be created".
+        state.pod_group_unreadable(fact.key, fact.message)

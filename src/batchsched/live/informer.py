@@ -144,7 +144,7 @@ class Informer:
                 self._emit_remove(key)
         for key in list(self._malformed):
             if key not in seen:
-                del self._malformed[key]
+                self._emit_remove(key)  # deleted while malformed: what was told of it goes
         self.resource_version = version
         self.lists += 1
         first = not self.synced.is_set()

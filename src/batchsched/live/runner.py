@@ -273,6 +273,7 @@ class LiveScheduler:
         for fact in batch:
             if isinstance(fact, Malformed):
                 self._malformed[(fact.kind, fact.key)] = fact
+                apply_fact(self.state, fact)
                 continue
             if isinstance(fact, Remove):
                 self._malformed.pop((fact.kind.name, fact.key), None)

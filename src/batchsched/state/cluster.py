@@ -365,12 +365,25 @@ class ClusterState:
         self.generation += 1
         # Its pending members are queued anew: their order reads the group (its creation
         # time, its priority). No other pod's order or shape reads it.
-        pods = self.pods
-        for key in self.groups.members.get(group.key, ()):
-            if key in pods.pending:
-                pods.pending_changed(key)
+        self._members_requeued(group.key)
         if old is not None and old.max_runtime_seconds != group.max_runtime_seconds:
             self._runtime_restated(group.key)
+
+    def pod_group_unreadable(self, key: str, why: str) -> None:
+        """The PodGroup `key` exists but cannot be read (`why`: its field and what is
+        allowed). It is left out (live mode removed it first, as if deleted); its pending
+        members are told why they wait until a version that can be read comes, or it is
+        deleted (docs/input-limits.md#live-mode)."""
+        self.groups.unreadable[key] = why
+        self.groups.changed(key)
+        self.generation += 1
+        self._members_requeued(key)
+
+    def _members_requeued(self, group_key: str) -> None:
+        pods = self.pods
+        for key in self.groups.members.get(group_key, ()):
+            if key in pods.pending:
+                pods.pending_changed(key)
 
     def _runtime_restated(self, group_key: str) -> None:
         """The group's stated runtime changed, and with it, for its members stating none, the

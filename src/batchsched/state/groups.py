@@ -23,13 +23,19 @@ class Groups:
         # Moves when a group's stated runtime changes, which its members stating none read
         # (what is kept per pod shape reads it: docs/backfill.md).
         self.runtime_version = 0
+        # PodGroup key -> why its object cannot be read (a field and what is allowed): live
+        # mode leaves such an object out, and its members are told why they wait
+        # (docs/input-limits.md#live-mode).
+        self.unreadable: dict[str, str] = {}
 
     def upsert(self, group: PodGroup) -> None:
         self.by_key[group.key] = group
+        self.unreadable.pop(group.key, None)
         self.changed(group.key)
 
     def remove(self, key: str) -> None:
         self.by_key.pop(key, None)
+        self.unreadable.pop(key, None)
         self.changed(key)
 
     def index(self, key: str, group: str | None) -> None:

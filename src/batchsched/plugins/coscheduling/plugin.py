@@ -52,6 +52,7 @@ from batchsched.plugins.coscheduling.admission import (
     member_count_message,
     min_resources_message,
     mixed_schedulers,
+    unreadable_group_message,
 )
 from batchsched.plugins.coscheduling.conditions import disruption_targets, scheduled_condition
 from batchsched.plugins.coscheduling.domain_preemption import victims_in_one_domain
@@ -181,7 +182,8 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         members to place, in `_pending`'s order (its preemptors, for minResources)."""
         group = state.groups.by_key.get(key)
         if group is None:
-            return MISSING_GROUP
+            why = state.groups.unreadable.get(key)
+            return unreadable_group_message(why) if why else MISSING_GROUP
         mismatch = kind_mismatch(pod, group)
         if mismatch or not group.gang:  # a basic group's members go one by one
             return mismatch

@@ -12,7 +12,7 @@ import pytest
 from batchsched.commands.cli import main
 from batchsched.commands.schedule import build_state
 from batchsched.config import default_config, parse_config
-from batchsched.decisions import Bind, Warn
+from batchsched.decisions import Bind, Unschedulable, Warn
 from batchsched.objects.podgroup import GROUP_ANNOTATION, GROUP_LABEL, group_key_of
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ConfigError
@@ -329,6 +329,33 @@ def test_bad_podgroup_is_a_clear_cli_error(
     )
     assert main(["schedule", str(manifest)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_members_of_a_group_that_cannot_be_read_are_told_why_until_it_is_gone() -> None:
+    """Live mode leaves out a PodGroup it cannot read (docs/input-limits.md#live-mode): its
+    members wait naming the field, not for a PodGroup to be created; a good version or its
+    deletion ends that."""
+    sched = scheduler_for(node("n1", cpu="8"), member("a", "g"), member("b", "g"))
+    state = sched.state
+
+    passes = iter(NOW + timedelta(minutes=n) for n in range(10))  # each past its backoff
+
+    def told() -> dict[str, str]:
+        decisions = sched.schedule_pass(next(passes))
+        return {d.pod: d.message for d in decisions if isinstance(d, Unschedulable)}
+
+    assert told()["ml/a"] == "PodGroup ml/g: does not exist: waiting for it to be created"
+    state.pod_group_unreadable("ml/g", "spec.minMember: must be at least 1, got -1")
+    assert told()["ml/a"] == (
+        "PodGroup ml/g: cannot be read: spec.minMember: must be at least 1, got -1; "
+        "waiting for it to be fixed"
+    )
+    state.remove_pod_group("ml/g")
+    assert told()["ml/b"] == "PodGroup ml/g: does not exist: waiting for it to be created"
+    state.pod_group_unreadable("ml/g", "spec.minMember: must be at least 1, got -1")
+    state.upsert_pod_group(build_state(objects_of(group("g", 2))).groups.by_key["ml/g"])
+    binds = sched.schedule_pass(next(passes))
+    assert {d.pod for d in binds if isinstance(d, Bind)} == {"ml/a", "ml/b"}
 
 
 def test_prefilter_alone_admits_pod_by_pod_when_the_group_hook_is_off() -> None:
