@@ -99,6 +99,30 @@ def test_a_deleted_pod_frees_its_room_for_a_waiting_one(
     )
 
 
+def test_a_node_deleted_and_re_created_still_holds_its_running_pod(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    """Its pods stay bound to its name until they are reported gone (as kube-scheduler's
+    cache keeps them): the node back, it is not taken for empty and over-committed."""
+    api.create("nodes", node("n1", cpu="4"))
+    busy = pod("busy", cpu="3", node_name="n1")
+    busy["status"] = {"phase": "Running", "startTime": "2026-11-22T09:00:00Z"}
+    api.create("pods", busy)
+    run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
+    assert run.scheduler.synced.wait(WAIT_SECONDS)
+    api.delete("nodes", "n1")
+    assert api.wait_for(lambda s: "n1" not in run.scheduler.state.nodes.row_of)
+    api.create("pods", pod("big", cpu="2"))  # fits only if n1 were empty
+    assert api.wait_for(lambda s: condition(s, "big") is not None)
+    api.create("nodes", node("n1", cpu="4"))
+    api.create("pods", pod("small", cpu="1"))  # after big in the queue: n1 is seen by then
+    assert api.wait_for(lambda s: node_of(s, "small") == "n1")
+    run.scheduler.actuator.wait()
+    assert node_of(api, "big") == ""
+    assert "default/busy" in run.scheduler.state.pods.bound
+    assert run.halt() == 0
+
+
 def test_the_loop_survives_an_api_server_outage(api: FakeApiServer, launch: Launcher) -> None:
     api.create("nodes", node("n1"))
     run = launch()

@@ -146,8 +146,13 @@ class ClusterState:
         if idx is None:
             return
         self._allocatable = None
+        pods = self.pods
         for key in list(self.nodes.pods_on[idx]):
-            self.pods.unbind(key)
+            pods.unbind(key)
+            # Still bound to that name until the world reports it gone: a node re-created under
+            # it holds the pod again, as kube-scheduler's cache keeps a deleted node's pods
+            # (docs/live.md).
+            pods.wait_for_node(key, name)
         self.volumes.node_changed(name)
         reservation = self.reservations.by_row.get(idx)
         if reservation is not None:
@@ -636,6 +641,7 @@ class ClusterState:
         pod = pods.by_key[key]
         if key in pods.bound:
             pods.unbind(key)
+        pods.off_unlisted_node(key, pod.node_name)  # its node went meanwhile
         pod.node_name = ""
         pods.pending[key] = pod
         pods.pending_changed(key)

@@ -152,8 +152,7 @@ class Pods:
         nodes = self._nodes
         idx = nodes.row_of.get(pod.node_name)
         if idx is None:
-            # Its node is not listed (yet): counted there once it is (`on_unlisted_node`).
-            self.on_unlisted_node.setdefault(pod.node_name, {})[key] = None
+            self.wait_for_node(key, pod.node_name)
             return
         demand = self.demand(pod)  # first: a new resource widens `free`
         free = nodes.free_cells()
@@ -170,6 +169,11 @@ class Pods:
             self.terminating.add(key)
         if pod.volumes or pod.disks:
             self._volumes.place(pod, idx)
+
+    def wait_for_node(self, key: str, node_name: str) -> None:
+        """The pod's node `node_name` is not listed (not yet, or no longer): it is counted
+        there once a node of that name is."""
+        self.on_unlisted_node.setdefault(node_name, {})[key] = None
 
     def off_unlisted_node(self, key: str, node_name: str) -> None:
         """The pod is no longer waiting to be counted on the unlisted node `node_name`."""

@@ -185,3 +185,33 @@ def test_a_pod_gone_or_moved_before_its_node_is_listed_is_not_counted_there() ->
     assert int(state.nodes.free[row, 0]) == 4000 and not state.nodes.pods_on[row]
     assert state.pods.bound[moved.key] == state.nodes.row_of["a"]
     assert not state.pods.on_unlisted_node
+
+
+def test_a_node_deleted_and_re_created_holds_the_pods_still_bound_to_it() -> None:
+    # kube-scheduler's cache keeps a deleted node's pods until their deletions arrive: a node
+    # re-created under that name must not look empty, or it is over-committed.
+    running, gone = pending("running", 3000, 0), pending("gone", 500, 0)
+    running.node_name = gone.node_name = "b"
+    state = state_with()
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    state.upsert_pod(running)
+    state.upsert_pod(gone)
+    state.remove_node("b")
+    assert running.key not in state.pods.bound and running.key not in state.pods.pending
+    state.remove_pod(gone.key)  # reported gone while its node was away
+    state.upsert_node(Node("b", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    row = state.nodes.row_of["b"]
+    assert state.pods.bound == {running.key: row}
+    assert int(state.nodes.free[row, 0]) == 1000
+    assert not state.pods.on_unlisted_node
+
+
+def test_an_assumed_pod_whose_node_went_is_not_counted_there_once_forgotten() -> None:
+    pod = pending("p", 3000, 0)
+    state = state_with(pod)
+    state.assume(pod.key, "a")
+    state.remove_node("a")
+    state.forget(pod.key)  # its bind failed: the node was gone
+    assert pod.key in state.pods.pending and not state.pods.on_unlisted_node
+    state.upsert_node(Node("a", {"cpu": 4000, "memory": 8 * GI, "pods": 10}))
+    assert int(state.nodes.free[state.nodes.row_of["a"], 0]) == 4000
