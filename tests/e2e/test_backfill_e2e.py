@@ -109,7 +109,8 @@ def test_a_pod_past_its_stated_runtime_is_evicted_for_a_reservation(cluster: Clu
 def test_a_bad_stated_runtime_is_told_and_its_running_pod_still_counted(cluster: Cluster) -> None:
     """docs/backfill.md#stated-runtimes: the API server takes any label or annotation value;
     a pending pod stating a bad runtime stays pending with the error as its PodScheduled
-    message and FailedScheduling event, and a running one still holds its node's room."""
+    message and FailedScheduling event, and a running one still holds its node's room and
+    gets one InvalidStatedRuntime Warning event naming the field."""
     node = f"bad-{cluster.namespace[-6:]}"
     cluster.node(node, cpu="4")
     _pod(cluster, "busy", "soon", node=node, cpu="4")
@@ -131,3 +132,15 @@ def test_a_bad_stated_runtime_is_told_and_its_running_pod_still_counted(cluster:
     cluster.create(f"/api/v1/namespaces/{cluster.namespace}/pods", later)
     wait(lambda: "Insufficient cpu" in _message(cluster, "later"), what="later kept off")
     assert cluster.node_of("later") == "" and cluster.node_of("typo") == ""
+
+    def warnings() -> list[dict[str, Any]]:
+        found = cluster.events("InvalidStatedRuntime")
+        return [e for e in found if e["regarding"]["name"] == "busy"]
+
+    wait(lambda: bool(warnings()), what="the busy pod warned")
+    [warned] = warnings()
+    assert (warned["type"], warned["regarding"]["kind"]) == ("Warning", "Pod")
+    assert warned["note"] == (
+        f"metadata.annotations.{RUNTIME}: 'soon' is not a duration: whole numbers with units h, "
+        "m or s (e.g. 90m, 2h, 3600s, 1h30m); planned as stating no runtime"
+    )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from batchsched.config import parse_config
-from tests.live.conftest import FAST_LEASE, Launcher, condition, node, node_of, pod
+from tests.live.conftest import FAST_LEASE, Launcher, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer
 
 
@@ -196,4 +196,74 @@ def test_members_of_a_malformed_pod_group_are_told_why_until_it_is_fixed(
     assert "does not exist" not in cond["message"]
     api.update(store, api.get(store, "train", "default") | fixed)
     assert api.wait_for(lambda s: node_of(s, "m1") == node_of(s, "m2") == "n1")
+    assert run.halt() == 0
+
+
+def test_a_running_pod_or_pod_group_stating_a_bad_runtime_gets_one_warning_per_value(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    """Nothing keeps them pending to say so: a Warning event names the field and what is
+    allowed, once per object and value, not at every pass (docs/backfill.md#stated-runtimes)."""
+    api.create("nodes", node("n1", cpu="4"))
+    soon = pod("soon", node_name="n1", annotations={"batchsched.io/max-runtime": "soon"})
+    minus = pod("minus", node_name="n1", labels={"kueue.x-k8s.io/max-exec-time-seconds": "-5"})
+    for running in (soon, minus):
+        running["status"] = {"phase": "Running", "startTime": "2026-11-22T09:00:00Z"}
+        api.create("pods", running)
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "metadata": {
+            "name": "train",
+            "namespace": "default",
+            "annotations": {"batchsched.io/max-runtime": "0s"},
+        },
+        "spec": {"minMember": 1},
+    }
+    api.create("podgroups", group)
+    run = launch(config(podInitialBackoffSeconds=0.05, podMaxBackoffSeconds=0.1))
+
+    def reasons(name: str, kind: str = "Pod") -> list[tuple[str, str, str]]:
+        return [(e["type"], e["reason"], e["note"]) for e in _events(api, kind, name)]
+
+    assert api.wait_for(lambda s: all(_events(s, "Pod", n) for n in ("soon", "minus")))
+    assert reasons("soon") == [
+        (
+            "Warning",
+            "InvalidStatedRuntime",
+            "metadata.annotations.batchsched.io/max-runtime: 'soon' is not a duration: whole "
+            "numbers with units h, m or s (e.g. 90m, 2h, 3600s, 1h30m); planned as stating no "
+            "runtime",
+        )
+    ]
+    assert reasons("minus") == [
+        (
+            "Warning",
+            "InvalidStatedRuntime",
+            "metadata.labels.kueue.x-k8s.io/max-exec-time-seconds: '-5' is not a whole number "
+            "of seconds (e.g. 3600); planned as stating no runtime",
+        )
+    ]
+    assert api.wait_for(lambda s: len(_events(s, "PodGroup", "train")) == 1)
+    [(_, reason, note)] = reasons("train", "PodGroup")
+    assert reason == "InvalidStatedRuntime" and note.startswith(
+        "metadata.annotations.batchsched.io/max-runtime: '0s' must be more than 0 seconds"
+    )
+    [event] = _events(api, "PodGroup", "train")
+    assert event["regarding"]["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    # Passes go on (a pod arrives, binds) and a new version with the same value comes: no
+    # event more. A new value is told.
+    api.create("pods", pod("later"))
+    assert api.wait_for(lambda s: node_of(s, "later") == "n1")
+    soon = api.get("pods", "soon") or {}
+    soon["metadata"]["labels"] = {"touched": "yes"}
+    api.update("pods", soon)
+    soon = api.get("pods", "soon") or {}
+    soon["metadata"]["annotations"] = {"batchsched.io/max-runtime": "later"}
+    api.update("pods", soon)
+    assert api.wait_for(lambda s: len(_events(s, "Pod", "soon")) == 2)
+    api.create("pods", pod("last"))
+    assert api.wait_for(lambda s: node_of(s, "last") == "n1")
+    run.scheduler.actuator.wait()
+    assert len(_events(api, "Pod", "soon")) == 2 and len(_events(api, "Pod", "minus")) == 1
+    assert "'later' is not a duration" in reasons("soon")[-1][2]
     assert run.halt() == 0

@@ -38,6 +38,7 @@ from batchsched.objects.load import Objects
 from batchsched.objects.parse import format_time, pod_group_status_json
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.records import PodGroup
+from batchsched.objects.runtime_bound import planned_as_none
 from batchsched.scheduling.scheduler import Scheduler
 from batchsched.state.cluster import ClusterState
 from batchsched.state.reservations import StartReservation
@@ -294,11 +295,7 @@ def _bad_runtimes(state: ClusterState) -> list[Warn]:
         members = state.groups.members.get(key, ())
         if group.runtime_error and not any(m in state.pods.pending for m in members):
             told.append(group.runtime_error)
-    out = []
-    for error in sorted(told):
-        obj, _, what = error.partition(": ")
-        out.append(Warn(obj, f"{what}; planned as stating no runtime"))
-    return out
+    return [Warn(*planned_as_none(error)) for error in sorted(told)]
 
 
 def _settle(

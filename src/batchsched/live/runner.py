@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from batchsched.config import SchedulerConfig
 from batchsched.controllers import Controllers
 from batchsched.live.actuator import Actuator
+from batchsched.live.bad_runtimes import BadRuntimes
 from batchsched.live.client import KubeClient
 from batchsched.live.events import EventRecorder
 from batchsched.live.facts import BindFailed, Fact, Remove, Upsert, Wakeup, apply_fact
@@ -133,6 +134,7 @@ class LiveScheduler:
         self.scheduler_names = frozenset(p.scheduler_name for p in config.profiles)
         # Malformed objects not reported yet: only a leader writes, so they wait for the lease.
         self._malformed: dict[tuple[str, str], Malformed] = {}
+        self.bad_runtimes = BadRuntimes()
         self.synced = threading.Event()
         self.passes = 0
         self._led = False  # whether this replica has led yet
@@ -227,6 +229,8 @@ class LiveScheduler:
                 for report in self._malformed.values():
                     self.actuator.report_malformed(report, self.scheduler_names)
                 self._malformed.clear()
+                if not self.options.dry_run:
+                    self.bad_runtimes.report(self.events)
                 now = datetime.now(UTC)
                 # Each pod's writes start as soon as it is decided, not after the whole pass.
                 for step in self.scheduler.pass_steps(now):
@@ -283,6 +287,8 @@ class LiveScheduler:
                 key = str(getattr(fact.record, "key", fact.record.name))
                 self._malformed.pop((fact.kind.name, key), None)
             apply_fact(self.state, fact)
+            if isinstance(fact, Upsert):
+                self.bad_runtimes.seen(fact.record)
             if isinstance(fact, Upsert) and isinstance(fact.record, Pod):
                 if fact.record.key in self.state.pods.pending:
                     self._pending_since.setdefault(fact.record.key, now)
@@ -302,6 +308,7 @@ class LiveScheduler:
             return
         namespace, _, name = gone.key.partition("/")
         self.events.forget(kind, namespace, name)
+        self.bad_runtimes.forget(kind, gone.key)
         if kind == "Pod":
             self._pending_since.pop(gone.key, None)
             self.actuator.forget_pod(gone.key)

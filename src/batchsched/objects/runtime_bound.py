@@ -53,6 +53,14 @@ def _in_range(seconds: int, text: str) -> int:
     return seconds
 
 
+def planned_as_none(error: str) -> tuple[str, str]:
+    """A bad stated runtime of a running pod or of a PodGroup (its `runtime_error`, naming
+    the object and the field) as a warning: the object, and what is wrong with it. Nothing
+    keeps such a pod pending to say so; it is planned as stating no runtime."""
+    obj, _, what = error.partition(": ")
+    return obj, f"{what}; planned as stating no runtime"
+
+
 def stated_runtime(pod: Pod, group: PodGroup | None) -> int | None:
     """The pod's bound in seconds, else its PodGroup's; None if neither states one."""
     if pod.max_runtime_seconds is not None:
