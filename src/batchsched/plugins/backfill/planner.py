@@ -65,6 +65,16 @@ class Blocks:
         np.add.at(held, self.node[active], self.amounts[active])
         return held
 
+    def most_held(self, nodes: int) -> IntArray:
+        """The most they hold per node at any one moment, per resource (nodes x resources):
+        what a plan with no expected start, which holds its room for good from now
+        (docs/backfill.md#rules), must leave them. What they hold changes only where one
+        begins."""
+        held = self.held_at(math.inf, nodes)
+        for when in np.unique(self.start).tolist():
+            held = np.maximum(held, self.held_at(when, nodes))
+        return held
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -154,8 +164,7 @@ def at_the_end(
     if not may_fit(room, members):
         return None  # not even then
     if blocks is not None:
-        # Nothing begins after the last moment: what the blocks hold for good is taken.
-        room = room - blocks.held_at(math.inf, room.shape[0])
+        room = room - blocks.most_held(room.shape[0])
     shares = _shares(room, rank, totals.pods, members)
     if shares is None:
         return None
@@ -246,8 +255,11 @@ def _room_through(
     length: float,
 ) -> IntArray:
     """The room left at every moment of [when, when + length) once the blocks take theirs:
-    pods only end as time passes, so it is least at `when` or where a block begins."""
+    pods only end as time passes, so it is least at `when` or where a block begins. At the
+    last moment (inf: no expected start) the room is held from now on, beside every block."""
     nodes = free.shape[0]
+    if math.isinf(when):
+        return room - blocks.most_held(nodes)
     least = room - blocks.held_at(when, nodes)
     ends = when + length
     begins = np.unique(blocks.start[(blocks.start > when) & (blocks.start < ends)])

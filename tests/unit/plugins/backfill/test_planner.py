@@ -93,6 +93,16 @@ def test_a_reservation_for_good_leaves_only_its_node_s_other_room() -> None:
     assert plan is not None and plan.start == NOW
 
 
+def test_a_plan_with_no_expected_start_holds_its_room_beside_every_earlier_one() -> None:
+    # It fits only once `b` (stating no runtime) ends, so it holds n1 for good from now: not
+    # the 4 GPUs an earlier reservation holds from 30 to 90 min, though it ends before then.
+    nodes: list[Node] = [("n1", 0, 8, [("a", 4, 0, 30), ("b", 4, 0, None)])]
+    alone = _plan(nodes, [(8, 1)])
+    assert alone is not None and alone.start is None and alone.waits_for == ("a", "b")
+    earlier = _block(NOW + 30 * MINUTE, NOW + 90 * MINUTE, 4)
+    assert _plan(nodes, [(8, 1)], blocks=earlier) is None
+
+
 def test_earliest_node_wins() -> None:
     nodes: list[Node] = [("n1", 0, 8, [("a", 8, 0, 60)]), ("n2", 0, 8, [("b", 8, 0, 30)])]
     plan = _plan(nodes, [(8, 1)])
@@ -263,17 +273,20 @@ def test_a_plan_never_takes_room_earlier_reservations_hold_during_its_stay(
     plan = _plan(nodes, members, length, blocks)
     if plan is None:
         return
-    start = math.inf if plan.start is None else plan.start
     # At the start and wherever a block begins during the stay, each share fits the room
-    # the pods ended by then leave, less what the blocks hold then.
-    moments = {start} | {b for _, b, _, _ in spans if start < b < start + length}
+    # the pods ended by then leave, less what the blocks hold then. With no expected start
+    # the room is held for good from now, the pods it waits for counted as gone.
+    if plan.start is None:
+        moments = {NOW, math.inf} | {b for _, b, _, _ in spans}
+    else:
+        moments = {plan.start} | {b for _, b, _, _ in spans if plan.start < b < plan.start + length}
     for when in moments:
         for i, share in plan.shares.items():
             _, gpus, _, running = nodes[i]
             ended = [
                 r
                 for r in running
-                if math.isinf(when) or (r[3] is not None and NOW + r[3] * MINUTE <= when)
+                if plan.start is None or (r[3] is not None and NOW + r[3] * MINUTE <= when)
             ]
             holding = sum(
                 g for n, b, u, g in spans if n == i and b <= when and (when < u or math.isinf(u))
