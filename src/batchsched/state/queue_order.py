@@ -15,14 +15,21 @@ A level where one child has work needs no rating: the fair shares are computed, 
 they moved asked, only when two children compete (on a busy trace most picks have one; with
 decayed usage the shares move at every pass, and computing them anyway was most of the cost
 of the queues).
+
+The same order serves a walk that places nothing (`QueueWalk`): Backfill hands out its
+candidates for reservations in it (docs/backfill.md#rules), each counted in its queue's usage
+once it holds one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 
+from batchsched.objects.queues import Queue
 from batchsched.objects.records import Pod
 from batchsched.state.cluster import ClusterState
+from batchsched.state.fair_share import Shares
+from batchsched.state.queues import Usage
 
 # (dominant ratio once the next pod is placed, queue name, the leaf whose pod that is)
 Rating = tuple[float, str, str]
@@ -39,12 +46,15 @@ class QueueOrder:
         self._links: dict[str, tuple[tuple[str, str], ...]] = {}
         self._heads: Mapping[str, Pod] = {}
         self._shares_checked = False  # whether this choice compared `_shares_at` yet
+        self._shares: Shares | None = None  # the fair shares, read once per choice
+
+    @property
+    def state(self) -> ClusterState:
+        return self._state
 
     def lane_of(self, pod: Pod) -> str:
         """The leaf queue whose heap holds the pod ("": in none, or in error)."""
-        if not self._state.queues.queues:
-            return ""
-        return self._state.queue_of(pod).queue
+        return lane_of(self._state, pod)
 
     def version(self) -> Hashable:
         """Moves when pods may belong to other lanes (the tree, or a Namespace's or PodGroup's
@@ -57,7 +67,8 @@ class QueueOrder:
         state = self._state
         self._heads = heads
         self._shares_checked = False
-        usage_moved = state.queue_ledger.drain_usage_moved()
+        self._shares = None
+        usage_moved = self._usage_moved()
         filed_at = state.queue_labels_at()
         if filed_at != self._filed_at:  # the lanes were filed anew: every one is looked at
             if filed_at[0] != self._filed_at[0]:
@@ -73,6 +84,14 @@ class QueueOrder:
         for leaf in moved:
             self._follow(leaf, leaf in heads)
         return self._pick("")
+
+    def _usage(self) -> Usage:
+        """Each queue's usage, as the ratings read it."""
+        return self._state.queue_usage()
+
+    def _usage_moved(self) -> Collection[str]:
+        """The leaves whose usage moved since the last choice."""
+        return self._state.queue_ledger.drain_usage_moved()
 
     def _follow(self, leaf: str, has_work: bool) -> None:
         """The leaf's next pod or usage moved: its path is rated again, and joins or leaves
@@ -123,8 +142,77 @@ class QueueOrder:
                 return None
             state = self._state
             extra = state.requests_by_name(self._heads[leaf])
-            ratio = state.queues.dominant_ratio(
-                name, state.queue_usage(), state.queue_fair_shares(), extra
-            )
+            shares = self._shares
+            if shares is None:
+                shares = self._shares = state.queue_fair_shares()
+            ratio = state.queues.dominant_ratio(name, self._usage(), shares, extra)
             rating = self._rated[name] = (ratio, name, leaf)
         return rating
+
+
+def lane_of(state: ClusterState, pod: Pod) -> str:
+    """The pod's leaf queue in the queue order ("": in none, or in error, or no Queue
+    objects)."""
+    if not state.queues.queues:
+        return ""
+    return state.queue_of(pod).queue
+
+
+class QueueWalk(QueueOrder):
+    """The queue order of walks that place nothing (Backfill's candidates): usage is the
+    state's as of the walk's `start` plus what the walk counted (`count`). It leaves the
+    ledger's note of the queues whose usage moved to the scheduling queue's order, which
+    reads it. What is kept per tree (each leaf's path) serves every walk."""
+
+    def __init__(self, state: ClusterState) -> None:
+        super().__init__(state)
+        self._counted = _Counted({})
+        self._counted_moved: set[str] = set()
+
+    def start(self) -> None:
+        """A new walk: nothing rated, no queue with work, usage as of now."""
+        self._rated.clear()
+        self._with_work = {}
+        self._counted = _Counted(self._state.queue_usage())
+        self._counted_moved = set()
+
+    def count(self, leaf: str, requests: Mapping[str, int]) -> None:
+        """What was handed out of `leaf` counts in its queues' usage from now on."""
+        if leaf:
+            self._counted.add(self._state.queues.path(leaf), requests)
+            self._counted_moved.add(leaf)
+
+    def _usage(self) -> Usage:
+        return self._counted
+
+    def _usage_moved(self) -> Collection[str]:
+        moved, self._counted_moved = self._counted_moved, set()
+        return moved
+
+
+class _Counted(Mapping[str, Mapping[str, int]]):
+    """Usage as of a moment, plus amounts counted since on some queues (copied on their
+    first count: the state's own is not changed)."""
+
+    def __init__(self, base: Usage) -> None:
+        self._base = base
+        self._added: dict[str, dict[str, int]] = {}
+
+    def add(self, path: Iterable[Queue], requests: Mapping[str, int]) -> None:
+        for queue in path:
+            total = self._added.get(queue.name)
+            if total is None:
+                total = self._added[queue.name] = dict(self._base.get(queue.name, {}))
+            for resource, amount in requests.items():
+                total[resource] = total.get(resource, 0) + amount
+
+    def __getitem__(self, queue: str) -> Mapping[str, int]:
+        added = self._added.get(queue)
+        return self._base[queue] if added is None else added
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        yield from (queue for queue in self._added if queue not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(1 for queue in self._added if queue not in self._base)

@@ -65,9 +65,14 @@ def limit_refusal(
     leaf = state.queue_of(pods[0]).queue
     if not leaf:
         return ""
+    reserved = reserved_usage(state, (holder,), held)
+    return state.queues.blocking(leaf, state.queue_usage(), requests_of(state, pods), reserved)
+
+
+def requests_of(state: ClusterState, pods: Iterable[Pod]) -> dict[str, int]:
+    """What the pods request together, by resource name (what a reservation of them holds)."""
     asks: dict[str, int] = {}
     for pod in pods:
         for resource, amount in state.requests_by_name(pod).items():
             asks[resource] = asks.get(resource, 0) + amount
-    reserved = reserved_usage(state, (holder,), held)
-    return state.queues.blocking(leaf, state.queue_usage(), asks, reserved)
+    return asks

@@ -52,7 +52,7 @@ from batchsched.framework.interface import (
 from batchsched.objects.parse import format_time
 from batchsched.objects.records import Pod
 from batchsched.plugins.args import ArgsReader
-from batchsched.plugins.backfill.candidates import Candidates, Order
+from batchsched.plugins.backfill.candidates import Candidates, Order, Walk
 from batchsched.plugins.backfill.drain import drain_score, free_at
 from batchsched.plugins.backfill.packing import evicted_share
 from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
@@ -70,6 +70,7 @@ from batchsched.plugins.backfill.room import RoomChecks, started_here, window
 from batchsched.preemption.broken_promises import BrokenPromises
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray
+from batchsched.state.queue_order import lane_of
 from batchsched.state.reservations import StartReservation, holder_pods, holders_of
 from batchsched.state.reserved_quota import limit_refusal
 
@@ -325,7 +326,8 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         moved: set[int] = set()  # the rows of reservations planned anew this time
         most_room: IntArray | None = None  # `Picture.most_room`, read once when first needed
         held = state.start_reservations.by_holder
-        for holder in self._candidates:
+        walk = self._walk(state)
+        for holder in walk:
             pods = _waiting_pods(state, holder)
             if not pods:
                 self._drop(holder)  # bound or gone
@@ -355,12 +357,14 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
                     most_room = self._picture.most_room(state)  # no pod comes or goes here
                 if not self._may_start_sooner(state, unmoved, pods, earlier, now, most_room):
                     planned[holder] = unmoved
+                    walk.count()
                     continue
             reservation = self._plan(
                 framework, state, holder, pods, now, earlier, daemon, fits_now=holding
             )
             if unmoved is not None and not _sooner(reservation, unmoved):
                 planned[holder] = unmoved
+                walk.count()
                 continue
             if reservation is None:
                 # It never fits around the earlier ones, or it fits now: its next failed
@@ -368,6 +372,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
                 self._drop(holder)
                 continue
             planned[holder] = reservation
+            walk.count()
             if reservation != kept:
                 moved.update(reservation.shares)
         for holder, reservation in list(held.items()):
@@ -401,8 +406,11 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         if not _lacks_room(state, holder, rejected_by):
             self._drop(holder)  # it waits for something else than room
             return ""
-        if holder not in self._candidates:  # kept where it is if it already waited
-            self._candidates.add(holder, _order(framework, waiting, now))
+        lane = lane_of(state, waiting[0])
+        if holder in self._candidates:  # kept where it is if it already waited
+            self._candidates.file(holder, lane)  # (in its queue's lane: its pod may name another)
+        else:
+            self._candidates.add(holder, _order(framework, waiting, now), lane)
         if len(state.start_reservations.by_holder) < self.max_reservations and self._waited(
             state, holder, waiting, now
         ):
@@ -442,10 +450,12 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         """The free reservations to the candidates before `holder`, in order, that are old
         enough and within their queues' limits."""
         held = state.start_reservations.by_holder
-        for other in self._candidates:
+        walk = self._walk(state)
+        for other in walk:
             if other == holder or len(held) >= self.max_reservations:
                 return
             if other in held:
+                walk.count()
                 continue
             pods = _waiting_pods(state, other)
             due = bool(pods) and self._waited(state, other, pods, now)
@@ -453,17 +463,21 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
                 continue
             if not pods or (due and self._reserve(framework, state, other, pods, now) is None):
                 self._drop(other)  # gone, or its next failed attempt tells again
+            elif due:
+                walk.count()
 
     def _next_unheld(self, state: ClusterState, now: datetime) -> bool:
         """Whether a candidate old enough to reserve and holding nothing comes before the
         `maxReservations`-th holder (or there are fewer holders): it is due a reservation."""
         held = state.start_reservations.by_holder
         seen = 0
-        for holder in self._candidates:
+        walk = self._walk(state)
+        for holder in walk:
             if seen >= self.max_reservations:
                 return False
             if holder in held:
                 seen += 1
+                walk.count()
                 continue
             pods = _waiting_pods(state, holder)
             if not pods:
@@ -477,6 +491,11 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
     ) -> Overdue:
         held = state.start_reservations.by_holder.get(holder)
         return Overdue() if held is None else owed(self._promises, state, held, waiting, now)
+
+    def _walk(self, state: ClusterState) -> Walk:
+        """The candidates in the scheduler's order, each holder counted in its queue's usage
+        once it holds a reservation (`Walk.count`)."""
+        return self._candidates.walk(state, lambda holder: _waiting_pods(state, holder))
 
     def _hold(self, state: ClusterState, reservation: StartReservation) -> None:
         state.hold_start(reservation)
