@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from batchsched.config import parse_config
+from batchsched.objects.queue_membership import QUEUE_LABEL
+from batchsched.objects.queues import QUEUE_API
 from tests.live.conftest import FAST_LEASE, Launcher, condition, config, node, node_of, pod
 from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer
 
@@ -267,3 +269,50 @@ def test_a_running_pod_or_pod_group_stating_a_bad_runtime_gets_one_warning_per_v
     assert len(_events(api, "Pod", "soon")) == 2 and len(_events(api, "Pod", "minus")) == 1
     assert "'later' is not a duration" in reasons("soon")[-1][2]
     assert run.halt() == 0
+
+
+def test_pods_of_a_malformed_queue_wait_naming_its_field_and_never_run_over_its_limit(
+    api: FakeApiServer, launch: Launcher
+) -> None:
+    """The only Queue object cannot be read: its pods are not scheduled as if queues were off
+    (with no quota at all) but wait naming it (docs/queues.md#a-queue-that-cannot-be-read); a
+    pod in no queue runs; fixed, its limit holds; malformed again and deleted, its pods are in
+    no queue and run."""
+    api.create("nodes", node("n1", cpu="4"))
+    spec = {"resources": {"cpu": {"limit": "-1"}}}
+    team = {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": "team"}, "spec": spec}
+    api.create("queues", team)
+    for name in ("t1", "t2"):
+        api.create("pods", pod(name, labels={QUEUE_LABEL: "team"}))
+    api.create("pods", pod("free"))
+    run = launch()
+    assert api.wait_for(lambda s: node_of(s, "free") == "n1")
+    told = "queue 'team' (label batchsched.io/queue of the pod) cannot be read: "
+    assert api.wait_for(lambda s: told in message(s, "t1") and told in message(s, "t2"))
+    assert message(api, "t1") == (
+        f"{told}spec.resources.cpu.limit: '-1' is negative (a quantity such as 8, 500m or 64Gi); "
+        "waiting for it to be fixed"
+    )
+    assert node_of(api, "t1") == node_of(api, "t2") == ""
+
+    def bound(s: FakeApiServer) -> list[str]:
+        return [name for name in ("t1", "t2") if node_of(s, name)]
+
+    api.update(
+        "queues", api.get("queues", "team") | {"spec": {"resources": {"cpu": {"limit": "1"}}}}
+    )
+    assert api.wait_for(lambda s: len(bound(s)) == 1)
+    [waiting] = {"t1", "t2"} - set(bound(api))
+    assert api.wait_for(lambda s: "limit 1, in use 1, asks 1" in message(s, waiting))
+    assert bound(api) != [waiting]  # never both: the limit is 1 CPU
+
+    api.update("queues", api.get("queues", "team") | {"spec": spec})
+    assert api.wait_for(lambda s: told in message(s, waiting))
+    api.delete("queues", "team")
+    assert api.wait_for(lambda s: node_of(s, waiting) == "n1")
+    assert run.halt() == 0
+
+
+def message(api: FakeApiServer, name: str) -> str:
+    cond = condition(api, name)
+    return str(cond.get("message", "")) if cond else ""

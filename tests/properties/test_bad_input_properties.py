@@ -22,20 +22,24 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from batchsched.commands import schedule as schedule_command
 from batchsched.commands.cli import main
-from batchsched.commands.schedule import settle
+from batchsched.commands.schedule import build_state, settle
 from batchsched.config import default_config
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.load import Objects
 from batchsched.objects.records import Node, Pod
+from batchsched.state.cluster import ClusterState
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 NOW_ARG = "2026-11-23T00:00:00Z"
@@ -131,13 +135,6 @@ def cluster() -> list[dict[str, Any]]:
                 "weight": 2,
                 "reclaimMinRuntime": "10m",
             },
-        },
-        # A second queue: with no Queue object at all, queues are off (docs/queues.md).
-        {
-            "apiVersion": "batchsched.io/v1alpha1",
-            "kind": "Queue",
-            "metadata": {"name": "spare"},
-            "spec": {"resources": {"cpu": {"limit": "2"}}},
         },
         {
             "apiVersion": "policy/v1",
@@ -306,7 +303,8 @@ def apply(case: tuple[int, tuple[Any, ...], Any]) -> list[dict[str, Any]]:
 
 
 def read_live(objects: list[dict[str, Any]]) -> tuple[Objects, dict[str, ManifestError]]:
-    """The objects as the live loop holds them: each read alone; a malformed one left out."""
+    """The objects as the live loop holds them: each read alone; a malformed one left out
+    (and known as unreadable, `decide`)."""
     held = Objects()
     refused: dict[str, ManifestError] = {}
     for obj in objects:
@@ -317,10 +315,26 @@ def read_live(objects: list[dict[str, Any]]) -> tuple[Objects, dict[str, Manifes
     return held, refused
 
 
-def decide(objects: Objects) -> tuple[dict[str, str], dict[str, str], list[Node], list[Pod]]:
+def decide(
+    objects: Objects, refused: Mapping[str, ManifestError] | None = None
+) -> tuple[dict[str, str], dict[str, str], list[Node], list[Pod]]:
     """Each of our pods' node ("" pending), the pending pods' messages, and the nodes and pods
-    as they stand after the plan."""
-    result, scheduler = settle(objects, default_config(), NOW)
+    as they stand after the plan. A `refused` PodGroup or Queue is known as unreadable, as the
+    live loop knows it from the informer's report (live/facts.py)."""
+
+    def with_unreadable(objects: Objects) -> ClusterState:
+        state = build_state(objects)
+        for what, err in (refused or {}).items():
+            kind, _, key = what.partition(" ")
+            why = f"{err.field}: {err.what}"
+            if kind == "PodGroup":
+                state.pod_group_unreadable(key, why)
+            elif kind == "Queue":
+                state.queue_unreadable(key, why)
+        return state
+
+    with patch.object(schedule_command, "build_state", with_unreadable):
+        result, scheduler = settle(objects, default_config(), NOW)
     state = scheduler.state
     placed = {key: pod.node_name for key, pod in state.pods.by_key.items()}
     for bind in result.bindings:
@@ -406,7 +420,7 @@ def test_one_broken_field_loses_nothing_else(
         assert error_.field, (what, str(error_))
         assert error_.obj == what, (what, str(error_))
     running = {p.key for p in held.pods if p.node_name}
-    placed, pending, nodes, pods = decide(held)
+    placed, pending, nodes, pods = decide(held, refused)
     assert_not_overcommitted(placed, running, nodes, pods)
     base_placed = BASELINE[0]
     for name, depends in DEPENDS.items():
@@ -414,10 +428,14 @@ def test_one_broken_field_loses_nothing_else(
         if f"Pod {key}" == broken_label:
             continue
         if broken_label in refused and broken_label in depends and broken_label.startswith(WAITED):
-            # Left out by the live loop: the pod waits for it, and says so. (A PriorityClass
-            # is not waited for: admission resolved the pod's priority when it was created.)
+            # Left out by the live loop: the pod waits for it, naming it and its field, also
+            # when it is the only Queue (docs/queues.md#a-queue-that-cannot-be-read). (A
+            # PriorityClass is not waited for: admission resolved the pod's priority when it
+            # was created.)
             assert placed.get(key, "") == "", (key, broken_label)
             assert broken_label.split(" ")[1].split("/")[-1] in pending[key], (key, pending[key])
+            said = f"cannot be read: {refused[broken_label].field}: "
+            assert said in pending[key], (key, pending[key])
             continue
         if broken_label in depends or broken_label == NODE_OF[name]:
             continue

@@ -54,3 +54,6 @@ def apply_fact(state: ClusterState, fact: Fact) -> None:
     elif isinstance(fact, Malformed) and fact.ref.kind == "PodGroup":
         # Its members wait naming the field, not for a PodGroup "to be created".
         state.pod_group_unreadable(fact.key, fact.message)
+    elif isinstance(fact, Malformed) and fact.ref.kind == "Queue":
+        # Its pods wait naming the field, rather than run as if it did not exist.
+        state.queue_unreadable(fact.key, fact.message)

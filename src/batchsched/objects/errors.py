@@ -38,6 +38,12 @@ class ManifestError(InputError):
         return ManifestError(self.what, obj=self.obj, field=self.field, source=source)
 
 
+def unreadable_message(why: str) -> str:
+    """Why the pods of an object that exists but cannot be read wait (a PodGroup's members, a
+    Queue's pods), `why` naming its field and what is allowed (docs/input-limits.md#live-mode)."""
+    return f"cannot be read: {why}; waiting for it to be fixed"
+
+
 MAX_VALUE_CHARS = 60
 MAX_MESSAGE_CHARS = 1000
 _SHOWN = reprlib.Repr()

@@ -337,20 +337,27 @@ def check_queue_tree(queues: list[Queue]) -> None:
         raise errors[0]
 
 
-def queue_tree_errors(queues: list[Queue]) -> list[ManifestError]:
+def queue_tree_errors(
+    queues: list[Queue], unreadable: Mapping[str, str] | None = None
+) -> list[ManifestError]:
     """What makes a set of queues not a tree, at most one error per queue: first, by name, a
-    parent that is not a queue and a cycle of parents (on every queue whose parents lead into
-    one); then, by name, children whose guaranteed amounts of a resource add up to more than
-    the parent guarantees (for the resources the parent names), on the parent."""
+    parent that is not a queue (or one that exists but cannot be read: `unreadable`, name ->
+    its field and what is allowed) and a cycle of parents (on every queue whose parents lead
+    into one); then, by name, children whose guaranteed amounts of a resource add up to more
+    than the parent guarantees (for the resources the parent names), on the parent."""
     by_name = {q.name: q for q in queues}
     errors: dict[str, ManifestError] = {}
     for queue in sorted(queues, key=lambda q: q.name):
         parent_field = _field(queue.api_version, "parent", "")
         if queue.parent and queue.parent not in by_name:
+            why = unreadable.get(queue.parent) if unreadable else None
             known = ", ".join(sorted(by_name)) or "none"
-            errors[queue.name] = _tree_error(
-                queue, parent_field, f"no Queue {queue.parent!r} (known: {known})"
+            what = (
+                f"Queue {queue.parent!r} cannot be read: {why}"
+                if why
+                else f"no Queue {queue.parent!r} (known: {known})"
             )
+            errors[queue.name] = _tree_error(queue, parent_field, what)
             continue
         seen = [queue.name]
         up = queue.parent

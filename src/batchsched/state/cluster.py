@@ -220,6 +220,13 @@ class ClusterState:
         self.queues.remove(name)
         self.generation += 1
 
+    def queue_unreadable(self, name: str, why: str) -> None:
+        """The Queue `name` exists but cannot be read (`why`: its field and what is allowed;
+        live mode removed it first, as if deleted): its pods wait naming it until a version
+        that can be read comes, or it is deleted (docs/queues.md#a-queue-that-cannot-be-read)."""
+        self.queues.mark_unreadable(name, why)
+        self.generation += 1
+
     def queue_of(self, pod: Pod) -> Membership:
         """The pod's leaf queue, or why it cannot be placed (docs/queues.md). Kept per pod
         object until the tree or a Namespace's or PodGroup's queue label moves: the queue

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from batchsched.objects.errors import ManifestError
+from batchsched.objects.errors import ManifestError, unreadable_message
 from batchsched.objects.quantity import format_amount
 from batchsched.objects.queue_membership import NamedQueue
 from batchsched.objects.queues import Queue, queue_tree_errors
@@ -51,6 +51,10 @@ class QueueTree:
 
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
+        # Queue name -> why its object cannot be read (its field and what is allowed): live
+        # mode leaves such an object out, and the pods in it wait naming it, as pods below it
+        # do (docs/queues.md#a-queue-that-cannot-be-read).
+        self.unreadable: dict[str, str] = {}
         self.version = 0  # bumped on every change: what caches of the tree compare
         self._derived = _Kept(-1, {}, {}, {}, frozenset(), frozenset(), {})
         self._shares: Shares = {}
@@ -79,17 +83,35 @@ class QueueTree:
         everything kept for it stay as they were: a status write is not a change)."""
         old = self.queues.get(queue.name)
         self.queues[queue.name] = queue
-        if old is not None and replace(old, resource_version=queue.resource_version) == queue:
+        fixed = self.unreadable.pop(queue.name, None) is not None
+        if (
+            not fixed
+            and old is not None
+            and replace(old, resource_version=queue.resource_version) == queue
+        ):
             return False
         self.version += 1
         return True
 
     def remove(self, name: str) -> None:
-        if self.queues.pop(name, None) is not None:
+        gone = self.queues.pop(name, None) is not None
+        if self.unreadable.pop(name, None) is not None or gone:
             self.version += 1
 
+    def mark_unreadable(self, name: str, why: str) -> None:
+        """The Queue `name` exists but cannot be read (`why`: its field and what is allowed):
+        its pods wait until a version that can be read comes, or it is deleted."""
+        self.unreadable[name] = why
+        self.version += 1
+
     def __len__(self) -> int:
-        return len(self.queues)
+        """The Queue objects, those that cannot be read included: one such is enough for
+        queues to be on, so that its pods wait rather than run with no quota at all
+        (docs/queues.md#a-queue-that-cannot-be-read)."""
+        unread = self.unreadable
+        if not unread:
+            return len(self.queues)
+        return len(self.queues) + sum(1 for name in unread if name not in self.queues)
 
     def children(self, name: str) -> list[str]:
         """The queues whose parent is `name`, by name ("": the roots)."""
@@ -157,7 +179,7 @@ class QueueTree:
         """The queues that break the tree's rules, by name, with what is wrong (naming the
         queue and the field)."""
         if self._problems_at != self.version:
-            errors = queue_tree_errors(list(self.queues.values()))
+            errors = queue_tree_errors(list(self.queues.values()), self.unreadable)
             self._problems = {err.obj.removeprefix("Queue "): err for err in errors}
             self._problems_at = self.version
         return self._problems
@@ -187,6 +209,9 @@ class QueueTree:
         if not named.name:
             return Membership()
         if named.name not in self.queues:
+            why = self.unreadable.get(named.name)
+            if why:  # (the `default` Queue too: its pods must not run without its quotas)
+                return Membership(problem=f"{_said(named)} {unreadable_message(why)}")
             if not named.where:
                 return Membership()  # no Queue `default`: the pod is in no queue
             return Membership(problem=f"{_said(named)} does not exist")

@@ -174,6 +174,70 @@ def test_a_pod_whose_queue_is_deleted_stays_pending_with_a_message_naming_it() -
     assert message.startswith("queue 'a' (label batchsched.io/queue of the pod) does not exist")
 
 
+BAD_LIMIT = "spec.resources.nvidia.com/gpu.limit: -1 is negative (a quantity such as 8)"
+
+
+def messages_after(scheduler: Scheduler, at: timedelta) -> tuple[list[str], dict[str, str]]:
+    decisions = scheduler.schedule_pass(NOW + at)
+    return bound(decisions), scheduler.messages
+
+
+def test_pods_of_a_queue_that_cannot_be_read_wait_naming_its_field_until_it_is_fixed() -> None:
+    """The only Queue object cannot be read (live mode: docs/queues.md#a-queue-that-cannot-be-
+    read): queues stay on, so its pods wait naming it rather than run with no quota; a pod in no
+    queue is not held back; a version that can be read brings its limit back."""
+    state = state_of(
+        [
+            ("Node", Node("n1", {GPU: 8})),
+            ("Pod", gpu_pod("team", "p1", "a", gpus=2)),
+            ("Pod", gpu_pod("team", "p2", "a", gpus=2)),
+            ("Pod", gpu_pod("other", "free", gpus=1)),
+        ]
+    )
+    state.queue_unreadable("a", BAD_LIMIT)
+    assert state.queues  # queues on
+    scheduler = Scheduler(state, default_config())
+    binds, messages = messages_after(scheduler, timedelta(0))
+    assert binds == ["other/free"]
+    assert messages["team/p1"] == (
+        f"queue 'a' (label batchsched.io/queue of the pod) cannot be read: {BAD_LIMIT}; "
+        "waiting for it to be fixed"
+    )
+    state.apply("Queue", Queue("a", QUEUE_API, "", {GPU: QueueQuota(limit=2)}))
+    binds, messages = messages_after(scheduler, LATER - NOW)
+    assert binds == ["team/p1"]  # its limit holds: never over-committed
+    assert messages["team/p2"] == "queue a: nvidia.com/gpu limit 2, in use 2, asks 2"
+
+
+def test_a_default_queue_or_a_parent_that_cannot_be_read_holds_its_pods_until_it_goes() -> None:
+    state = state_of(
+        [
+            ("Node", Node("n1", {GPU: 8})),
+            ("Queue", queue("child", "org")),
+            ("Pod", gpu_pod("team", "anywhere")),  # in `default`, if it exists
+            ("Pod", gpu_pod("team", "below", "child")),
+        ]
+    )
+    state.queue_unreadable("default", BAD_LIMIT)
+    state.queue_unreadable("org", BAD_LIMIT)
+    scheduler = Scheduler(state, default_config())
+    binds, messages = messages_after(scheduler, timedelta(0))
+    assert binds == []
+    assert messages["team/anywhere"] == (
+        f"queue 'default' (the default queue) cannot be read: {BAD_LIMIT}; "
+        "waiting for it to be fixed"
+    )
+    assert messages["team/below"].endswith(
+        f"is ignored while its tree breaks the rules: Queue child: spec.parent: "
+        f"Queue 'org' cannot be read: {BAD_LIMIT}"
+    )
+    state.remove("Queue", "default")  # deleted: its pods are in no queue
+    state.apply("Queue", queue("org"))  # fixed: the tree holds
+    binds, _ = messages_after(scheduler, LATER - NOW)
+    assert sorted(binds) == ["team/anywhere", "team/below"]
+    assert not state.queues.unreadable
+
+
 # Random label changes among passes, arrivals, failed and confirmed bindings and departures,
 # applied as the live loop applies them: the pass after them decides as a scheduler built
 # afresh on the same objects. (Without preemption or reclaim, and without Backfill, whose

@@ -17,12 +17,6 @@ from batchsched.state.nodes import IntArray
 MISSING_GROUP = "does not exist: waiting for it to be created"
 
 
-def unreadable_group_message(why: str) -> str:
-    """Why the members of a PodGroup that exists but cannot be read wait (`why`: the field and
-    what is allowed)."""
-    return f"cannot be read: {why}; waiting for it to be fixed"
-
-
 def member_count_message(group: PodGroup, existing: int) -> str:
     return f"{existing}/{group.min_member} members exist"
 

@@ -43,6 +43,7 @@ from batchsched.framework.interface import (
     QueueingHint,
     QueueSortPlugin,
 )
+from batchsched.objects.errors import unreadable_message
 from batchsched.objects.podgroup import group_key_of, kind_mismatch
 from batchsched.objects.records import Pod, PodGroup, PodGroupStatus
 from batchsched.plugins.args import ArgsReader
@@ -52,7 +53,6 @@ from batchsched.plugins.coscheduling.admission import (
     member_count_message,
     min_resources_message,
     mixed_schedulers,
-    unreadable_group_message,
 )
 from batchsched.plugins.coscheduling.conditions import disruption_targets, scheduled_condition
 from batchsched.plugins.coscheduling.domain_preemption import victims_in_one_domain
@@ -183,7 +183,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, GroupPlugin):
         group = state.groups.by_key.get(key)
         if group is None:
             why = state.groups.unreadable.get(key)
-            return unreadable_group_message(why) if why else MISSING_GROUP
+            return unreadable_message(why) if why else MISSING_GROUP
         mismatch = kind_mismatch(pod, group)
         if mismatch or not group.gang:  # a basic group's members go one by one
             return mismatch
