@@ -142,7 +142,7 @@ def launch(api: FakeApiServer) -> Iterator[Launcher]:
     for run in launcher.running:
         run.stop.set()
     for run in launcher.running:
-        run.thread.join(10)
+        run.thread.join(WAIT_SECONDS)
 
 
 def node_of(api: FakeApiServer, name: str, namespace: str = "default") -> str:
@@ -176,7 +176,7 @@ def get(url: str, token: str = "", trust: str | None = None) -> tuple[int, bytes
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+        with urllib.request.urlopen(request, timeout=WAIT_SECONDS, context=context) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()

@@ -27,7 +27,7 @@ from batchsched.objects.parse import read_node, read_pod, read_pod_group
 from batchsched.objects.records import PodGroupStatus
 from batchsched.state.cluster import ClusterState
 from tests.live.conftest import client_for, node, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 
 @dataclass
@@ -91,7 +91,7 @@ def test_a_409_bind_gives_the_room_back(rig: Rig) -> None:
     rig.api.store["pods"]["default/p"] = {**other, "spec": {**other["spec"], "nodeName": "n2"}}
     rig.state.assume("default/p", "n1")
     rig.run(Bind("default/p", "n1"))
-    fact = rig.feedback.get(timeout=1)
+    fact = rig.feedback.get(timeout=WAIT_SECONDS)
     assert isinstance(fact, BindFailed) and "already assigned" in fact.reason
     apply_fact(rig.state, fact)
     idx = rig.state.nodes.row_of["n1"]
@@ -261,7 +261,7 @@ def test_a_replica_that_does_not_lead_writes_nothing(rig: Rig) -> None:
     rig.state.assume("default/p", "n1")
     rig.run(Bind("default/p", "n1"), Unschedulable("default/q", "x"))
     assert rig.writes() == []
-    fact = rig.feedback.get(timeout=1)
+    fact = rig.feedback.get(timeout=WAIT_SECONDS)
     assert isinstance(fact, BindFailed)
 
 
@@ -273,7 +273,7 @@ class _Gate(TokenBucket):
         self.open = threading.Event()
 
     def acquire(self) -> None:
-        self.open.wait(5)
+        self.open.wait(WAIT_SECONDS)
 
 
 def test_writes_waiting_for_the_rate_limit_are_dropped_once_leadership_is_lost(
@@ -290,5 +290,5 @@ def test_writes_waiting_for_the_rate_limit_are_dropped_once_leadership_is_lost(
     gate.open.set()
     rig.actuator.wait()
     assert rig.writes() == []
-    failed = {rig.feedback.get(timeout=1).pod for _ in range(2)}  # type: ignore[union-attr]
+    failed = {rig.feedback.get(timeout=WAIT_SECONDS).pod for _ in range(2)}  # type: ignore[union-attr]
     assert failed == {"default/a", "default/b"}

@@ -13,7 +13,7 @@ import pytest
 
 from batchsched.commands.cli import main
 from tests.live.conftest import free_port, get, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 
 def test_schedule_reads_the_cluster_through_a_kubeconfig(
@@ -91,7 +91,7 @@ def test_run_binds_pods_and_releases_the_lease_on_sigterm(
         text=True,
     )
     try:
-        assert api.wait_for(lambda s: node_of(s, "p") == "n1", timeout=30)
+        assert api.wait_for(lambda s: node_of(s, "p") == "n1")
         lease = api.get("leases", "batchsched", "kube-system")
         assert lease is not None and lease["spec"]["holderIdentity"] == "cli"
         # The endpoints over HTTPS, /metrics for the user the API server allows.
@@ -101,7 +101,7 @@ def test_run_binds_pods_and_releases_the_lease_on_sigterm(
         assert get(f"https://127.0.0.1:{port}/metrics")[0] == 403
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=WAIT_SECONDS)
     assert proc.returncode == 0, err
     assert "caches synced: 1 nodes, 1 pods (1 pending)" in err
     lease = api.get("leases", "batchsched", "kube-system")

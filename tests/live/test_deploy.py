@@ -182,7 +182,7 @@ def test_rbac_grants_exactly_what_a_live_run_uses(api: FakeApiServer, launch: La
     run = launch(parse_config(shipped), identity="a")
     assert api.wait_for(lambda s: node_of(s, "fits") == "n1")
     assert api.wait_for(lambda s: node_of(s, "dra") == "n1")
-    assert api.wait_for(lambda s: node_of(s, "extended") == "n1", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "extended") == "n1")
     assert api.wait_for(lambda s: s.get("pods", "too-big")["status"].get("conditions"))  # type: ignore[index]
     assert api.wait_for(lambda s: s.get("queues", "q").get("status"))  # type: ignore[union-attr]
     _scrape_metrics(api, run.scheduler)

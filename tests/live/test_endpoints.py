@@ -20,7 +20,7 @@ from batchsched.live.metrics import Metrics
 from batchsched.live.serving import Probes, ServingOptions, endpoints
 from batchsched.live.tls import ServingCertificate, self_signed
 from tests.live.conftest import FakeClock, client_for, free_port, get
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 PROMETHEUS = {"username": "system:serviceaccount:monitoring:prometheus", "uid": "u-1"}
 PROMETHEUS_TOKEN = "prometheus-token"
@@ -239,5 +239,5 @@ def test_a_server_stopped_while_its_certificate_is_made_stops() -> None:
     server.start()
     stopper = threading.Thread(target=server.stop, daemon=True)
     stopper.start()  # at once: the certificate is still being made
-    stopper.join(10)
+    stopper.join(WAIT_SECONDS)
     assert not stopper.is_alive()

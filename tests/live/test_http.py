@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from batchsched.live.http import Connections
+from tests.live.fake_apiserver import WAIT_SECONDS
 
 
 class OneShotServer:
@@ -52,7 +53,7 @@ def test_a_connection_closed_while_idle_is_replaced_not_failed(server: OneShotSe
     first = connections.request("GET", "/api/v1/nodes?limit=1", None, {}, 5.0)
     assert (first.status, first.body) == (200, b"ok")
     # The server has closed that connection since; the next request must not use it.
-    assert server.closed.acquire(timeout=5)
+    assert server.closed.acquire(timeout=WAIT_SECONDS)
     second = connections.request("POST", "/api/v1/pods", b"{}", {"X": "1"}, 5.0)
     assert (second.status, second.body) == (200, b"ok")
     assert server.requests == [

@@ -13,7 +13,7 @@ from batchsched.live.informer import Informer
 from batchsched.live.kinds import KINDS, Kind
 from batchsched.live.malformed import Malformed
 from tests.live.conftest import client_for, node, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 NODES = next(k for k in KINDS if k.name == "Node")
 PODS = next(k for k in KINDS if k.name == "Pod")
@@ -40,21 +40,21 @@ def start(api: FakeApiServer, sink: queue.Queue[Fact]) -> Iterator[object]:
     def make(kind: Kind) -> Informer:
         informer = Informer(client_for(api), kind, sink, watch_timeout=5, initial_backoff=0.01)
         informer.start()
-        assert informer.synced.wait(5)
+        assert informer.synced.wait(WAIT_SECONDS)
         started.append(informer)
         return informer
 
     yield make
     for informer in started:
         informer.stop()
-        informer.join(5)
+        informer.join(WAIT_SECONDS)
 
 
 def take(sink: queue.Queue[Fact], n: int) -> list[Fact]:
     """The next `n` facts about objects (the Wakeup after the first list aside)."""
     facts: list[Fact] = []
     while len(facts) < n:
-        fact = sink.get(timeout=5)
+        fact = sink.get(timeout=WAIT_SECONDS)
         if not isinstance(fact, Wakeup):
             facts.append(fact)
     return facts
@@ -65,7 +65,7 @@ def test_the_first_list_wakes_the_loop_after_its_objects(
 ) -> None:
     api.create("nodes", node("a"))
     informer = start(NODES)
-    first, second = sink.get(timeout=5), sink.get(timeout=5)
+    first, second = sink.get(timeout=WAIT_SECONDS), sink.get(timeout=WAIT_SECONDS)
     assert isinstance(first, Upsert) and isinstance(second, Wakeup)
     api.compact()  # a re-list: the loop is running by then, no wake-up
     api.create("nodes", node("b"))
@@ -149,7 +149,7 @@ def test_a_list_started_over_forgets_what_only_its_void_pages_had(
     informer = Informer(client, NODES, sink, watch_timeout=5, page_size=2)
     informer.start()
     try:
-        assert informer.synced.wait(5)
+        assert informer.synced.wait(WAIT_SECONDS)
         # The first list: what the watch cache has, in one response whatever the limit.
         assert names(take(sink, 3)) == ["+a", "+b", "+c"]
         assert calls == []
@@ -158,7 +158,7 @@ def test_a_list_started_over_forgets_what_only_its_void_pages_had(
         assert calls[0] == {"limit": "2"} and calls[-1] is None  # the unpaginated list
     finally:
         informer.stop()
-        informer.join(5)
+        informer.join(WAIT_SECONDS)
 
 
 def test_list_errors_back_off_and_recover(api, sink, start) -> None:
@@ -228,7 +228,7 @@ def test_a_malformed_object_deleted_unseen_is_removed_at_the_re_list(api, sink, 
 def test_bookmarks_advance_the_resource_version(api, sink, start) -> None:
     informer = start(NODES)
     api.create("pods", pod("elsewhere"))  # moves the global resourceVersion only
-    assert api.wait_for(lambda s: informer.resource_version == str(s.rv), timeout=5)
+    assert api.wait_for(lambda s: informer.resource_version == str(s.rv))
 
 
 def test_a_crd_removed_while_watching_empties_its_objects(api, sink, start) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from batchsched.config import parse_config
 from batchsched.live.settings import LiveSettings
 from tests.live.conftest import FAST_LEASE, Launcher, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/batchsched"
 
@@ -35,7 +35,7 @@ def test_standby_takes_over_when_the_leader_stops(api: FakeApiServer, launch: La
     b = launch(_config(), identity="b")
     api.create("pods", pod("first"))
     assert api.wait_for(lambda s: node_of(s, "first") != "")
-    assert b.scheduler.synced.wait(5) and b.scheduler.ready()
+    assert b.scheduler.synced.wait(WAIT_SECONDS) and b.scheduler.ready()
     assert not b.scheduler.is_leading()
     assert a.halt() == 0  # releases the lease
     assert api.wait_for(lambda s: _holder(s) == "b")

@@ -126,7 +126,7 @@ def test_a_node_deleted_and_re_created_still_holds_its_running_pod(
 def test_the_loop_survives_an_api_server_outage(api: FakeApiServer, launch: Launcher) -> None:
     api.create("nodes", node("n1"))
     run = launch()
-    assert run.scheduler.synced.wait(5)
+    assert run.scheduler.synced.wait(WAIT_SECONDS)
     # Every request fails for a while and every watch drops: informers back off and resume.
     api.inject(503, count=20)
     api.drop_watches()
@@ -220,7 +220,7 @@ def test_a_long_pass_keeps_the_loop_healthy(
             if any(isinstance(d, Bind) for d in step):
                 # A slow pod: two in one pass outlast the limit.
                 launch.clock.advance(runner._HEALTHY_WITHIN * 0.6)
-                assert launched.wait(10)
+                assert launched.wait(WAIT_SECONDS)
                 live = runs[0].scheduler
                 healthy.append((live.passes, live.healthy()))
             yield step
@@ -277,7 +277,7 @@ def test_initial_lists_are_applied_kind_by_kind_as_they_arrive(api: FakeApiServe
     assert scheduler.state.nodes.count == 1
     assert not scheduler.synced.is_set()  # pods applied while their list is not finished
     informers["Pod"].synced.set()
-    done.join(5)
+    done.join(WAIT_SECONDS)
     assert scheduler.synced.is_set()
     assert scheduler.state.pods.by_key["default/p1"].priority == 1000
     stop.set()

@@ -195,7 +195,7 @@ def test_a_failed_binding_gives_the_claim_back_and_the_pod_is_tried_again(
     api.create("pods", claim_pod("p", claim="c"))
     api.inject(403, count=1, method="POST", path="/binding")
     run = launch()
-    assert api.wait_for(lambda s: node_of(s, "p") == "n2", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "p") == "n2")
     assert devices_of(api, "c") == ["gpu-0"]
     assert reserved_for(api, "c") == ["p"]
     # Created, written, undone after the rejected Binding, written again for the retry.
@@ -234,7 +234,7 @@ def test_extended_resources_get_a_claim_created_allocated_and_named_in_the_pod(
     created = api.create("pods", _extended_pod("p"))
     api.inject(403, count=1, method="POST", path="/pods/p/binding")
     run = launch()
-    assert api.wait_for(lambda s: node_of(s, "p") == "n2", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "p") == "n2")
     run.scheduler.actuator.wait()
     # The claim of the rejected first Binding was deleted; the second attempt made another.
     [claim] = _claims_of(api, "p")
@@ -336,7 +336,7 @@ def test_a_gang_members_failed_prebind_is_undone_and_the_member_retried_alone(
         api.create("pods", member)
     api.inject(403, count=1, method="PATCH", path="/resourceclaims/b-gpu/status")
     run = launch()
-    assert api.wait_for(lambda s: node_of(s, "a") == "n2" and node_of(s, "b") == "n2", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, "a") == "n2" and node_of(s, "b") == "n2")
     run.scheduler.actuator.wait()
     assert reserved_for(api, "a-gpu") == ["a"] and reserved_for(api, "b-gpu") == ["b"]
     assert sorted(devices_of(api, "a-gpu") + devices_of(api, "b-gpu")) == ["gpu-0", "gpu-1"]

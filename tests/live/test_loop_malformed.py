@@ -10,7 +10,7 @@ from batchsched.config import parse_config
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API
 from tests.live.conftest import FAST_LEASE, Launcher, condition, config, node, node_of, pod
-from tests.live.fake_apiserver import UPSTREAM_BETA, FakeApiServer
+from tests.live.fake_apiserver import UPSTREAM_BETA, WAIT_SECONDS, FakeApiServer
 
 
 def _events(api: FakeApiServer, kind: str, name: str) -> list[dict[str, Any]]:
@@ -90,7 +90,7 @@ def test_a_standby_reports_what_it_saw_once_it_leads(api: FakeApiServer, launch:
     a = launch(cfg, identity="a")
     assert api.wait_for(lambda s: a.scheduler.is_leading())
     b = launch(cfg, identity="b")
-    assert b.scheduler.synced.wait(5)
+    assert b.scheduler.synced.wait(WAIT_SECONDS)
     api.create("pods", pod("bad", cpu="100000Ei"))
 
     def reporters(s: FakeApiServer) -> set[str]:

@@ -45,20 +45,20 @@ def test_deleted_pods_of_every_kind_leave_nothing_in_the_loop(
     api.create("pods", claimed)
     pods.append(f"{MARKER}-claimed")
     api.create("pods", _classed(f"{MARKER}-huge", "low", "64"))  # never fits
-    assert api.wait_for(lambda s: all(node_of(s, name) for name in pods), timeout=20)
+    assert api.wait_for(lambda s: all(node_of(s, name) for name in pods))
     assert api.wait_for(lambda s: condition(s, f"{MARKER}-huge") is not None)
     # Both nodes are full: a high-priority pod preempts low ones (deleted by the loop).
     api.create("pods", _classed(f"{MARKER}-urgent", "high", "3"))
-    assert api.wait_for(lambda s: node_of(s, f"{MARKER}-urgent") != "", timeout=20)
+    assert api.wait_for(lambda s: node_of(s, f"{MARKER}-urgent") != "")
     run.scheduler.actuator.wait()
     assert any(e["reason"] == "Preempted" for e in api.objects("events"))
     for obj in api.objects("pods"):
         api.delete("pods", obj["metadata"]["name"])
     api.delete("podgroups", group)
     api.delete("resourceclaims", f"{MARKER}-claim")
-    assert api.wait_for(lambda s: not run.scheduler.state.pods.by_key, timeout=20)
+    assert api.wait_for(lambda s: not run.scheduler.state.pods.by_key)
     passes = run.scheduler.passes
-    assert api.wait_for(lambda s: run.scheduler.passes >= passes + 2, timeout=20)
+    assert api.wait_for(lambda s: run.scheduler.passes >= passes + 2)
     assert run.halt() == 0
     assert outside_snapshots(holders(run.scheduler, MARKER)) == {}
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.live.conftest import Launcher, condition, config, node_of, pod
-from tests.live.fake_apiserver import ApiFailure, FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, ApiFailure, FakeApiServer
 from tests.live.test_loop_volumes import _claim_pod, _labelled, _local_pv
 
 SELECTED = "volume.kubernetes.io/selected-node"
@@ -37,7 +37,7 @@ class PvController:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(5)
+        self._thread.join(WAIT_SECONDS)
 
     def _loop(self) -> None:
         while not self._stop.wait(0.02):

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from tests.live.conftest import Launcher, condition, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 from tests.live.test_deploy import DEPLOY
 
 EXAMPLE_CLASSES = DEPLOY / "examples" / "priorityclasses" / "priorityclasses.yaml"
@@ -33,7 +33,7 @@ def test_a_high_pod_preempts_a_low_one_and_binds_once_it_is_gone(
     api.create("pods", _classed("low", "batchsched-low", 8000, "2", node_name="n1"))
     api.create("pods", _classed("protected", PROTECTED, 8000, "0", node_name="n1"))
     run = launch()
-    assert run.scheduler.synced.wait(5)
+    assert run.scheduler.synced.wait(WAIT_SECONDS)
     api.create("pods", _classed("high", "batchsched-high", 9000, "2"))
     assert api.wait_for(lambda s: node_of(s, "high") == "n1")
     assert api.get("pods", "low") is None
@@ -97,7 +97,7 @@ def test_the_built_in_classes_exist_without_their_objects(
     dns = _classed("dns", "system-cluster-critical", 2_000_000_000, "2", node_name="n1")
     api.create("pods", dns)
     run = launch()
-    assert run.scheduler.synced.wait(5)
+    assert run.scheduler.synced.wait(WAIT_SECONDS)
     api.create("pods", _classed("proxy", "system-node-critical", 2_000_001_000, "2"))
     assert api.wait_for(lambda s: node_of(s, "proxy") == "n1")
     assert api.get("pods", "dns") is None

@@ -13,7 +13,7 @@ from batchsched.config import parse_config
 from batchsched.live.events import micro_time
 from batchsched.objects.parse import parse_time
 from tests.live.conftest import STEADY_LEASE, Launcher, node, node_of
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 from tests.live.test_loop_queues import queue, queued, status, status_writes, wait_passes
 
 DECAY = {"name": "Queues", "args": {"usageHalfLife": "1h"}}
@@ -74,7 +74,7 @@ def test_the_stored_usage_is_read_back_at_start(api: FakeApiServer, launch: Laun
     written = datetime.now(UTC) - timedelta(minutes=60)  # one half-life ago
     api.create("queues", with_usage("a", {"cpu": "7200", "lastUpdateTime": micro_time(written)}))
     run = launch(decay_config())
-    assert run.scheduler.synced.wait(10)
+    assert run.scheduler.synced.wait(WAIT_SECONDS)
     wait_passes(api, run.scheduler, 1)
     decayed = run.scheduler.state.queues.decayed
     assert decayed is not None
@@ -129,7 +129,7 @@ def test_a_new_leader_continues_from_the_stored_usage_and_a_standby_writes_none(
     assert api.wait_for(lambda s: node_of(s, "p") == "n1")
     assert api.wait_for(lambda s: stored(s, "a").get("lastUpdateTime") != micro_time(written))
     standby = launch(cfg, identity="second")
-    assert standby.scheduler.synced.wait(10)
+    assert standby.scheduler.synced.wait(WAIT_SECONDS)
     writes = status_writes(api, "a")
     launch.clock.advance(10.0)
     wait_passes(api, leader.scheduler, 2)

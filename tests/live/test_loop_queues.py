@@ -11,7 +11,7 @@ from batchsched.live.runner import LiveScheduler
 from batchsched.objects.queue_membership import QUEUE_LABEL
 from batchsched.objects.queues import QUEUE_API
 from tests.live.conftest import STEADY_LEASE, Launcher, condition, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 
 def queue(name: str, parent: str = "", **cpu: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def test_a_standby_writes_no_queue_status_and_a_new_leader_writes_only_what_chan
     launch.clock.advance(1.0)
     assert api.wait_for(lambda s: status(s, "a").get("allocated") == {"cpu": "1"})
     standby = launch(cfg, identity="second")
-    assert standby.scheduler.synced.wait(10)
+    assert standby.scheduler.synced.wait(WAIT_SECONDS)
     launch.clock.advance(1.0)
     wait_passes(api, leader.scheduler, 2)
     writes = status_writes(api, "a")

@@ -10,7 +10,7 @@ from batchsched.live.metrics import Metrics
 from batchsched.live.serving import Probes, ServingOptions, endpoints
 from batchsched.ui.publisher import Publisher
 from tests.live.conftest import Launcher, client_for, free_port, get, node, node_of, pod
-from tests.live.fake_apiserver import FakeApiServer
+from tests.live.fake_apiserver import WAIT_SECONDS, FakeApiServer
 
 ALICE = {"username": "alice", "uid": "u-alice", "groups": ["system:authenticated"]}
 
@@ -56,7 +56,7 @@ def test_pages_of_a_running_scheduler_by_reader(api: FakeApiServer, launch: Laun
         assert get(base + "/", token="stolen")[0] == 401
         request = urllib.request.Request(base + "/", data=b"x", method="POST")
         try:
-            urllib.request.urlopen(request, timeout=5)
+            urllib.request.urlopen(request, timeout=WAIT_SECONDS)
             raise AssertionError("POST was served")
         except urllib.error.HTTPError as err:
             assert err.code == 405
