@@ -24,7 +24,7 @@ from batchsched.framework.interface import (
 )
 from batchsched.objects.documents import load_yaml_file
 from batchsched.objects.numbers import INT32_MAX, NumberError, integer, number
-from batchsched.plugins.args import ConfigError, check_known_keys
+from batchsched.plugins.args import ArgsError, ConfigError, check_known_keys
 from batchsched.plugins.registry import DEFAULT_PLUGINS, EXTENSION_POINTS, REGISTRY
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -191,6 +191,7 @@ def _profile(raw: Any, i: int) -> Profile:
     plugin_config = raw.get("pluginConfig") or []
     if not isinstance(plugin_config, list):
         raise ConfigError(f"{where}.pluginConfig: must be a list of {{name, args}}")
+    entries: dict[str, int] = {}  # plugin -> its pluginConfig entry, which errors name
     for j, item in enumerate(plugin_config):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigError(f"{where}.pluginConfig[{j}]: must be a mapping with a name")
@@ -207,8 +208,14 @@ def _profile(raw: Any, i: int) -> Profile:
         elif not isinstance(args, Mapping):  # `[]`, `0` or `""` are no more a mapping
             raise ConfigError(f"{where}.pluginConfig[{j}].args: must be a mapping")
         profile.plugin_args[pname] = args
+        entries[pname] = j
     try:
         profile.instantiate()
+    except ArgsError as err:
+        entry = entries.get(err.plugin)
+        if entry is None:
+            raise ConfigError(f"{where}: {err}") from None
+        raise err.located(f"{where}.pluginConfig[{entry}]") from None
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
     return profile

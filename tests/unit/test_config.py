@@ -95,11 +95,11 @@ def test_several_profiles() -> None:
         ),
         (
             profile(pluginConfig=[{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]),
-            "VolumeBinding args.bindTimeoutSeconds: must be at least 0",
+            "profiles\\[0\\].pluginConfig\\[0\\].args.bindTimeoutSeconds: must be at least 0",
         ),
         (
             profile(pluginConfig=[{"name": "VolumeBinding", "args": {"shape": []}}]),
-            "VolumeBinding args.shape: must list at least one point, got \\[\\]",
+            "pluginConfig\\[0\\].args.shape: must list at least one point, got \\[\\]",
         ),
         (profile(plugins={"queueSort": {"disabled": [{"name": "*"}]}}), "exactly one plugin"),
         (

@@ -375,8 +375,8 @@ def preferred_terms(r: _Reader, affinity: Any, path: str) -> tuple[PreferredTerm
     out = []
     for i, raw in enumerate(r.at(path).items(affinity, key)):
         where = f"{path}.{key}[{i}]"
-        weight = r.at(where).get(raw, "weight", int, 0)
-        if not 1 <= weight <= 100:
+        weight = r.at(where).integer(raw, "weight", 0, 1, 100)
+        if weight < 1:  # absent (it is required)
             raise r.fail(f"{where}.weight", f"must be between 1 and 100, got {weight}")
         term = _selector_term(
             r, r.at(where).get(raw, "preference", dict, {}), f"{where}.preference"
@@ -916,8 +916,8 @@ def read_spread_constraints(r: _Reader, obj: Any, path: str) -> tuple[SpreadCons
     out = []
     for i, raw in enumerate(r.items(obj, path)):
         c = r.at(f"{path}[{i}]")
-        skew = c.get(raw, "maxSkew", int, 0)
-        if skew < 1:
+        skew = c.integer(raw, "maxSkew", 0, 1, INT32_MAX)
+        if skew < 1:  # absent (it is required)
             raise c.fail("maxSkew", f"must be at least 1, got {skew}")
         key = c.required_str(raw, "topologyKey")
         when = c.choice(raw, "whenUnsatisfiable", ("DoNotSchedule", "ScheduleAnyway"))
@@ -954,8 +954,8 @@ def _affinity_terms(r: _Reader, obj: Any, path: str, weighted: bool) -> tuple[Af
         c = r.at(f"{path}[{i}]")
         weight = 0
         if weighted:
-            weight = c.get(raw, "weight", int, 0)
-            if not 1 <= weight <= 100:
+            weight = c.integer(raw, "weight", 0, 1, 100)
+            if weight < 1:  # absent (it is required)
                 raise c.fail("weight", f"must be between 1 and 100, got {weight}")
             raw = c.get(raw, "podAffinityTerm", dict, {})
             c = c.at("podAffinityTerm")

@@ -37,9 +37,9 @@ PluginFactory = Callable[[Mapping[str, Any] | None], Plugin]
 def _no_args(cls: type[Plugin]) -> PluginFactory:
     def build(args: Mapping[str, Any] | None) -> Plugin:
         if args and any(k not in ("kind", "apiVersion") for k in args):
-            from batchsched.plugins.args import ConfigError
+            from batchsched.plugins.args import ArgsError
 
-            raise ConfigError(f"pluginConfig {cls.name}: this plugin takes no arguments")
+            raise ArgsError(cls.name, "", "this plugin takes no arguments")
         return cls()
 
     return build

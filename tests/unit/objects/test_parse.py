@@ -243,8 +243,8 @@ def test_images_and_preferred_terms_are_read() -> None:
     [
         (-1, "status.images[0].sizeBytes: must be at least 0, got -1"),
         (2**63, "status.images[0].sizeBytes: must be at most 9223372036854775807"),
-        ("10", "status.images[0].sizeBytes: must be an integer, got '10'"),
-        (True, "status.images[0].sizeBytes: must be an integer, got True"),
+        ("10", "status.images[0].sizeBytes: must be an integer of at least 0, got '10'"),
+        (True, "status.images[0].sizeBytes: must be an integer of at least 0, got True"),
     ],
 )
 def test_an_image_size_is_a_non_negative_int64(size: object, message: str) -> None:

@@ -146,7 +146,7 @@ def test_balanced_allocation_args_are_validated(args: dict[str, object], message
     }
     with pytest.raises(ConfigError) as err:
         parse_config(raw, "cfg.yaml")
-    assert f"pluginConfig NodeResourcesBalancedAllocation {message}" in str(err.value)
+    assert f"cfg.yaml: profiles[0].pluginConfig[0].{message}" in str(err.value)
 
 
 def test_balanced_allocation_resources_are_configurable() -> None:
@@ -218,7 +218,7 @@ def test_added_affinity_that_no_node_matches_says_so() -> None:
 def test_added_affinity_errors_name_the_field(affinity: object, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         added_affinity(affinity)
-    assert f"pluginConfig NodeAffinity {message}" in str(err.value)
+    assert f"profiles[0].pluginConfig[0].{message}" in str(err.value)
 
 
 def test_normalisation_is_against_the_feasible_maximum() -> None:

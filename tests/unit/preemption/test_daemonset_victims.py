@@ -101,7 +101,7 @@ def test_bad_args_on_the_command_line_exit_2(
     cluster.write_text("apiVersion: v1\nkind: List\nitems: []\n")
     assert main(["schedule", str(cluster), "--config", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "pluginConfig DaemonSetPreemption args.maxVictims: must be at least 1, got 0" in err
+    assert "profiles[0].pluginConfig[0].args.maxVictims: must be at least 1, got 0" in err
 
 
 def test_enabled_in_the_default_profile() -> None:

@@ -24,7 +24,7 @@ from batchsched.framework.interface import (
 from batchsched.objects.errors import ManifestError
 from batchsched.objects.parse import read_node_affinity
 from batchsched.objects.records import Node, NodeSelectorTerm, Pod, Requirement
-from batchsched.plugins.args import ArgsReader, ConfigError
+from batchsched.plugins.args import ArgsReader
 from batchsched.state.cluster import ClusterState
 from batchsched.state.nodes import BoolArray, IntArray
 
@@ -139,7 +139,7 @@ class NodeAffinity(StaticFilterPlugin, StaticScorePlugin):
                 added, self.name, "args.addedAffinity"
             )
         except ManifestError as err:
-            raise ConfigError(f"pluginConfig {self.name} {err.field}: {err.what}") from None
+            raise reader.fail(err.field.removeprefix("args."), err.what) from None
 
     def score_shape(self, pod: Pod) -> Hashable | None:
         return pod.preferred_terms if pod.preferred_terms or self.added_preferred else None

@@ -98,7 +98,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, RowLocalPlugin):
             self.name, args, ("scoringStrategy", "ignoredResources", "ignoredResourceGroups")
         )
         strategy = reader.get("scoringStrategy", dict, GPU_PACKING)
-        sreader = ArgsReader(f"{self.name} scoringStrategy", strategy, ("type", "resources"))
+        sreader = ArgsReader(self.name, strategy, ("type", "resources"), "scoringStrategy")
         self.strategy = sreader.get("type", str, "LeastAllocated")
         if self.strategy not in STRATEGIES:
             raise sreader.fail("type", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}")

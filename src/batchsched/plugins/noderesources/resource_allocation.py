@@ -47,10 +47,7 @@ def read_resources(reader: ArgsReader, key: str, high: int) -> tuple[ScoredResou
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise reader.fail(f"{key}[{i}]", "needs a name")
-        weight = item.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= high:
-            allowed = "must be 1" if high == 1 else f"must be 1..{high}"
-            raise reader.fail(f"{key}[{i}].weight", f"{allowed}, got {weight!r}")
+        weight = reader.integer_at(f"{key}[{i}].weight", item.get("weight", 1), 1, high)
         if any(r.name == item["name"] for r in out):
             raise reader.fail(f"{key}[{i}].name", f"{item['name']!r} is listed twice")
         out.append(ScoredResource(item["name"], weight))

@@ -68,7 +68,7 @@ def _read_defaults(reader: ArgsReader) -> tuple[tuple[SpreadConstraint, ...], bo
     try:
         return read_defaults(raw), False
     except ManifestError as err:
-        raise reader.fail("defaultConstraints", str(err)) from None
+        raise reader.fail(err.field or "defaultConstraints", err.what) from None
 
 
 class PodTopologySpread(FilterPlugin, ScorePlugin):

@@ -67,9 +67,7 @@ class Queues(PreFilterPlugin, PostFilterPlugin, ReclaimStrategy):
             raise r.fail(
                 "usageHalfLife", f"{shown(raw)} is not a positive duration (such as 30m or 168h)"
             )
-        k = r.get("usageWeightK", float, 1.0)
-        if not 0 <= k < math.inf:
-            raise r.fail("usageWeightK", f"must be a number >= 0, got {shown(k)}")
+        k = r.number_from("usageWeightK", 1.0, 0.0)
         self.decay = Decay(seconds, k) if seconds else None
         self._reclaimer: Reclaimer | None = None
 

@@ -70,12 +70,7 @@ def read_shape(reader: ArgsReader) -> Shape:
 
 
 def _point_field(reader: ArgsReader, point: Mapping[str, Any], where: str, high: int) -> int:
-    value = point.get(where.rsplit(".", 1)[1], 0)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise reader.fail(where, f"must be an integer, got {shown(value)}")
-    if not 0 <= value <= high:
-        raise reader.fail(where, f"must be in the range [0, {high}], got {value}")
-    return value
+    return reader.integer_at(where, point.get(where.rsplit(".", 1)[1], 0), 0, high)
 
 
 def _interpolate(shape: Shape, utilization: int) -> int:

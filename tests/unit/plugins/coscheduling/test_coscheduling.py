@@ -187,7 +187,10 @@ def test_unschedulable_event_when_running_members_cannot_reach_min_member() -> N
     ("args", "match"),
     [
         ({"podGroupBackoffSeconds": -1}, "podGroupBackoffSeconds: must be at least 0"),
-        ({"podGroupBackoffSeconds": "10s"}, "must be of type int"),
+        (
+            {"podGroupBackoffSeconds": "10s"},
+            "podGroupBackoffSeconds: must be an integer of at least 0, got '10s'",
+        ),
         ({"permitWaitingTimeSeconds": 10}, "unknown argument \\(known: podGroupBackoffSeconds\\)"),
     ],
 )

@@ -147,7 +147,7 @@ def test_many_identical_pods_spread_evenly() -> None:
     ("strategy", "match"),
     [
         ({"type": "Balanced"}, "'Balanced' is not one of LeastAllocated, MostAllocated"),
-        ({"resources": [{"name": "cpu", "weight": 0}]}, "weight: must be 1..100"),
+        ({"resources": [{"name": "cpu", "weight": 0}]}, "weight: must be between 1 and 100, got 0"),
         ({"resources": []}, "must name at least one resource"),
         ({"shape": 1}, "unknown argument"),
     ],
@@ -173,5 +173,5 @@ def test_ignored_resources_are_strings(key: str, item: object) -> None:
     """kube-scheduler decodes both into a Go []string: an item that is not a string is an
     error naming it, never its Python text (which would ignore nothing)."""
     config = {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {key: [item]}}]}]}
-    with pytest.raises(ConfigError, match=rf"NodeResourcesFit args.{key}\[0\]: must be a string"):
+    with pytest.raises(ConfigError, match=rf"pluginConfig\[0\].args.{key}\[0\]: must be a string"):
         parse_config(config)

@@ -44,16 +44,16 @@ def test_the_half_life_turns_decay_on_for_the_state() -> None:
     [
         (
             {"usageHalfLife": "a week"},
-            "pluginConfig Queues args.usageHalfLife: 'a week' is not a positive duration",
+            "profiles[0].pluginConfig[0].args.usageHalfLife: 'a week' is not a positive duration",
         ),
         (
             {"usageHalfLife": "-1h"},
-            "pluginConfig Queues args.usageHalfLife: '-1h' is not a positive duration",
+            "profiles[0].pluginConfig[0].args.usageHalfLife: '-1h' is not a positive duration",
         ),
         ({"usageHalfLife": "0s"}, "args.usageHalfLife: '0s' is not a positive duration"),
         ({"usageHalfLife": 3600}, "args.usageHalfLife: must be of type str, got 3600"),
-        ({"usageWeightK": -1}, "pluginConfig Queues args.usageWeightK: must be a number >= 0"),
-        ({"usageWeightK": "1"}, "args.usageWeightK: must be of type float"),
+        ({"usageWeightK": -1}, "pluginConfig[0].args.usageWeightK: must be at least 0, got -1"),
+        ({"usageWeightK": "1"}, "args.usageWeightK: must be a number of at least 0, got '1'"),
         ({"usageDecay": "1h"}, "args.usageDecay: unknown argument (known: usageHalfLife"),
     ],
 )

@@ -117,13 +117,16 @@ def test_scores_are_the_shape_times_ten() -> None:
         ([{"utilization": 0, "weight": 1}], r"args.shape\[0\]: unknown keys \['weight'\]"),
         (
             [{"utilization": 101, "score": 1}],
-            r"shape\[0\].utilization: must be in the range \[0, 100\]",
+            r"shape\[0\].utilization: must be between 0 and 100, got 101",
         ),
         (
             [{"utilization": 0, "score": 11}],
-            r"shape\[0\].score: must be in the range \[0, 10\], got 11",
+            r"shape\[0\].score: must be between 0 and 10, got 11",
         ),
-        ([{"utilization": 0, "score": True}], r"shape\[0\].score: must be an integer, got True"),
+        (
+            [{"utilization": 0, "score": True}],
+            r"shape\[0\].score: must be an integer between 0 and 10, got True",
+        ),
         (
             [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}],
             r"shape\[1\].utilization: utilization values must be sorted in increasing order",
@@ -140,7 +143,7 @@ def test_a_missing_point_field_reads_as_zero() -> None:
 
 
 def test_a_bad_shape_in_a_config_names_the_plugin() -> None:
-    with pytest.raises(ConfigError, match=r"pluginConfig VolumeBinding args.shape\[0\].score"):
+    with pytest.raises(ConfigError, match=r"profiles\[0\].pluginConfig\[0\].args.shape\[0\].score"):
         with_shape([{"utilization": 0, "score": -1}])
 
 
