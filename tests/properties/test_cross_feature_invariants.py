@@ -159,7 +159,8 @@ def _path(world: World, queue: str) -> list[str]:
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> World:
+def worlds(draw: st.DrawFn, jobs: int = 6) -> World:
+    """A world with up to `jobs` jobs arriving in the simulator."""
     world = World(manifests=list(CLASSES))
     queues = draw(_queues(world))
     used = dict.fromkeys(world.limits, 0)
@@ -354,7 +355,7 @@ def worlds(draw: st.DrawFn) -> World:
                     **extra,
                 )
             )
-    for j in range(draw(st.integers(0, 6))):  # jobs arriving in the simulator
+    for j in range(draw(st.integers(0, jobs))):  # jobs arriving in the simulator
         size = draw(st.integers(1, 3))
         gang = size > 1 and draw(st.booleans())
         stated = draw(st.sampled_from([None, 600, 3600]))
