@@ -83,7 +83,7 @@ def _backfill(e: Explanation) -> list[str]:
     lines = [f"  stated runtime: {runtime}"]
     if held is not None:
         r = held.reservation
-        lines.extend(tables.wrap(f"  reservation ({r.holder}): {r.message()}", "    "))
+        lines.extend(tables.wrap(f"  reservation ({r.holder}): {r.message(e.now)}", "    "))
         if r.waits_for and r.start is not None:
             waits = ", ".join(r.waits_for)
             lines.extend(tables.wrap(f"  waits for: {waits}", indent="    "))

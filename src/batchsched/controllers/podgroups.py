@@ -106,7 +106,8 @@ class PodGroupStatusController:
         (`Released`)."""
         if held is not None:
             self._reserved.add(group.key)
-            return set_condition(status, RESERVED_CONDITION, True, "Reserved", held.message(), now)
+            message = held.message(now)
+            return set_condition(status, RESERVED_CONDITION, True, "Reserved", message, now)
         self._reserved.discard(group.key)
         old = status.condition(RESERVED_CONDITION)
         if old is None or old.status != "True":

@@ -88,13 +88,25 @@ class StartReservation:
     # runtime); None: never, for planning (no start, or a holder stating no runtime).
     until: datetime | None = None
 
-    def message(self) -> str:
-        """What the holder's pending message says of it."""
+    def message(self, now: datetime | None = None) -> str:
+        """What the holder's pending message says of it at `now`. A start that has passed
+        with the holder still waiting is told as now, naming the pods it waits for: they run
+        past the end expected of them (a stated runtime, a grace period) and were not evicted
+        (docs/backfill.md#what-you-see). The plan keeps its start."""
         nodes = ", ".join(self.nodes)
         if self.start is None:
             waits = ", ".join(self.waits_for)
             return f"reserved {nodes}; waits for pods without a stated runtime ({waits})."
-        return f"reserved {nodes}; expected start {format_time(self.start)}."
+        start = format_time(self.start)
+        if now is None or self.start >= now:
+            return f"reserved {nodes}; expected start {start}."
+        if not self.waits_for:
+            return f"reserved {nodes}; expected start now (planned for {start})."
+        waits = ", ".join(self.waits_for)
+        return (
+            f"reserved {nodes}; expected start now (planned for {start}): waits for {waits}, "
+            "running past the end expected of them."
+        )
 
     def span(self) -> str:
         """When it holds its room, in words (docs/backfill.md#what-you-see)."""

@@ -198,7 +198,7 @@ def build_board(
         now,
         source,
         queues=_queues(state),
-        workloads=_workloads(scheduler, messages),
+        workloads=_workloads(scheduler, messages, now),
         nodes=_nodes(state, resource, keys),
         map_resource=resource,
         domain_keys=keys,
@@ -226,7 +226,9 @@ def _queues(state: ClusterState) -> tuple[QueueView, ...]:
     return tuple(out)
 
 
-def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[WorkloadView, ...]:
+def _workloads(
+    scheduler: Scheduler, messages: Mapping[str, str], now: datetime
+) -> tuple[WorkloadView, ...]:
     """The pending pods in queue order, a gang's pending members as one workload at its
     first member's place.
 
@@ -263,7 +265,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
         priority = state.policy.priority_of(pod)
         reason = messages.get(key, "not attempted yet")
         if group is None:
-            start, reservation, room_held = _start(state, f"Pod {key}")
+            start, reservation, room_held = _start(state, f"Pod {key}", now)
             requests = _requests(state, (pod,))
             view = WorkloadView(
                 key,
@@ -283,7 +285,7 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
             out.append(view)
             continue
         group_key = group.key
-        start, reservation, room_held = _start(state, f"PodGroup {group_key}")
+        start, reservation, room_held = _start(state, f"PodGroup {group_key}", now)
         members = sorted(state.groups.members.get(group_key, ()))
         group_pods = [state.pods.by_key[m] for m in members if m in state.pods.by_key]
         waiting = tuple(p for p in group_pods if p.key in state.pods.pending)
@@ -309,14 +311,14 @@ def _workloads(scheduler: Scheduler, messages: Mapping[str, str]) -> tuple[Workl
     return tuple(out)
 
 
-def _start(state: ClusterState, holder: str) -> tuple[datetime | None, str, str]:
-    """The expected start Backfill's reservation for `holder` gives, the reservation, and
-    when it holds which room (docs/backfill.md#what-you-see)."""
+def _start(state: ClusterState, holder: str, now: datetime) -> tuple[datetime | None, str, str]:
+    """The expected start Backfill's reservation for `holder` gives, the reservation as its
+    message says it at `now`, and when it holds which room (docs/backfill.md#what-you-see)."""
     held = state.start_reservations.by_holder.get(holder)
     if held is None:
         return None, "", ""
     rooms = "; ".join(f"{node}: {room_text(room)}" for node, room in held.room(state.nodes.name))
-    return held.start, held.message(), f"{held.span()}: {rooms}"
+    return held.start, held.message(now), f"{held.span()}: {rooms}"
 
 
 def _requests(state: ClusterState, pods: tuple[Pod, ...]) -> tuple[tuple[str, int], ...]:

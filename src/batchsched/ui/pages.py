@@ -239,7 +239,7 @@ def workload_page(board: Board, viewer: Viewer, kind: str, key: str) -> Page | N
             f"{total} waiting; the next queue is chosen by fair share at each step (queue "
             "order), so this workload's place across queues is not fixed"
         )
-    if w.expected_start is not None:
+    if w.expected_start is not None and w.expected_start >= board.taken_at:
         start = _e(format_time(w.expected_start))
     elif w.reservation:
         start = _e(w.reservation)

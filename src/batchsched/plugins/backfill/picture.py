@@ -6,7 +6,7 @@ nodes whose pods came or went."""
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,6 +41,22 @@ def _end_terms(state: ClusterState, pod: Pod) -> tuple[float, float]:
     if pod.start_time is None:
         return math.nan, float(bound)
     return pod.start_time.timestamp() + bound, float(bound)
+
+
+def row_content(state: ClusterState, row: int) -> Hashable:
+    """What a plan reads of a node row: its free and allocatable room, per pod there its
+    key, requests, end terms (nan as None: equal to itself) and whether a DaemonSet owns it,
+    and the version of the PodGroups' stated runtimes (a holder's stay follows its group's).
+    Equal at two moments: the row is as it was, whatever the log of changed rows says (a
+    gang's attempt takes room there and gives it back, docs/backfill.md#rules)."""
+    nodes = state.nodes
+    pods = []
+    for key, pod in sorted(nodes.pods_on[row].items()):
+        fixed, bound = _end_terms(state, pod)
+        end = None if math.isnan(fixed) else fixed
+        pods.append((key, state.pods.demand(pod).key, end, bound, is_daemonset_owned(pod)))
+    room = nodes.free[row].tobytes(), nodes.allocatable[row].tobytes()
+    return room, tuple(pods), state.groups.runtime_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ from batchsched.plugins.args import ArgsReader
 from batchsched.plugins.backfill.candidates import Candidates, Order, Walk
 from batchsched.plugins.backfill.drain import drain_score, free_at
 from batchsched.plugins.backfill.packing import evicted_share
-from batchsched.plugins.backfill.picture import Picture, bound_of, with_nominated
+from batchsched.plugins.backfill.picture import Picture, bound_of, row_content, with_nominated
 from batchsched.plugins.backfill.planner import (
     Blocks,
     IntArray,
@@ -114,6 +114,10 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         # Where the state's log of changed rows stood when the holders were last planned:
         # they are planned again, as Slurm's backfill plans every cycle, once any changed.
         self._mark: int | None = None
+        # What the holders' rows held at that mark (`row_content`): a row the log names but
+        # that is as it was (a gang's failed attempt took room there and gave it back) does
+        # not count as changed.
+        self._content: dict[int, Hashable] = {}
         # Every row ever reserved: only there may a pod have been kept off.
         self._reserved_rows: set[int] = set()
         # The instant of the current pass (told at its start, before the queue's hints are
@@ -314,9 +318,10 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         self._said.clear()
         framework = self._framework
         if framework is None or not self._candidates:
+            self._content.clear()  # no holders: nothing to compare (nor gone pods to keep)
             return
         found = None if self._mark is None else state.nodes.rows_changed_since(self._mark)
-        changed = None if found is None else set(found)
+        changed = None if found is None else self._changed(state, found)
         if changed is not None and not changed and not self._next_unheld(state, now):
             # No pod came or left, no reservation was given back, and no candidate is due
             # one before the holders: all stand as planned.
@@ -402,7 +407,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
             self._drop(holder)
             return ""
         if held is not None:
-            return held.message()
+            return held.message(now)
         if not _lacks_room(state, holder, rejected_by):
             self._drop(holder)  # it waits for something else than room
             return ""
@@ -441,6 +446,7 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         daemon = set(state.reservations.by_row)
         held = self._plan(framework, state, holder, pods, now, earlier, daemon)
         if held is not None:
+            self._keep_content(state, held)
             self._hold(state, held)
         return held
 
@@ -508,8 +514,30 @@ class Backfill(FilterPlugin, ScorePlugin, PreemptionOrderPlugin, RowLocalPlugin,
         self._holders.discard(holder)
 
     def _follow(self, state: ClusterState) -> None:
-        """Planned as of now: where the log of changed rows is."""
+        """Planned as of now: where the log of changed rows is, and what the holders' rows
+        hold."""
         self._mark = state.nodes.change_mark()
+        rows = {row for held in state.start_reservations.by_holder.values() for row in held.shares}
+        self._content = {row: row_content(state, row) for row in rows}
+
+    def _keep_content(self, state: ClusterState, reservation: StartReservation) -> None:
+        """What a reservation made within the pass holds of its rows that the log names
+        nowhere since the mark: as they were at the mark (`_changed`)."""
+        logged = None if self._mark is None else state.nodes.rows_changed_since(self._mark)
+        if logged is not None:
+            touched = set(logged)
+            for row in reservation.shares.keys() - touched - self._content.keys():
+                self._content[row] = row_content(state, row)
+
+    def _changed(self, state: ClusterState, logged: Sequence[int]) -> set[int]:
+        """The rows the log names since the mark, less the holders' rows that are as they
+        were then."""
+        content = self._content
+        return {
+            row
+            for row in set(logged)
+            if row not in content or content[row] != row_content(state, row)
+        }
 
     def _plan(
         self,
