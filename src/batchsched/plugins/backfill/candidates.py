@@ -92,13 +92,8 @@ class Walk:
         self._last = ("", "")  # the lane and name of the holder just yielded
 
     def __iter__(self) -> Iterator[str]:
-        loose = self._lanes.get("", [])  # (the one lane without Queue objects)
-        i = 0
-        while i < len(loose):
-            entry = loose[i]
-            yield entry[1]
-            if i < len(loose) and loose[i] is entry:
-                i += 1
+        while self._at.get("", 0) < len(self._lanes.get("", ())):  # (the one lane without Queues)
+            yield from self._take("")
         queues = [lane for lane in self._lanes if lane]
         if not queues:
             return
